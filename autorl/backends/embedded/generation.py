@@ -1,0 +1,266 @@
+"""Batched sampling for the embedded trainer: token ids, sampling logprobs and masks.
+
+Two samplers return the same ``Rollouts``:
+
+- ``HFSampler`` (CPU and GPU, always available): the policy model itself with its transformers KV cache
+  (``DynamicCache``). One prefill of the left-padded prompts, then one forward per new token for the whole
+  batch. We drive the model directly instead of ``model.generate`` because we need exactly what prime-rl's
+  sampler returns and nothing else: pure temperature sampling (``top_p = 1``, no ``top_k``: prime-rl fixes
+  top_p at 1.0 and sets nothing else, whereas ``generate`` would pick up a model's ``generation_config``
+  defaults such as Qwen3's top_k=20/top_p=0.95), and the logprob of each sampled token *after* temperature
+  (vLLM's ``logprobs_mode = processed_logprobs``, which prime-rl uses), without ``generate``'s per-token
+  overhead of logits processors and score bookkeeping (measured by ``scripts/bench_trl.py``).
+- ``VLLMSampler`` (when ``vllm`` imports and a CUDA GPU is present): a colocated ``vllm.LLM`` in this
+  process, sharing the GPU with the trainer (``gpu_memory_utilization`` caps its share). After every
+  optimizer step the trainer pushes its weights into the engine (``sync_weights``), so each batch is sampled
+  by the current policy. Requested with ``SamplingParams(temperature, top_p=1, logprobs=0)`` and
+  ``logprobs_mode="processed_logprobs"``. This path is written against vLLM 0.31's offline API but has NOT
+  been run on this project's machines (no GPU with vLLM available); see docs/embedded.md.
+
+Completions include the stop token (EOS) when one was sampled: the model must learn to stop, and prime-rl
+trains on every sampled token.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor
+
+
+@dataclass
+class Rollouts:
+    """One sampled batch. Row i is one completion of prompt ``prompts[i]``.
+
+    Layout (shared with the trainer's forward): ``[left-padded prompt | right-padded completion]``.
+    """
+
+    prompt_ids: Tensor  # [B, P] int64, left-padded with pad_id
+    prompt_mask: Tensor  # [B, P] bool
+    completion_ids: Tensor  # [B, C] int64, right-padded with pad_id
+    completion_mask: Tensor  # [B, C] bool: sampled tokens (EOS included)
+    logprobs: Tensor  # [B, C] float32: sampling logprobs after temperature (0 on padding)
+    truncated: Tensor  # [B] bool: stopped by the token limit, not by EOS
+
+    @property
+    def completion_lens(self) -> Tensor:
+        return self.completion_mask.sum(-1)
+
+    @property
+    def prompt_lens(self) -> Tensor:
+        return self.prompt_mask.sum(-1)
+
+    def completion_token_lists(self) -> list[list[int]]:
+        return [row[m].tolist() for row, m in zip(self.completion_ids, self.completion_mask, strict=True)]
+
+
+def left_pad(seqs: Sequence[Sequence[int]], pad_id: int, device: torch.device) -> tuple[Tensor, Tensor]:
+    width = max(len(s) for s in seqs)
+    ids = torch.full((len(seqs), width), pad_id, dtype=torch.long)
+    mask = torch.zeros((len(seqs), width), dtype=torch.bool)
+    for i, s in enumerate(seqs):
+        if len(s):
+            ids[i, width - len(s) :] = torch.tensor(s, dtype=torch.long)
+            mask[i, width - len(s) :] = True
+    return ids.to(device), mask.to(device)
+
+
+def positions(mask: Tensor) -> Tensor:
+    """Position ids that start at 0 on each row's first real token (left padding gets 0)."""
+    return (mask.long().cumsum(-1) - 1).clamp(min=0)
+
+
+class HFSampler:
+    """Temperature sampling with the training model and its KV cache (see the module docstring)."""
+
+    def __init__(self, model: torch.nn.Module, pad_id: int, eos_ids: Sequence[int]):
+        self.model = model
+        self.pad_id = pad_id
+        self.eos_ids = torch.tensor(sorted(set(eos_ids)), dtype=torch.long)
+
+    def sync_weights(self, model: torch.nn.Module) -> None:
+        """Nothing to do: sampling uses the training model itself."""
+
+    @torch.no_grad()
+    def sample(
+        self,
+        prompts: Sequence[Sequence[int]],
+        temperature: float,
+        max_new_tokens: int,
+        generator: torch.Generator,
+        should_stop: Callable[[], bool] | None = None,
+    ) -> Rollouts | None:
+        """Sample one completion per prompt; None when ``should_stop()`` turned true meanwhile."""
+        from transformers import DynamicCache
+
+        model = self.model
+        device = next(model.parameters()).device
+        was_training = model.training
+        model.eval()
+        try:
+            prompt_ids, prompt_mask = left_pad(prompts, self.pad_id, device)
+            batch = prompt_ids.shape[0]
+            eos = self.eos_ids.to(device)
+            cache = DynamicCache(config=model.config)
+            attn = prompt_mask.long()
+            pos = positions(prompt_mask)
+            out = model(
+                input_ids=prompt_ids,
+                attention_mask=attn,
+                position_ids=pos,
+                past_key_values=cache,
+                use_cache=True,
+                logits_to_keep=1,
+            )
+            logits = out.logits[:, -1]
+            next_pos = pos[:, -1:] + 1
+            tokens = torch.full((batch, max_new_tokens), self.pad_id, dtype=torch.long, device=device)
+            logps = torch.zeros((batch, max_new_tokens), dtype=torch.float32, device=device)
+            sampled = torch.zeros((batch, max_new_tokens), dtype=torch.bool, device=device)
+            finished = torch.zeros(batch, dtype=torch.bool, device=device)
+            steps = 0
+            for t in range(max_new_tokens):
+                if should_stop is not None and should_stop():
+                    return None
+                logp = torch.log_softmax(logits.float() / temperature, dim=-1)
+                tok = torch.multinomial(logp.exp(), 1, generator=generator).squeeze(-1)
+                alive = ~finished
+                tokens[:, t] = torch.where(alive, tok, self.pad_id)
+                logps[:, t] = torch.where(alive, logp.gather(-1, tok.unsqueeze(-1)).squeeze(-1), 0.0)
+                sampled[:, t] = alive
+                finished = finished | torch.isin(tok, eos)
+                steps = t + 1
+                if bool(finished.all()) or t == max_new_tokens - 1:
+                    break
+                attn = torch.cat([attn, torch.ones((batch, 1), dtype=attn.dtype, device=device)], dim=1)
+                out = model(
+                    input_ids=tokens[:, t : t + 1],
+                    attention_mask=attn,
+                    position_ids=next_pos,
+                    past_key_values=cache,
+                    use_cache=True,
+                )
+                logits = out.logits[:, -1]
+                next_pos = next_pos + 1
+            last = sampled[:, :steps].long().sum(-1) - 1
+            ended_with_eos = torch.isin(tokens[torch.arange(batch, device=device), last.clamp(min=0)], eos)
+            return Rollouts(
+                prompt_ids=prompt_ids,
+                prompt_mask=prompt_mask,
+                completion_ids=tokens[:, :steps],
+                completion_mask=sampled[:, :steps],
+                logprobs=logps[:, :steps],
+                truncated=~ended_with_eos,
+            )
+        finally:
+            model.train(was_training)
+
+
+def vllm_available() -> bool:
+    """vLLM is used when it imports and a CUDA GPU is present."""
+    if not torch.cuda.is_available():
+        return False
+    try:
+        import vllm  # noqa: F401
+    except Exception:
+        return False
+    return True
+
+
+class VLLMSampler:
+    """A colocated vLLM engine in this process (GPU only; untested here, see the module docstring)."""
+
+    def __init__(
+        self,
+        model_path: str,
+        pad_id: int,
+        seed: int,
+        max_model_len: int,
+        gpu_memory_utilization: float = 0.3,
+        dtype: str = "bfloat16",
+    ):
+        # The engine core must live in this process so that sync_weights can reach the model directly.
+        os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
+        os.environ.setdefault("VLLM_ALLOW_INSECURE_SERIALIZATION", "1")
+        from vllm import LLM
+
+        self.pad_id = pad_id
+        self.seed = seed
+        self.calls = 0
+        self.llm = LLM(
+            model=model_path,
+            dtype=dtype,
+            seed=seed,
+            max_model_len=max_model_len,
+            gpu_memory_utilization=gpu_memory_utilization,
+            enable_prefix_caching=True,  # a group's completions share the prompt
+            logprobs_mode="processed_logprobs",  # logprobs after temperature, as prime-rl asks its servers
+        )
+
+    def sync_weights(self, model: torch.nn.Module) -> None:
+        """Push the trainer's current weights into the engine (called after every optimizer step)."""
+        state = {name: tensor.detach() for name, tensor in model.state_dict().items()}
+
+        def load(vllm_model: torch.nn.Module) -> None:
+            vllm_model.load_weights(weights=state.items())
+
+        self.llm.apply_model(load)
+        self.llm.reset_prefix_cache()  # cached KV blocks were computed by the previous weights
+
+    def sample(
+        self,
+        prompts: Sequence[Sequence[int]],
+        temperature: float,
+        max_new_tokens: int,
+        generator: torch.Generator,
+        should_stop: Callable[[], bool] | None = None,
+    ) -> Rollouts | None:
+        from vllm import SamplingParams
+        from vllm.inputs import TokensPrompt
+
+        self.calls += 1
+        # Seeded per call from the trainer's generator, so a run is reproducible for a given seed.
+        call_seed = int(torch.randint(0, 2**31 - 1, (1,), generator=generator))
+        params = [
+            SamplingParams(
+                temperature=temperature,
+                top_p=1.0,
+                max_tokens=max_new_tokens,
+                logprobs=0,
+                seed=call_seed + i,
+            )
+            for i in range(len(prompts))
+        ]
+        outs = self.llm.generate(
+            [TokensPrompt(prompt_token_ids=list(p)) for p in prompts], params, use_tqdm=False
+        )
+        if should_stop is not None and should_stop():
+            return None
+        completions, lps, truncated = [], [], []
+        for out in outs:
+            sample = out.outputs[0]
+            ids = list(sample.token_ids)
+            completions.append(ids)
+            lps.append([step[tok].logprob for step, tok in zip(sample.logprobs, ids, strict=True)])
+            truncated.append(sample.finish_reason == "length")
+        device = torch.device("cuda")
+        prompt_ids, prompt_mask = left_pad(prompts, self.pad_id, device)
+        width = max(1, max(len(c) for c in completions))
+        comp = torch.full((len(prompts), width), self.pad_id, dtype=torch.long)
+        cmask = torch.zeros((len(prompts), width), dtype=torch.bool)
+        clp = torch.zeros((len(prompts), width), dtype=torch.float32)
+        for i, (ids, lp) in enumerate(zip(completions, lps, strict=True)):
+            comp[i, : len(ids)] = torch.tensor(ids, dtype=torch.long)
+            cmask[i, : len(ids)] = True
+            clp[i, : len(lp)] = torch.tensor(lp, dtype=torch.float32)
+        return Rollouts(
+            prompt_ids=prompt_ids,
+            prompt_mask=prompt_mask,
+            completion_ids=comp.to(device),
+            completion_mask=cmask.to(device),
+            logprobs=clp.to(device),
+            truncated=torch.tensor(truncated, device=device),
+        )

@@ -1,0 +1,102 @@
+"""The fixed harness: everything in the repo but the files the agent edits and what trials generate.
+
+A trial refuses to run when a harness file differs from the last commit (the agent must never "improve"
+a score by editing the eval, the runner or the seeds), and every ledger row records the harness hash so
+only trials of the same harness are compared.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import subprocess
+from pathlib import Path
+
+# What the agent may edit, and what trials write. Everything else tracked by git is harness.
+AGENT_FILES = ("train.toml", "classic.toml")
+GENERATED = ("results.tsv", "runs/", "progress.png", "STOP")
+
+
+def _git(root: Path, *args: str) -> str:
+    return subprocess.run(["git", *args], cwd=root, check=True, capture_output=True, text=True).stdout
+
+
+def is_git_repo(root: Path) -> bool:
+    try:
+        return _git(root, "rev-parse", "--is-inside-work-tree").strip() == "true"
+    except (subprocess.CalledProcessError, FileNotFoundError):
+        return False
+
+
+def _is_harness(path: str) -> bool:
+    return path not in AGENT_FILES and not any(
+        path == g or (g.endswith("/") and path.startswith(g)) for g in GENERATED
+    )
+
+
+def commit_short(root: Path) -> str:
+    """The short commit of HEAD, or 'nogit' outside a repository / before the first commit."""
+    try:
+        return _git(root, "rev-parse", "--short=7", "HEAD").strip()
+    except (subprocess.CalledProcessError, FileNotFoundError):
+        return "nogit"
+
+
+def harness_hash(root: Path) -> str:
+    """Hash of the harness files as they are in the working tree (12 hex digits).
+
+    Uses git's blob ids of tracked files (the working-tree content for modified ones), so it is cheap.
+    Outside git it hashes the package and the top-level scripts directly.
+    """
+    digest = hashlib.sha256()
+    if is_git_repo(root):
+        files = [f for f in _git(root, "ls-files", "-z").split("\0") if f and _is_harness(f)]
+        existing = [f for f in files if (root / f).is_file()]
+        blobs = _git_input(root, ["hash-object", "--stdin-paths"], "\n".join(existing)) if existing else ""
+        for name, blob in zip(existing, blobs.split(), strict=True):
+            digest.update(f"{name}\0{blob}\n".encode())
+    else:
+        for path in sorted([*root.glob("autorl/**/*.py"), *root.glob("*.py"), *root.glob("eval.toml")]):
+            digest.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()[:12]
+
+
+def dirty_harness_files(root: Path) -> list[str]:
+    """Harness files that differ from the last commit, plus untracked files the harness would import.
+
+    Untracked, non-ignored files under the package or environments count: a new module can change the
+    harness as much as an edited one.
+    """
+    if not is_git_repo(root):
+        return []
+    out = _git(root, "status", "--porcelain", "-z", "--untracked-files=all")
+    dirty = []
+    entries = out.split("\0")
+    i = 0
+    while i < len(entries):
+        entry = entries[i]
+        i += 1
+        if not entry:
+            continue
+        code, path = entry[:2], entry[3:]
+        if code[0] in "RC":  # rename/copy: the next entry is the source path
+            i += 1
+        if (
+            code == "??"
+            and not path.startswith(("autorl/", "environments/", "tests/"))
+            and path
+            not in (
+                "run.py",
+                "prepare.py",
+                "eval.toml",
+            )
+        ):
+            continue
+        if _is_harness(path):
+            dirty.append(path)
+    return sorted(dirty)
+
+
+def _git_input(root: Path, args: list[str], text: str) -> str:
+    return subprocess.run(
+        ["git", *args], cwd=root, check=True, capture_output=True, text=True, input=text
+    ).stdout

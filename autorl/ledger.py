@@ -1,0 +1,317 @@
+"""results.tsv: one row per trial, appended atomically under a lock, never rewritten behind the user's back.
+
+Writers (run.py, `autorl mark`, several trials on one machine) take an exclusive `fcntl.flock` on a
+sidecar file `results.tsv.lock`. An append is one `os.write` of the whole line on an `O_APPEND`
+descriptor, so even a reader that ignores the lock never sees half a row. `mark` rewrites the file
+under the same lock through a temporary file and `os.replace`, so a crash mid-mark leaves the old file.
+
+A malformed file (wrong header, ragged row, missing final newline) raises `LedgerError` naming the file,
+the line and the problem. The ledger never truncates or "repairs" it; the caller saves its row elsewhere.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import math
+import os
+import tempfile
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from autorl import paths
+
+# The columns, in file order. `status` is the run outcome (written by run.py); `decision` is the agent's
+# call (written `pending`, set by `autorl mark`). `seed_scores` (`seed=score` pairs) feeds the noise floor.
+COLUMNS: list[str] = [
+    "timestamp",  # ISO 8601, local time with offset
+    "run_id",  # runs/<run_id>/
+    "commit",  # short git commit of the trial's config
+    "track",  # llm | classic
+    "backend",  # embedded | prime-rl | classic
+    "eval_score",  # mean over eval envs of the per-env mean score (pooled over seeds)
+    "eval_ci_low",  # 95% bootstrap CI of eval_score
+    "eval_ci_high",
+    "base_score",  # the untrained model on the same eval
+    "env_scores",  # env=score pairs, comma separated
+    "delta",  # eval_score - reference eval_score, on the common eval examples
+    "p_value",  # one-sided p for "candidate better than reference"
+    "verdict",  # improved | worse | inconclusive | (empty: no reference yet)
+    "reference_run",  # run_id of the trial compared against
+    "training_seconds",
+    "startup_seconds",
+    "eval_seconds",
+    "peak_memory_gb",
+    "steps",
+    "seeds",  # training seeds, comma separated (harness-chosen)
+    "seed_scores",  # seed=eval_score pairs (one per training seed)
+    "status",  # ok | crash | timeout
+    "decision",  # pending | keep | discard | crash
+    "config_hash",
+    "harness_hash",
+    "eval_hash",
+    "description",
+    "lesson",
+    "extras",  # JSON object: everything else the caller passed (e.g. solved_seeds)
+]
+
+STATUSES = ("ok", "crash", "timeout")
+DECISIONS = ("pending", "keep", "discard", "crash")
+MARKABLE = ("keep", "discard", "crash")
+
+
+class LedgerError(Exception):
+    """results.tsv is malformed or a lookup/mark request cannot be satisfied."""
+
+
+def clean(text: str) -> str:
+    """One TSV cell: no tabs or line breaks (descriptions and lessons are free text)."""
+    return " ".join(str(text).replace("\t", " ").splitlines()).strip()
+
+
+def _format_number(v: float) -> str:
+    if math.isnan(v):
+        return "nan"
+    return f"{v:.6g}"
+
+
+def format_pairs(pairs: Mapping[Any, Any]) -> str:
+    """{"arithmetic": 0.61, "gsm8k": 0.12} -> "arithmetic=0.61,gsm8k=0.12"."""
+    return ",".join(
+        f"{clean(k)}={_format_number(float(v)) if v is not None else ''}" for k, v in pairs.items()
+    )
+
+
+def parse_pairs(cell: str) -> dict[str, float]:
+    """Inverse of format_pairs; entries without a number are skipped."""
+    out: dict[str, float] = {}
+    for part in cell.split(","):
+        key, sep, value = part.partition("=")
+        if sep and key.strip() and value.strip():
+            try:
+                out[key.strip()] = float(value)
+            except ValueError:
+                continue
+    return out
+
+
+def format_cell(column: str, value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        return _format_number(value)
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, Mapping):
+        if column == "extras":
+            return clean(json.dumps(value, sort_keys=True, default=str))
+        return format_pairs(value)
+    if isinstance(value, Sequence) and not isinstance(value, str):
+        return ",".join(clean(format_cell(column, v)) for v in value)
+    return clean(value)
+
+
+def as_float(row: Mapping[str, str], column: str) -> float | None:
+    """A numeric cell as float; None when empty or not a number."""
+    try:
+        v = float(row.get(column, "") or "nan")
+    except ValueError:
+        return None
+    return None if math.isnan(v) else v
+
+
+def row_seed_scores(row: Mapping[str, str]) -> list[float]:
+    """Per-training-seed eval_scores of a row; a one-seed row without seed_scores gives [eval_score]."""
+    scores = list(parse_pairs(row.get("seed_scores", "")).values())
+    if scores:
+        return scores
+    score = as_float(row, "eval_score")
+    seeds = [s for s in row.get("seeds", "").split(",") if s.strip()]
+    return [score] if score is not None and len(seeds) <= 1 else []
+
+
+class Ledger:
+    """results.tsv at `path` (default: the repo's results.tsv)."""
+
+    def __init__(self, path: Path | None = None) -> None:
+        self.path = Path(path) if path is not None else paths.results_file()
+        self.lock_path = self.path.with_name(self.path.name + ".lock")
+
+    # -- locking -------------------------------------------------------------------------------------
+    @contextmanager
+    def locked(self) -> Iterator[None]:
+        """Exclusive lock shared by every writer (a sidecar file, so os.replace never swaps the lock)."""
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+            os.close(fd)
+
+    # -- reading -------------------------------------------------------------------------------------
+    def _read(self) -> list[dict[str, str]]:
+        """Parse and validate the whole file; raise LedgerError on anything malformed."""
+        if not self.path.exists():
+            return []
+        text = self.path.read_text(encoding="utf-8")
+        if not text:
+            return []
+        if not text.endswith("\n"):
+            n = text.count("\n") + 1
+            raise LedgerError(f"{self.path}:{n}: last line has no newline (a truncated row?); fix it by hand")
+        lines = text.split("\n")[:-1]
+        header = lines[0].split("\t")
+        if header != COLUMNS:
+            missing = [c for c in COLUMNS if c not in header]
+            extra = [c for c in header if c not in COLUMNS]
+            detail = []
+            if missing:
+                detail.append(f"missing columns {missing}")
+            if extra:
+                detail.append(f"unknown columns {extra}")
+            if not detail:
+                detail.append("columns in the wrong order")
+            raise LedgerError(
+                f"{self.path}:1: header is not the autorl results.tsv header ({'; '.join(detail)}); "
+                "move the file aside (the ledger never rewrites it)"
+            )
+        rows = []
+        for lineno, line in enumerate(lines[1:], start=2):
+            if not line.strip():
+                raise LedgerError(f"{self.path}:{lineno}: empty line")
+            cells = line.split("\t")
+            if len(cells) != len(COLUMNS):
+                raise LedgerError(
+                    f"{self.path}:{lineno}: row has {len(cells)} fields, the header has {len(COLUMNS)}"
+                )
+            rows.append(dict(zip(COLUMNS, cells, strict=True)))
+        return rows
+
+    def rows(self) -> list[dict[str, str]]:
+        """All rows in file order, as strings (use `as_float` for numbers)."""
+        return self._read()
+
+    def validate(self) -> None:
+        self._read()
+
+    # -- writing -------------------------------------------------------------------------------------
+    def format_row(self, row: Mapping[str, Any]) -> str:
+        """The TSV line for `row`. Unknown keys go into `extras` (JSON), nothing is dropped."""
+        values: dict[str, Any] = {c: row.get(c) for c in COLUMNS}
+        extras = dict(row.get("extras") or {}) if isinstance(row.get("extras"), Mapping) else {}
+        if isinstance(row.get("extras"), str) and row["extras"]:
+            try:
+                extras = dict(json.loads(row["extras"]))
+            except (ValueError, TypeError):
+                extras = {"extras": row["extras"]}
+        extras.update({k: v for k, v in row.items() if k not in COLUMNS})
+        values["extras"] = extras or None
+        if values["timestamp"] is None:
+            values["timestamp"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+        if values["decision"] is None:
+            values["decision"] = "pending"
+        return "\t".join(format_cell(c, values[c]) for c in COLUMNS) + "\n"
+
+    def append(self, row: Mapping[str, Any]) -> None:
+        """Append one row (creating the file with its header). Raises LedgerError if the file is malformed."""
+        line = self.format_row(row)
+        with self.locked():
+            existing = self.path.exists() and self.path.stat().st_size > 0
+            if existing:
+                self._read()  # validate before touching: never append to a file we cannot parse
+            data = (line if existing else "\t".join(COLUMNS) + "\n" + line).encode("utf-8")
+            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            try:
+                written = os.write(fd, data)
+                while written < len(data):  # regular files write everything; be safe anyway
+                    written += os.write(fd, data[written:])
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+
+    def _replace(self, rows: list[dict[str, str]]) -> None:
+        text = "\t".join(COLUMNS) + "\n" + "".join("\t".join(r[c] for c in COLUMNS) + "\n" for r in rows)
+        fd, tmp = tempfile.mkstemp(prefix=self.path.name + ".", suffix=".tmp", dir=self.path.parent)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                f.write(text)
+                f.flush()
+                os.fsync(f.fileno())
+            os.chmod(tmp, 0o644)
+            os.replace(tmp, self.path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+
+    def find(self, run_id: str | None = None) -> dict[str, str]:
+        """The row of `run_id` (exact, or a unique prefix); the latest row when run_id is None."""
+        return self._find(self._read(), run_id)[1]
+
+    def _find(self, rows: list[dict[str, str]], run_id: str | None) -> tuple[int, dict[str, str]]:
+        if not rows:
+            raise LedgerError(f"{self.path}: no trials recorded yet")
+        if run_id is None:
+            return len(rows) - 1, rows[-1]
+        exact = [i for i, r in enumerate(rows) if r["run_id"] == run_id]
+        matches = exact or [i for i, r in enumerate(rows) if r["run_id"].startswith(run_id)]
+        if not matches:
+            raise LedgerError(f"{self.path}: no trial with run id {run_id!r}")
+        if len({rows[i]["run_id"] for i in matches}) > 1:
+            raise LedgerError(f"{self.path}: run id {run_id!r} is ambiguous ({len(matches)} trials match)")
+        return matches[-1], rows[matches[-1]]
+
+    def mark(self, decision: str, run_id: str | None = None, lesson: str | None = None) -> dict[str, str]:
+        """Set the decision (keep | discard | crash) and optionally the lesson of one trial (latest by default).
+
+        A crashed or timed-out trial cannot be kept: there is no score to keep.
+        """
+        if decision not in MARKABLE:
+            raise LedgerError(f"decision must be one of {', '.join(MARKABLE)}, not {decision!r}")
+        with self.locked():
+            rows = self._read()
+            index, row = self._find(rows, run_id)
+            if decision == "keep" and (row["status"] != "ok" or as_float(row, "eval_score") is None):
+                raise LedgerError(
+                    f"trial {row['run_id']} has status {row['status'] or '?'} and no score: mark it crash "
+                    "or discard, not keep"
+                )
+            row = {**row, "decision": decision}
+            if lesson is not None:
+                row["lesson"] = clean(lesson)
+            rows[index] = row
+            self._replace(rows)
+        return row
+
+    # -- lookups -------------------------------------------------------------------------------------
+    def best_kept(self, track: str, eval_hash: str, harness_hash: str) -> dict[str, str] | None:
+        return best_kept(self._read(), track, eval_hash, harness_hash)
+
+
+def comparable(row: Mapping[str, str], track: str, eval_hash: str, harness_hash: str) -> bool:
+    """Same track, same eval set and same harness: the only trials whose scores may be compared."""
+    return row["track"] == track and row["eval_hash"] == eval_hash and row["harness_hash"] == harness_hash
+
+
+def best_kept(
+    rows: Sequence[Mapping[str, str]], track: str, eval_hash: str, harness_hash: str
+) -> dict[str, str] | None:
+    """The reference a new trial is compared against.
+
+    The kept (`decision == keep`, `status == ok`) trial with the highest eval_score under the same track,
+    eval set and harness. Until one is kept, the earliest `ok` trial under them counts: it is the baseline
+    (program.md runs the baseline first), so the first experiments are compared with the baseline.
+    None when there is no ok trial at all (the first baseline has nothing to compare with).
+    """
+    same = [r for r in rows if comparable(r, track, eval_hash, harness_hash) and r["status"] == "ok"]
+    same = [r for r in same if as_float(r, "eval_score") is not None]
+    kept = [r for r in same if r["decision"] == "keep"]
+    if kept:
+        return dict(max(kept, key=lambda r: as_float(r, "eval_score") or 0.0))
+    return dict(same[0]) if same else None

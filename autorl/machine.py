@@ -1,0 +1,126 @@
+"""What this machine has (CPUs, RAM, GPUs, prime-rl) and the backend that follows; the machine file."""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+from autorl import paths
+
+
+@dataclass
+class Gpu:
+    index: int
+    name: str
+    memory_gb: float
+    free_gb: float | None = None
+
+
+@dataclass
+class Machine:
+    python: str
+    platform: str
+    torch: str | None
+    cpus: int
+    ram_gb: float
+    gpus: list[Gpu] = field(default_factory=list)
+    prime_rl: dict[str, Any] | None = None  # dir, python, rl, commit, version (see backends.primerl)
+    backend: str = "embedded"  # the backend `--backend auto` picks
+    model_name: str | None = None  # the model prepared for train.toml (harness-owned from here on)
+    model_path: str | None = None  # where its weights are (local dir)
+    notes: list[str] = field(default_factory=list)
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), indent=2)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Machine:
+        gpus = [Gpu(**g) for g in data.get("gpus", [])]
+        return cls(**{**data, "gpus": gpus})
+
+
+def detect_gpus() -> list[Gpu]:
+    """GPUs via nvidia-smi when present (no CUDA context created), else via torch."""
+    if shutil.which("nvidia-smi"):
+        try:
+            out = subprocess.run(
+                [
+                    "nvidia-smi",
+                    "--query-gpu=index,name,memory.total,memory.free",
+                    "--format=csv,noheader,nounits",
+                ],
+                capture_output=True,
+                text=True,
+                timeout=30,
+                check=True,
+            ).stdout
+            gpus = []
+            for line in out.strip().splitlines():
+                idx, name, total, free = (part.strip() for part in line.split(","))
+                gpus.append(Gpu(int(idx), name, round(float(total) / 1024, 1), round(float(free) / 1024, 1)))
+            return gpus
+        except (subprocess.SubprocessError, ValueError):
+            pass
+    try:
+        import torch
+    except ImportError:
+        return []
+    if not torch.cuda.is_available():
+        return []
+    gpus = []
+    for i in range(torch.cuda.device_count()):
+        props = torch.cuda.get_device_properties(i)
+        gpus.append(Gpu(i, props.name, round(props.total_memory / 2**30, 1)))
+    return gpus
+
+
+def torch_version() -> str | None:
+    try:
+        import torch
+    except ImportError:
+        return None
+    return torch.__version__
+
+
+def choose_backend(gpus: list[Gpu], prime_rl: dict[str, Any] | None) -> str:
+    """prime-rl needs two GPUs (vLLM on GPU 0, trainer on GPU 1); everything else runs embedded."""
+    return "prime-rl" if prime_rl is not None and len(gpus) >= 2 else "embedded"
+
+
+def inspect(prime_rl: dict[str, Any] | None = None) -> Machine:
+    gpus = detect_gpus()
+    return Machine(
+        python=sys.version.split()[0],
+        platform=f"{platform.system()} {platform.machine()}",
+        torch=torch_version(),
+        cpus=len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1),
+        ram_gb=round(psutil.virtual_memory().total / 2**30, 1),
+        gpus=gpus,
+        prime_rl=prime_rl,
+        backend=choose_backend(gpus, prime_rl),
+    )
+
+
+def load_machine(path: Path | None = None) -> Machine | None:
+    path = path or paths.machine_file()
+    if not path.exists():
+        return None
+    return Machine.from_dict(json.loads(path.read_text()))
+
+
+def save_machine(machine: Machine, path: Path | None = None) -> Path:
+    path = path or paths.machine_file()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(machine.to_json() + "\n")
+    tmp.replace(path)
+    return path

@@ -1,0 +1,218 @@
+"""Build the default base model without any hub: a tiny Qwen2 LM, a character tokenizer, a short warm-start.
+
+The model is a Qwen2-architecture causal LM (transformers.Qwen2Config) over single characters, trained with a
+few hundred supervised steps on the arithmetic task's format (``What is 347 + 586?\\n`` -> ``#### 933``).
+The step count is calibrated so the model is *partially* competent: it always writes the format and gets a
+part of the problems right (greedy eval score ~0.3-0.4), so RL has room to improve it. Deterministic for a
+fixed seed (CPU, float32). Saved in Hugging Face format with ``save_pretrained``; a marker file written last
+makes the build idempotent (a complete model is never rebuilt, a half-written one is).
+
+    uv run python -m autorl.model_builder            # builds .autorl/models/tiny-arith
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import shutil
+import string
+import sys
+import time
+from pathlib import Path
+
+import torch
+from autorl_arithmetic import core as arithmetic
+from tokenizers import Tokenizer, decoders, models
+from transformers import PreTrainedTokenizerFast, Qwen2Config, Qwen2ForCausalLM
+
+from autorl import paths
+
+MODEL_NAME = "tiny-arith"
+MARKER = "autorl-model.json"  # written last; its presence means the build completed
+
+# Tokenizer: one token per printable ASCII character (plus tab and newline), three special tokens.
+PAD_TOKEN = "<|pad|>"
+EOS_TOKEN = "<|endoftext|>"
+UNK_TOKEN = "<|unk|>"
+CHARS = [c for c in string.printable if c not in "\r\x0b\x0c"]
+
+# Model (Qwen2). ~0.8M parameters: small enough that a GRPO step on 2 CPU cores takes well under a second.
+HIDDEN_SIZE = 128
+INTERMEDIATE_SIZE = 512
+NUM_LAYERS = 4
+NUM_HEADS = 4
+NUM_KV_HEADS = 4
+MAX_POSITIONS = 256  # prompt + completion of the arithmetic task are < 40 characters
+
+# Supervised warm-start on the arithmetic train split (never sees an eval problem: see core.py).
+TASK_FIELDS: dict = {}  # arithmetic.Settings defaults: 1-3 digit operands, + and -
+SFT_STEPS = 600  # calibrated: see docs/environments.md (greedy eval score ~0.3-0.4)
+SFT_BATCH_SIZE = 64
+SFT_LR = 3e-3
+SFT_WARMUP_STEPS = 30
+SFT_WEIGHT_DECAY = 0.01
+SFT_SEED = 0
+SFT_THREADS = 2  # the build is meant for a 2-core laptop; more threads barely help at this size
+
+
+def build_tokenizer() -> PreTrainedTokenizerFast:
+    """A character-level tokenizer: a BPE model with no merges is exactly one token per character."""
+    specials = [PAD_TOKEN, EOS_TOKEN, UNK_TOKEN]
+    vocab = {tok: i for i, tok in enumerate(specials + CHARS)}
+    tok = Tokenizer(models.BPE(vocab=vocab, merges=[], unk_token=UNK_TOKEN))
+    tok.decoder = decoders.Fuse()  # concatenate characters back, no spaces in between
+    return PreTrainedTokenizerFast(
+        tokenizer_object=tok,
+        pad_token=PAD_TOKEN,
+        eos_token=EOS_TOKEN,
+        unk_token=UNK_TOKEN,
+        padding_side="left",  # generation pads on the left
+        clean_up_tokenization_spaces=False,
+        model_max_length=MAX_POSITIONS,
+    )
+
+
+def build_config(tokenizer: PreTrainedTokenizerFast, **overrides) -> Qwen2Config:
+    dims = dict(
+        hidden_size=HIDDEN_SIZE,
+        intermediate_size=INTERMEDIATE_SIZE,
+        num_hidden_layers=NUM_LAYERS,
+        num_attention_heads=NUM_HEADS,
+        num_key_value_heads=NUM_KV_HEADS,
+        max_position_embeddings=MAX_POSITIONS,
+    )
+    dims.update(overrides)
+    return Qwen2Config(
+        vocab_size=len(tokenizer),
+        tie_word_embeddings=True,
+        pad_token_id=tokenizer.pad_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+        bos_token_id=None,
+        **dims,
+    )
+
+
+def _batch(tokenizer: PreTrainedTokenizerFast, examples: list[arithmetic.Problem]):
+    """Right-padded prompt+completion ids, with labels only on the completion (and its EOS)."""
+    rows, labels = [], []
+    for ex in examples:
+        p = tokenizer(ex.prompt, add_special_tokens=False)["input_ids"]
+        c = tokenizer(arithmetic.format_answer(ex.answer), add_special_tokens=False)["input_ids"]
+        c = c + [tokenizer.eos_token_id]
+        rows.append(p + c)
+        labels.append([-100] * len(p) + c)
+    width = max(len(r) for r in rows)
+    ids = torch.full((len(rows), width), tokenizer.pad_token_id)
+    lab = torch.full((len(rows), width), -100)
+    mask = torch.zeros((len(rows), width), dtype=torch.long)
+    for i, (r, y) in enumerate(zip(rows, labels, strict=True)):
+        ids[i, : len(r)] = torch.tensor(r)
+        lab[i, : len(y)] = torch.tensor(y)
+        mask[i, : len(r)] = 1
+    return ids, lab, mask
+
+
+def _lr(step: int, steps: int, warmup: int) -> float:
+    """Linear warmup, then cosine decay to 10% of the peak."""
+    if step < warmup:
+        return SFT_LR * (step + 1) / warmup
+    progress = (step - warmup) / max(1, steps - warmup)
+    return SFT_LR * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * progress)))
+
+
+def is_complete(out_dir: Path) -> bool:
+    return (Path(out_dir) / MARKER).is_file()
+
+
+def build_base_model(
+    out_dir: Path | None = None,
+    steps: int | None = None,
+    seed: int = SFT_SEED,
+    progress: bool = True,
+    batch_size: int = SFT_BATCH_SIZE,
+    **model_overrides,
+) -> Path:
+    """Build (or find) the tiny base model in ``out_dir`` (default ``.autorl/models/tiny-arith``).
+
+    ``steps`` overrides SFT_STEPS and ``model_overrides`` the Qwen2Config dims (tests build tiny ones).
+    Returns the directory; does nothing when a complete model is already there.
+    """
+    out_dir = Path(out_dir) if out_dir is not None else paths.models_dir() / MODEL_NAME
+    if is_complete(out_dir):
+        if progress:
+            print(f"base model: {out_dir} already built", file=sys.stderr)
+        return out_dir
+    steps = SFT_STEPS if steps is None else steps
+    start = time.perf_counter()
+    torch.set_num_threads(SFT_THREADS)
+    torch.manual_seed(seed)
+
+    tokenizer = build_tokenizer()
+    config = build_config(tokenizer, **model_overrides)
+    model = Qwen2ForCausalLM(config)
+    n_params = sum(p.numel() for p in model.parameters())
+    if progress:
+        print(
+            f"base model: {n_params / 1e6:.2f}M params, {steps} warm-start steps -> {out_dir}",
+            file=sys.stderr,
+        )
+
+    decay = [p for n, p in model.named_parameters() if p.dim() >= 2]
+    no_decay = [p for n, p in model.named_parameters() if p.dim() < 2]
+    optim = torch.optim.AdamW(
+        [{"params": decay, "weight_decay": SFT_WEIGHT_DECAY}, {"params": no_decay, "weight_decay": 0.0}],
+        lr=SFT_LR,
+        betas=(0.9, 0.98),
+    )
+    stream = arithmetic.train_problems(arithmetic.settings_from_fields(TASK_FIELDS), seed=seed)
+    warmup = min(SFT_WARMUP_STEPS, max(1, steps // 10))
+    model.train()
+    for step in range(steps):
+        ids, labels, mask = _batch(tokenizer, [next(stream) for _ in range(batch_size)])
+        for group in optim.param_groups:
+            group["lr"] = _lr(step, steps, warmup)
+        loss = model(input_ids=ids, attention_mask=mask, labels=labels).loss
+        optim.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optim.step()
+        if progress and (step % 50 == 0 or step == steps - 1):
+            elapsed = time.perf_counter() - start
+            print(f"  step {step + 1:>5}/{steps}  loss {loss.item():.4f}  {elapsed:6.1f}s", file=sys.stderr)
+
+    # Write to a fresh directory, marker last: an interrupted build leaves no marker and is redone.
+    if out_dir.exists():
+        shutil.rmtree(out_dir)
+    out_dir.mkdir(parents=True)
+    model.eval()
+    model.generation_config.pad_token_id = tokenizer.pad_token_id
+    model.generation_config.eos_token_id = tokenizer.eos_token_id
+    model.generation_config.bos_token_id = None
+    model.save_pretrained(out_dir)
+    tokenizer.save_pretrained(out_dir)
+    seconds = time.perf_counter() - start
+    info = {
+        "params": n_params,
+        "steps": steps,
+        "seed": seed,
+        "batch_size": batch_size,
+        "seconds": round(seconds, 1),
+    }
+    (out_dir / MARKER).write_text(json.dumps(info, indent=2) + "\n")
+    if progress:
+        print(f"base model: built in {seconds:.0f}s", file=sys.stderr)
+    return out_dir
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=None, help="default: .autorl/models/tiny-arith")
+    parser.add_argument("--steps", type=int, default=None, help=f"warm-start steps (default {SFT_STEPS})")
+    parser.add_argument("--seed", type=int, default=SFT_SEED)
+    args = parser.parse_args(argv)
+    print(build_base_model(args.out, steps=args.steps, seed=args.seed))
+
+
+if __name__ == "__main__":
+    main()

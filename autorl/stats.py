@@ -1,0 +1,354 @@
+"""Statistics of a trial: eval_score, its confidence interval, and the keep/revert verdict.
+
+Input: eval rows `{"seed", "env", "example_id", "sample", "score"}`, one per (training seed, eval example,
+sample). Scores may be 0/1 (LLM track) or episode returns (classic track): nothing here assumes a range.
+
+Two sources of noise make two trials of one config differ:
+  * eval sampling: which completions were sampled on which examples (shrinks with a bigger eval);
+  * training seed: the trained model itself differs from seed to seed (does NOT shrink with the eval).
+A paired test over examples alone sees only the first and calls seed noise "improved" far too often.
+The verdict therefore uses the spread of whole-trial scores across training seeds:
+  * both sides trained with >= 2 seeds: Welch's t-test on the per-seed eval_scores (each computed on the
+    common examples, so example difficulty cancels: the comparison is paired over examples);
+  * otherwise: the single-seed score sd from the ledger's "noise floor" (the spread of repeated trials of
+    the same config), pooled with a conservative prior so that it is never taken from one pair alone.
+In both cases the standard error is at least the paired example-level standard error.
+Verdict: `improved` when the one-sided p < alpha (0.05) and delta > 0; `worse` when the one-sided p
+for a decline is < alpha; else `inconclusive`. `scripts/simulate_decisions.py` measures the rule.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from scipy import stats as sps
+
+from autorl.ledger import comparable, row_seed_scores
+
+ALPHA = 0.05  # one-sided test level of the verdict
+N_BOOT = 2000  # bootstrap replicates for the CI (enough for 2 decimals of a 95% interval)
+
+# Conservative prior for the single-seed eval_score sd of the LLM track, used until the ledger has
+# repeated trials: the upper end of the seed-to-seed spread RL post-training runs show (0.02-0.04;
+# one re-run of the same config moved eval_score by 0.07, i.e. sd ~0.05 for a difference of two runs).
+DEFAULT_SEED_SD = 0.04
+# Weight of that prior in pseudo degrees of freedom: measured repeats outweigh it after a few trials.
+PRIOR_DF = 4.0
+# The classic track scores episode returns; its prior sd is relative to the reference score.
+CLASSIC_RELATIVE_SEED_SD = 0.2
+
+
+def default_seed_sd(track: str, reference_score: float | None = None) -> float:
+    """The prior single-seed sd for a track (classic: 20% of the reference return, at least 10)."""
+    if track == "classic":
+        return max(CLASSIC_RELATIVE_SEED_SD * abs(reference_score or 0.0), 10.0)
+    return DEFAULT_SEED_SD
+
+
+# ----------------------------------------------------------------------------------------------------
+# Eval rows -> arrays
+# ----------------------------------------------------------------------------------------------------
+def read_eval_jsonl(path: Path) -> list[dict[str, Any]]:
+    """The eval rows of a run (`runs/<run_id>/eval.jsonl`); a missing `seed` field reads as seed 0."""
+    rows = []
+    for line in Path(path).read_text().splitlines():
+        if line.strip():
+            row = json.loads(line)
+            row.setdefault("seed", 0)
+            row.setdefault("sample", 0)
+            rows.append(row)
+    return rows
+
+
+@dataclass
+class Table:
+    """Per env: a (seeds x examples) matrix of scores averaged over samples (NaN where missing)."""
+
+    seeds: list[int]
+    envs: list[str]
+    examples: dict[str, list[str]]
+    matrix: dict[str, np.ndarray]
+
+
+def tabulate(rows: Iterable[Mapping[str, Any]], examples: Mapping[str, Sequence[str]] | None = None) -> Table:
+    """Average samples per (seed, env, example); optionally restricted to a given example set per env."""
+    sums: dict[tuple[Any, str, str], list[float]] = defaultdict(lambda: [0.0, 0.0])
+    seeds: set[Any] = set()
+    found: dict[str, set[str]] = defaultdict(set)
+    for r in rows:
+        key = (r.get("seed", 0), str(r["env"]), str(r["example_id"]))
+        cell = sums[key]
+        cell[0] += float(r["score"])
+        cell[1] += 1.0
+        seeds.add(key[0])
+        found[key[1]].add(key[2])
+    seed_list = sorted(seeds)
+    if examples is None:
+        examples = {env: sorted(ids) for env, ids in found.items()}
+    envs = sorted(examples)
+    matrix = {}
+    for env in envs:
+        ids = list(examples[env])
+        m = np.full((len(seed_list), len(ids)), np.nan)
+        for si, seed in enumerate(seed_list):
+            for ei, ex in enumerate(ids):
+                cell = sums.get((seed, env, ex))
+                if cell is not None:
+                    m[si, ei] = cell[0] / cell[1]
+        matrix[env] = m
+    return Table(seed_list, envs, {e: list(examples[e]) for e in envs}, matrix)
+
+
+def _score(table: Table) -> float:
+    """Mean over envs of the per-env mean over examples (each example averaged over seeds)."""
+    per_env = [np.nanmean(np.nanmean(table.matrix[e], axis=0)) for e in table.envs if table.matrix[e].size]
+    return float(np.mean(per_env)) if per_env else float("nan")
+
+
+def eval_score(rows: Iterable[Mapping[str, Any]]) -> float:
+    """Mean over environments of the per-environment mean score (samples and seeds averaged)."""
+    return _score(tabulate(rows))
+
+
+def env_scores(rows: Iterable[Mapping[str, Any]]) -> dict[str, float]:
+    t = tabulate(rows)
+    return {e: float(np.nanmean(np.nanmean(t.matrix[e], axis=0))) for e in t.envs}
+
+
+def seed_scores(rows: Iterable[Mapping[str, Any]]) -> dict[Any, float]:
+    """eval_score of each training seed separately (what the ledger's `seed_scores` column holds)."""
+    t = tabulate(rows)
+    return {seed: _seed_score(t, i) for i, seed in enumerate(t.seeds)}
+
+
+def _seed_score(t: Table, i: int) -> float:
+    return float(np.mean([np.nanmean(t.matrix[e][i]) for e in t.envs]))
+
+
+# ----------------------------------------------------------------------------------------------------
+# Confidence interval
+# ----------------------------------------------------------------------------------------------------
+def confidence_interval(
+    rows: Iterable[Mapping[str, Any]],
+    level: float = 0.95,
+    n_boot: int = N_BOOT,
+    rng_seed: int = 0,
+    seed_sd: float | None = None,
+) -> tuple[float, float]:
+    """Percentile bootstrap CI of eval_score.
+
+    Examples are resampled within each env (stratified); with >= 2 training seeds the seeds are resampled
+    too (two-level bootstrap: seeds and examples are crossed, every seed scored the same examples).
+    With one seed the interval covers eval sampling only, unless `seed_sd` (the single-seed sd from the
+    noise floor) is given: then a normal seed-level term is added to every replicate.
+    """
+    t = tabulate(rows)
+    if not t.envs:
+        return float("nan"), float("nan")
+    rng = np.random.default_rng(rng_seed)
+    n_seeds = len(t.seeds)
+    if n_seeds >= 2:
+        seed_counts = rng.multinomial(n_seeds, np.full(n_seeds, 1.0 / n_seeds), size=n_boot)
+    else:
+        seed_counts = np.ones((n_boot, 1))
+    total = np.zeros(n_boot)
+    for env in t.envs:
+        m = t.matrix[env]
+        # Missing (seed, example) cells count as the example's mean over the seeds that have it.
+        m = np.where(np.isnan(m), np.nanmean(m, axis=0, keepdims=True), m)
+        n_ex = m.shape[1]
+        ex_counts = rng.multinomial(n_ex, np.full(n_ex, 1.0 / n_ex), size=n_boot)
+        total += np.einsum("bs,si,bi->b", seed_counts, m, ex_counts) / (seed_counts.sum(1) * n_ex)
+    boot = total / len(t.envs)
+    if n_seeds < 2 and seed_sd:
+        boot = boot + rng.normal(0.0, seed_sd, size=n_boot)
+    lo, hi = np.quantile(boot, [(1 - level) / 2, 1 - (1 - level) / 2])
+    return float(lo), float(hi)
+
+
+# ----------------------------------------------------------------------------------------------------
+# Noise floor from the ledger
+# ----------------------------------------------------------------------------------------------------
+@dataclass
+class NoiseFloor:
+    """Single-seed eval_score sd: a prior (prior_sd with prior_df pseudo-df) pooled with measured repeats.
+
+    `ss`/`df` are the within-config sum of squares and degrees of freedom of per-seed scores in the ledger
+    (trials with the same config_hash, and the seeds of multi-seed trials).
+    """
+
+    prior_sd: float = DEFAULT_SEED_SD
+    prior_df: float = PRIOR_DF
+    ss: float = 0.0
+    df: int = 0
+    n_configs: int = 0  # configs with repeated measurements
+    n_runs: int = 0  # trials that contributed
+
+    @property
+    def measured_sd(self) -> float | None:
+        return math.sqrt(self.ss / self.df) if self.df > 0 else None
+
+    @property
+    def total_df(self) -> float:
+        return self.prior_df + self.df
+
+    @property
+    def sd(self) -> float:
+        """Posterior-mean-like pooled sd: (prior_df * prior_sd^2 + ss) / (prior_df + df)."""
+        if self.total_df <= 0:
+            return self.prior_sd
+        return math.sqrt((self.prior_df * self.prior_sd**2 + self.ss) / self.total_df)
+
+    def with_scores(self, scores: Sequence[float]) -> NoiseFloor:
+        """This floor plus one more group of replicate scores (the candidate's own seeds)."""
+        if len(scores) < 2:
+            return self
+        a = np.asarray(scores, float)
+        return NoiseFloor(
+            self.prior_sd,
+            self.prior_df,
+            self.ss + float(((a - a.mean()) ** 2).sum()),
+            self.df + len(a) - 1,
+            self.n_configs + 1,
+            self.n_runs + 1,
+        )
+
+    def describe(self) -> str:
+        if self.df == 0:
+            return f"sd {self.sd:.4f} (default prior, no repeated trials yet)"
+        return (
+            f"sd {self.sd:.4f} (measured {self.measured_sd:.4f} from {self.n_runs} trials of "
+            f"{self.n_configs} repeated configs, df {self.df}; prior {self.prior_sd:.3g} x{self.prior_df:g})"
+        )
+
+
+def noise_floor(
+    ledger_rows: Iterable[Mapping[str, str]],
+    track: str | None = None,
+    eval_hash: str | None = None,
+    harness_hash: str | None = None,
+    prior_sd: float | None = None,
+    prior_df: float = PRIOR_DF,
+) -> NoiseFloor:
+    """The single-seed eval_score sd from repeated trials of the same config in the ledger.
+
+    Groups ok trials by config_hash (within the same track / eval set / harness when given); every group
+    with >= 2 per-seed scores (two trials of one config, or one trial with --seeds >= 2) adds its
+    within-group sum of squares. Pooled with the prior `prior_sd` (default: `default_seed_sd(track)`).
+    """
+    groups: dict[str, list[float]] = defaultdict(list)
+    runs: dict[str, int] = defaultdict(int)
+    for r in ledger_rows:
+        if r.get("status") != "ok" or not r.get("config_hash"):
+            continue
+        if track is not None and eval_hash is not None and harness_hash is not None:
+            if not comparable(r, track, eval_hash, harness_hash):
+                continue
+        scores = row_seed_scores(r)
+        if scores:
+            groups[r["config_hash"]].extend(scores)
+            runs[r["config_hash"]] += 1
+    nf = NoiseFloor(default_seed_sd(track or "llm") if prior_sd is None else prior_sd, prior_df)
+    for key, scores in groups.items():
+        if len(scores) >= 2:
+            a = np.asarray(scores, float)
+            nf.ss += float(((a - a.mean()) ** 2).sum())
+            nf.df += len(a) - 1
+            nf.n_configs += 1
+            nf.n_runs += runs[key]
+    return nf
+
+
+# ----------------------------------------------------------------------------------------------------
+# Comparison and verdict
+# ----------------------------------------------------------------------------------------------------
+@dataclass
+class Comparison:
+    delta: float  # candidate - reference eval_score on the common examples
+    p_value: float  # one-sided p for "candidate better than reference"
+    verdict: str  # improved | worse | inconclusive
+    n_common: int  # eval examples both sides scored
+    note: str  # which test and which noise estimate were used
+    se: float = float("nan")
+    df: float = float("inf")
+
+
+def _common_examples(a: Table, b: Table) -> dict[str, list[str]]:
+    out = {}
+    for env in a.envs:
+        if env in b.examples:
+            ids = sorted(set(a.examples[env]) & set(b.examples[env]))
+            if ids:
+                out[env] = ids
+    return out
+
+
+def compare(
+    candidate_rows: Iterable[Mapping[str, Any]],
+    reference_rows: Iterable[Mapping[str, Any]],
+    noise: NoiseFloor | None = None,
+    alpha: float = ALPHA,
+) -> Comparison:
+    """Candidate vs reference on the same eval examples (matched by env + example_id).
+
+    `noise`: the ledger's noise floor (`noise_floor(ledger.rows(), ...)`), used when a side has one seed;
+    it must already contain the reference trial (it comes from the ledger), so only the candidate's own
+    seeds are added here. None means the default prior alone.
+    """
+    cand_rows, ref_rows = list(candidate_rows), list(reference_rows)
+    common = _common_examples(tabulate(cand_rows), tabulate(ref_rows))
+    n_common = sum(len(v) for v in common.values())
+    if n_common == 0:
+        return Comparison(float("nan"), float("nan"), "inconclusive", 0, "no common eval examples")
+    cand, ref = tabulate(cand_rows, common), tabulate(ref_rows, common)
+    delta = _score(cand) - _score(ref)
+
+    # Example level: per-example differences of seed/sample means; analytic SE of the env-weighted mean.
+    n_env = len(common)
+    var_ex = 0.0
+    for env in common:
+        d = np.nanmean(cand.matrix[env], axis=0) - np.nanmean(ref.matrix[env], axis=0)
+        if len(d) >= 2:
+            var_ex += float(np.var(d, ddof=1)) / len(d) / n_env**2
+    se_ex = math.sqrt(var_ex)
+
+    # Seed level: whole-trial scores per training seed.
+    xs_c = np.array([_seed_score(cand, i) for i in range(len(cand.seeds))])
+    xs_r = np.array([_seed_score(ref, i) for i in range(len(ref.seeds))])
+    n_c, n_r = len(xs_c), len(xs_r)
+    if n_c >= 2 and n_r >= 2:
+        v_c, v_r = xs_c.var(ddof=1) / n_c, xs_r.var(ddof=1) / n_r
+        se_seed = math.sqrt(v_c + v_r)
+        denom = v_c**2 / (n_c - 1) + v_r**2 / (n_r - 1)
+        df_seed = (v_c + v_r) ** 2 / denom if denom > 0 else float("inf")
+        how = f"Welch over seeds ({n_c} vs {n_r})"
+    else:
+        nf = (noise or NoiseFloor()).with_scores(xs_c.tolist())
+        se_seed = nf.sd * math.sqrt(1.0 / n_c + 1.0 / n_r)
+        df_seed = nf.total_df if nf.total_df > 0 else float("inf")
+        how = f"noise floor sd {nf.sd:.4g} (df {nf.total_df:g}), seeds {n_c} vs {n_r}"
+
+    if se_seed >= se_ex:
+        se, df = se_seed, df_seed
+    else:  # eval sampling dominates (tiny eval or seeds agreeing by chance): the paired example test
+        se, df = se_ex, max(n_common - 1, 1)
+        how += f"; example-level SE {se_ex:.4g} dominates"
+    if se <= 0:
+        p = 0.5 if delta == 0 else (0.0 if delta > 0 else 1.0)
+    else:
+        p = float(sps.t.sf(delta / se, df))
+    if p < alpha and delta > 0:
+        verdict = "improved"
+    elif 1.0 - p < alpha and delta < 0:
+        verdict = "worse"
+    else:
+        verdict = "inconclusive"
+    return Comparison(float(delta), p, verdict, n_common, f"{how}; SE {se:.4g}", se, df)
+

@@ -1,0 +1,154 @@
+"""Procedural multi-digit addition and subtraction: examples and the reward. Pure Python, no verifiers.
+
+Both backends and the fixed eval import this module in-process; the verifiers Taskset (taskset.py) wraps it
+for prime-rl. Nothing is downloaded or shipped: every problem comes from a seeded generator.
+
+Splits never overlap: each problem ``a op b`` is hashed (sha256) into one of ``HASH_BUCKETS`` buckets and
+bucket 0 belongs to the eval split only, the others to train. So whatever seed the train stream uses, it can
+never produce an eval problem, and the eval set is a fixed, deduplicated sequence drawn from ``EVAL_SEED``.
+
+Format (shared with GSM8K): the answer is the number after ``#### `` on the last line of the completion.
+The default prompt is short because the default model is a character-level model whose cost grows with
+every character; ``instruction=True`` appends the format instruction for real chat models.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, fields
+from typing import Literal
+
+SPLITS = ("train", "eval")
+EVAL_SEED = 1234  # the fixed eval stream; changing it changes the eval set (and eval_spec_hash)
+HASH_BUCKETS = 10  # 1 bucket of 10 (10% of all problems) is reserved for the eval split
+INSTRUCTION = "Give the final answer as a number on the last line after '#### '."
+
+Split = Literal["train", "eval"]
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The taskset fields (the verifiers TasksetConfig declares the same ones, same defaults)."""
+
+    split: Split = "train"
+    min_digits: int = 1  # digits of each operand, drawn uniformly in [min_digits, max_digits]
+    max_digits: int = 3
+    ops: str = "+-"  # subtraction keeps a >= b, so answers are never negative
+    instruction: bool = False  # append INSTRUCTION to the prompt (for chat models)
+    num_examples: int = 10_000  # tasks the verifiers Taskset yields (the embedded train stream is endless)
+
+    def __post_init__(self) -> None:
+        if self.split not in SPLITS:
+            raise ValueError(f"split must be one of {SPLITS}, got {self.split!r}")
+        if not 1 <= self.min_digits <= self.max_digits <= 18:
+            raise ValueError(f"need 1 <= min_digits <= max_digits <= 18, got {self.min_digits}, {self.max_digits}")
+        if not self.ops or set(self.ops) - {"+", "-"}:
+            raise ValueError(f"ops must be a non-empty combination of '+' and '-', got {self.ops!r}")
+        if self.num_examples < 1:
+            raise ValueError(f"num_examples must be >= 1, got {self.num_examples}")
+
+
+def settings_from_fields(values: dict) -> Settings:
+    """Settings from taskset fields (as written in a TOML table); unknown names are an error."""
+    known = {f.name for f in fields(Settings)}
+    unknown = sorted(set(values) - known)
+    if unknown:
+        raise ValueError(f"unknown autorl-arithmetic field(s) {unknown}; valid fields: {sorted(known)}")
+    return Settings(**values)
+
+
+@dataclass(frozen=True)
+class Problem:
+    id: str
+    prompt: str
+    answer: str  # the exact integer, as a string without separators
+
+
+def problem_key(a: int, op: str, b: int) -> str:
+    return f"{a}{op}{b}"
+
+
+def is_eval_problem(a: int, op: str, b: int) -> bool:
+    digest = hashlib.sha256(problem_key(a, op, b).encode()).digest()
+    return int.from_bytes(digest[:8], "big") % HASH_BUCKETS == 0
+
+
+def make_prompt(a: int, op: str, b: int, instruction: bool = False) -> str:
+    # The trailing newline separates question and answer for a model that sees the raw prompt.
+    text = f"What is {a} {op} {b}?"
+    return f"{text} {INSTRUCTION}\n" if instruction else f"{text}\n"
+
+
+def format_answer(answer: str) -> str:
+    """The reference completion: what a correct, well-formatted reply looks like."""
+    return f"#### {answer}"
+
+
+def _draw(rng: random.Random, s: Settings) -> tuple[int, str, int]:
+    def number() -> int:
+        digits = rng.randint(s.min_digits, s.max_digits)
+        low = 0 if digits == 1 else 10 ** (digits - 1)
+        return rng.randint(low, 10**digits - 1)
+
+    a, b, op = number(), number(), rng.choice(s.ops)
+    if op == "-" and b > a:
+        a, b = b, a
+    return a, op, b
+
+
+def _problem(pid: str, a: int, op: str, b: int, s: Settings) -> Problem:
+    value = a + b if op == "+" else a - b
+    return Problem(id=pid, prompt=make_prompt(a, op, b, s.instruction), answer=str(value))
+
+
+def eval_problems(s: Settings) -> Iterator[Problem]:
+    """The fixed eval sequence: distinct eval-bucket problems from EVAL_SEED. Any prefix is the same."""
+    rng = random.Random(EVAL_SEED)
+    seen: set[str] = set()
+    while True:
+        a, op, b = _draw(rng, s)
+        key = problem_key(a, op, b)
+        if key in seen or not is_eval_problem(a, op, b):
+            continue
+        seen.add(key)
+        yield _problem(f"eval-{len(seen) - 1}", a, op, b, s)
+
+
+def train_problems(s: Settings, seed: int) -> Iterator[Problem]:
+    """An endless stream of train-bucket problems (sampled with replacement) for one seed."""
+    rng = random.Random(f"autorl-arithmetic-train-{seed}")
+    i = 0
+    while True:
+        a, op, b = _draw(rng, s)
+        if is_eval_problem(a, op, b):
+            continue
+        yield _problem(f"train-{seed}-{i}", a, op, b, s)
+        i += 1
+
+
+def problems(s: Settings, seed: int = 0) -> Iterator[Problem]:
+    """The endless problem stream of ``s.split`` (the eval split ignores ``seed``: it is fixed)."""
+    return eval_problems(s) if s.split == "eval" else train_problems(s, seed)
+
+
+# The answer is whatever follows the last '####' on its line; thousands separators and a final period
+# are tolerated, anything else (words, a second number, nothing) is wrong.
+_ANSWER = re.compile(r"####[ \t]*([^\n]*)")
+_INTEGER = re.compile(r"[+-]?\d+")
+
+
+def extract_answer(completion: str) -> str | None:
+    matches = _ANSWER.findall(completion)
+    if not matches:
+        return None
+    text = matches[-1].strip().replace(",", "").removesuffix(".").strip()
+    return text if _INTEGER.fullmatch(text) else None
+
+
+def score(completion: str, answer: str) -> float:
+    """1.0 when the number after the last '####' equals the answer, else 0.0."""
+    found = extract_answer(completion)
+    return float(found is not None and int(found) == int(answer))
