@@ -12,7 +12,6 @@ the line and the problem. The ledger never truncates or "repairs" it; the caller
 from __future__ import annotations
 
 import fcntl
-import json
 import math
 import os
 import tempfile
@@ -36,7 +35,7 @@ COLUMNS: list[str] = [
     "eval_ci_low",  # 95% bootstrap CI of eval_score
     "eval_ci_high",
     "base_score",  # the untrained model on the same eval
-    "env_scores",  # env=score pairs, comma separated
+    "env_scores",  # env=score pairs, space separated
     "delta",  # eval_score - reference eval_score, on the common eval examples
     "p_value",  # one-sided p for "candidate better than reference"
     "verdict",  # improved | worse | inconclusive | (empty: no reference yet)
@@ -47,7 +46,7 @@ COLUMNS: list[str] = [
     "peak_memory_gb",
     "steps",
     "seeds",  # training seeds, comma separated (harness-chosen)
-    "seed_scores",  # seed=eval_score pairs (one per training seed)
+    "seed_scores",  # seed=eval_score pairs, space separated (one per training seed)
     "status",  # ok | crash | timeout
     "decision",  # pending | keep | discard | crash
     "config_hash",
@@ -55,7 +54,7 @@ COLUMNS: list[str] = [
     "eval_hash",
     "description",
     "lesson",
-    "extras",  # JSON object: everything else the caller passed (e.g. solved_seeds)
+    "extras",  # key=value pairs: everything else the caller passed (e.g. solved_seeds=5/5)
 ]
 
 STATUSES = ("ok", "crash", "timeout")
@@ -79,16 +78,22 @@ def _format_number(v: float) -> str:
 
 
 def format_pairs(pairs: Mapping[Any, Any]) -> str:
-    """{"arithmetic": 0.61, "gsm8k": 0.12} -> "arithmetic=0.61,gsm8k=0.12"."""
-    return ",".join(
-        f"{clean(k)}={_format_number(float(v)) if v is not None else ''}" for k, v in pairs.items()
-    )
+    """{"arithmetic": 0.61, "gsm8k": 0.12} -> "arithmetic=0.61 gsm8k=0.12" (numbers), or k=v text pairs."""
+    return " ".join(f"{clean(str(k)).replace(' ', '_')}={_pair_value(v)}" for k, v in pairs.items())
+
+
+def _pair_value(v: Any) -> str:
+    if v is None:
+        return ""
+    if isinstance(v, float):
+        return _format_number(v)
+    return clean(str(v)).replace(" ", "_")
 
 
 def parse_pairs(cell: str) -> dict[str, float]:
-    """Inverse of format_pairs; entries without a number are skipped."""
+    """Numbers of a k=v pairs cell (separated by spaces or commas); entries without a number are skipped."""
     out: dict[str, float] = {}
-    for part in cell.split(","):
+    for part in cell.replace(",", " ").split():
         key, sep, value = part.partition("=")
         if sep and key.strip() and value.strip():
             try:
@@ -108,8 +113,6 @@ def format_cell(column: str, value: Any) -> str:
     if isinstance(value, int):
         return str(value)
     if isinstance(value, Mapping):
-        if column == "extras":
-            return clean(json.dumps(value, sort_keys=True, default=str))
         return format_pairs(value)
     if isinstance(value, Sequence) and not isinstance(value, str):
         return ",".join(clean(format_cell(column, v)) for v in value)
@@ -203,16 +206,13 @@ class Ledger:
 
     # -- writing -------------------------------------------------------------------------------------
     def format_row(self, row: Mapping[str, Any]) -> str:
-        """The TSV line for `row`. Unknown keys go into `extras` (JSON), nothing is dropped."""
+        """The TSV line for `row`. Unknown keys are added to `extras` as key=value, nothing is dropped."""
         values: dict[str, Any] = {c: row.get(c) for c in COLUMNS}
-        extras = dict(row.get("extras") or {}) if isinstance(row.get("extras"), Mapping) else {}
-        if isinstance(row.get("extras"), str) and row["extras"]:
-            try:
-                extras = dict(json.loads(row["extras"]))
-            except (ValueError, TypeError):
-                extras = {"extras": row["extras"]}
-        extras.update({k: v for k, v in row.items() if k not in COLUMNS})
-        values["extras"] = extras or None
+        extras = format_cell("extras", row.get("extras"))
+        unknown = {k: v for k, v in row.items() if k not in COLUMNS}
+        if unknown:
+            extras = " ".join(x for x in (extras, format_pairs(unknown)) if x)
+        values["extras"] = extras
         if values["timestamp"] is None:
             values["timestamp"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
         if values["decision"] is None:
@@ -268,7 +268,7 @@ class Ledger:
         return matches[-1], rows[matches[-1]]
 
     def mark(self, decision: str, run_id: str | None = None, lesson: str | None = None) -> dict[str, str]:
-        """Set the decision (keep | discard | crash) and optionally the lesson of one trial (latest by default).
+        """Set the decision (keep | discard | crash) and maybe the lesson of one trial (latest by default).
 
         A crashed or timed-out trial cannot be kept: there is no score to keep.
         """

@@ -8,7 +8,7 @@ Two sources of noise make two trials of one config differ:
   * training seed: the trained model itself differs from seed to seed (does NOT shrink with the eval).
 A paired test over examples alone sees only the first and calls seed noise "improved" far too often.
 The verdict therefore uses the spread of whole-trial scores across training seeds:
-  * both sides trained with >= 2 seeds: Welch's t-test on the per-seed eval_scores (each computed on the
+  * both sides trained with >= 3 seeds: Welch's t-test on the per-seed eval_scores (each computed on the
     common examples, so example difficulty cancels: the comparison is paired over examples);
   * otherwise: the single-seed score sd from the ledger's "noise floor" (the spread of repeated trials of
     the same config), pooled with a conservative prior so that it is never taken from one pair alone.
@@ -41,6 +41,9 @@ N_BOOT = 2000  # bootstrap replicates for the CI (enough for 2 decimals of a 95%
 DEFAULT_SEED_SD = 0.04
 # Weight of that prior in pseudo degrees of freedom: measured repeats outweigh it after a few trials.
 PRIOR_DF = 4.0
+# With at least this many seeds on both sides, each side's own seed spread is used (Welch); with fewer,
+# a 2-vs-2 Welch test has ~2 df and almost no power, so the pooled noise floor is used instead.
+MIN_SEEDS_WELCH = 3
 # The classic track scores episode returns; its prior sd is relative to the reference score.
 CLASSIC_RELATIVE_SEED_SD = 0.2
 
@@ -304,10 +307,17 @@ def compare(
     """
     cand_rows, ref_rows = list(candidate_rows), list(reference_rows)
     common = _common_examples(tabulate(cand_rows), tabulate(ref_rows))
-    n_common = sum(len(v) for v in common.values())
-    if n_common == 0:
+    if not common:
         return Comparison(float("nan"), float("nan"), "inconclusive", 0, "no common eval examples")
-    cand, ref = tabulate(cand_rows, common), tabulate(ref_rows, common)
+    return compare_tables(tabulate(cand_rows, common), tabulate(ref_rows, common), noise, alpha)
+
+
+def compare_tables(
+    cand: Table, ref: Table, noise: NoiseFloor | None = None, alpha: float = ALPHA
+) -> Comparison:
+    """The verdict on two tables over the same envs and examples (compare() builds them from eval rows)."""
+    common = cand.examples
+    n_common = sum(len(v) for v in common.values())
     delta = _score(cand) - _score(ref)
 
     # Example level: per-example differences of seed/sample means; analytic SE of the env-weighted mean.
@@ -323,7 +333,7 @@ def compare(
     xs_c = np.array([_seed_score(cand, i) for i in range(len(cand.seeds))])
     xs_r = np.array([_seed_score(ref, i) for i in range(len(ref.seeds))])
     n_c, n_r = len(xs_c), len(xs_r)
-    if n_c >= 2 and n_r >= 2:
+    if n_c >= MIN_SEEDS_WELCH and n_r >= MIN_SEEDS_WELCH:
         v_c, v_r = xs_c.var(ddof=1) / n_c, xs_r.var(ddof=1) / n_r
         se_seed = math.sqrt(v_c + v_r)
         denom = v_c**2 / (n_c - 1) + v_r**2 / (n_r - 1)
@@ -335,10 +345,10 @@ def compare(
         df_seed = nf.total_df if nf.total_df > 0 else float("inf")
         how = f"noise floor sd {nf.sd:.4g} (df {nf.total_df:g}), seeds {n_c} vs {n_r}"
 
-    if se_seed >= se_ex:
-        se, df = se_seed, df_seed
-    else:  # eval sampling dominates (tiny eval or seeds agreeing by chance): the paired example test
-        se, df = se_ex, max(n_common - 1, 1)
+    # The example-level SE is a floor (a small eval, or seeds agreeing by chance); the df stay the
+    # seed-level ones: the seed-level noise is still there, only its estimate came out small.
+    se, df = max(se_seed, se_ex), df_seed
+    if se_ex > se_seed:
         how += f"; example-level SE {se_ex:.4g} dominates"
     if se <= 0:
         p = 0.5 if delta == 0 else (0.0 if delta > 0 else 1.0)
@@ -350,5 +360,4 @@ def compare(
         verdict = "worse"
     else:
         verdict = "inconclusive"
-    return Comparison(float(delta), p, verdict, n_common, f"{how}; SE {se:.4g}", se, df)
-
+    return Comparison(float(delta), p, verdict, n_common, f"{how}; SE {se:.4g}", float(se), float(df))

@@ -1,0 +1,560 @@
+"""The embedded GRPO trainer: ``python -m autorl.backends.embedded.train --config resolved.json --run-dir D --seed K``.
+
+One process does what prime-rl spreads over an orchestrator, an inference server and a trainer
+(prime-rl 559b447; the formulas themselves are in grpo.py and scheduler.py):
+
+1. Tasks. For each group a source is drawn with probability proportional to its ``ratio``
+   (src/prime_rl/orchestrator/train_source.py) and its next example is taken; groups are drawn until
+   ``batch_size`` rollouts are requested (src/prime_rl/orchestrator/train_sink.py counts traces).
+2. Rollouts. ``group_size`` completions per task, sampled at the source's ``temperature`` with at most
+   ``max_completion_tokens`` new tokens (None = up to ``seq_len``), keeping each token's sampling logprob
+   after temperature (generation.py). Reward = ``env.score(completion, example)``.
+3. Advantages per group, ``A = R - mean(R)`` (optionally length-shaped), then ``filter_zero_advantages``
+   (grpo.py; src/prime_rl/orchestrator/algo/grpo.py, train_sink.py).
+4. One trainer step on exactly ``batch_size`` rollouts, oldest first: samples cut at ``seq_len`` tokens
+   (src/prime_rl/trainer/batch.py ``prepare_sample``), logprobs recomputed from ``logits / temperature``,
+   the default or ipo loss summed over micro-batches and divided by the step's global RL-token count,
+   ``clip_grad_norm_(max_norm)``, AdamW, scheduler (src/prime_rl/trainer/rl/train.py, loss.py).
+
+Off-policy lag (``max_off_policy_steps``). prime-rl overlaps sampling and training: the orchestrator may
+run one step ahead of the trainer (``TARGET_LAG = 1`` in src/prime_rl/orchestrator/orchestrator.py), so in
+steady state step n trains on rollouts sampled by the policy of step n-1, and the importance ratio,
+trust-region masks and KL term act on a real policy gap. Rollouts older than ``max_off_policy_steps``
+versions are dropped (train_sink.py ``_drop_stale``). Here, in one process with nothing to overlap:
+
+- ``max_off_policy_steps >= 1`` (prime-rl's default 8): we reproduce the one-step lag exactly. A queue holds
+  one pre-sampled batch: step 1 samples two batches with the base policy and trains on the first, every later
+  step samples one batch with the current policy and trains on the batch sampled one step earlier. The
+  staleness never exceeds 1, so values above 1 behave like 1 (as in prime-rl when sampling keeps up).
+- ``max_off_policy_steps = 0``: every rollout older than the trained policy would be dropped by prime-rl,
+  so only on-policy batches train: here each step samples with the current policy and trains on that batch
+  (ratio = 1 up to numerics, the masks never fire and the KL gradient is 0).
+
+Child protocol (autorl/progress.py): ``ready`` right before the first step (model and data loading are
+not charged to the budget), ``step`` after every optimizer step (the same dict is appended to
+``<run_dir>/metrics.jsonl``), ``saved`` after each weights save, ``done`` at the end. Weights are saved in
+Hugging Face format to ``<run_dir>/weights/`` atomically (written to ``weights.tmp/``, marked complete with
+a ``STABLE`` file, then renamed; the previous save is kept as ``weights.old/`` until the rename is done)
+every ``save_interval_s`` (at least 20x the last save's duration, so big models do not spend their budget
+saving), at ``max_steps``, and on SIGTERM/SIGINT: the current step is abandoned (its sampling or its
+optimizer update never lands), the weights of the last completed step are saved, and the process exits 0.
+
+Precision: float32 on CPU; on a GPU float32 master weights with bf16 autocast (prime-rl's default
+``optimization_dtype = float32`` with bf16 compute). Seeded: python, numpy and torch RNGs, the sampling
+generator and the task stream all derive from ``--seed``, so the same config and seed on the same machine
+give the same first steps.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import random
+import resource
+import shutil
+import signal
+import sys
+import time
+from collections import deque
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from autorl import progress
+from autorl.backends.embedded import COMPLETE_MARKER, RunSpec, SourceSpec, grpo
+from autorl.backends.embedded.generation import HFSampler, Rollouts, VLLMSampler, left_pad, vllm_available
+from autorl.backends.embedded.scheduler import build_scheduler
+
+# prime-rl's orchestrator aborts after this many consecutive empty train batches (orchestrator.py).
+MAX_CONSECUTIVE_EMPTY_BATCHES = 10
+
+
+@dataclass
+class Sample:
+    """One rollout as the trainer receives it (prime-rl's TrainingSample, single turn)."""
+
+    prompt_ids: list[int]
+    completion_ids: list[int]
+    logprobs: list[float]  # sampling logprobs after temperature, one per completion token
+    reward: float
+    advantage: float
+    temperature: float
+    version: int  # optimizer steps applied to the policy that sampled it
+    source: str
+    truncated: bool  # hit the token limit before EOS
+
+
+@dataclass
+class Source:
+    spec: SourceSpec
+    env: Any
+    examples: Iterator[Any]
+
+
+def seed_everything(seed: int) -> None:
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+
+
+def available_cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
+def peak_memory_gb(device: torch.device) -> float:
+    if device.type == "cuda":
+        return torch.cuda.max_memory_allocated(device) / 1024**3
+    # ru_maxrss is in KiB on Linux (bytes on macOS).
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return rss / (1024**3 if sys.platform == "darwin" else 1024**2)
+
+
+def encode_prompt(tokenizer: Any, prompt: Any) -> list[int]:
+    """Token ids of a prompt: chat messages or a chat-template model get the template (generation prompt
+    added); a plain model (the tiny char-level one) reads the raw text."""
+    if isinstance(prompt, list) or getattr(tokenizer, "chat_template", None):
+        messages = prompt if isinstance(prompt, list) else [{"role": "user", "content": prompt}]
+        out = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=True)
+        if isinstance(out, dict) or hasattr(out, "input_ids"):
+            out = out["input_ids"]
+        return list(out)
+    return list(tokenizer(prompt, add_special_tokens=False)["input_ids"])
+
+
+def default_env_loader(taskset_id: str, fields: dict[str, Any]) -> Any:
+    from autorl.envs import load_env
+
+    return load_env(taskset_id, fields)
+
+
+class Trainer:
+    """The whole loop; ``run()`` trains until max_steps or a stop request."""
+
+    def __init__(
+        self,
+        spec: RunSpec,
+        run_dir: Path,
+        seed: int,
+        env_loader: Callable[[str, dict[str, Any]], Any] = default_env_loader,
+    ):
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        self.spec = spec
+        self.run_dir = Path(run_dir)
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        self.seed = seed
+        self.stop_requested = False
+
+        torch.set_num_threads(available_cores())
+        seed_everything(seed)
+        if spec.device == "auto":
+            self.device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+        else:
+            self.device = torch.device(spec.device)
+        # GPU: float32 master weights, bf16 compute (autocast); CPU: plain float32.
+        self.autocast_dtype = torch.bfloat16 if self.device.type == "cuda" else None
+
+        self.tokenizer = AutoTokenizer.from_pretrained(spec.model_path)
+        self.model = AutoModelForCausalLM.from_pretrained(spec.model_path, dtype=torch.float32).to(self.device)
+        self.model.train()
+        self.model.config.use_cache = False  # training forwards never need the KV cache
+        tok = self.tokenizer
+        self.pad_id = tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id
+        eos = set()
+        for candidate in (tok.eos_token_id, getattr(self.model.generation_config, "eos_token_id", None)):
+            if isinstance(candidate, int):
+                eos.add(candidate)
+            elif isinstance(candidate, (list, tuple)):
+                eos.update(int(c) for c in candidate)
+        self.eos_ids = sorted(eos)
+
+        self.sources = []
+        for i, src in enumerate(spec.sources):
+            env = env_loader(src.taskset_id, dict(src.taskset_fields))
+            # Distinct but seed-determined streams per source.
+            self.sources.append(Source(src, env, iter(env.train_examples(seed * 1000 + i))))
+        self.task_rng = random.Random(seed)
+        self.prompt_cache: dict[str, list[int]] = {}
+
+        o = spec.optim
+        self.optimizer = torch.optim.AdamW(
+            self.model.parameters(),
+            lr=o.lr,
+            betas=(o.betas1, o.betas2),
+            weight_decay=o.weight_decay,
+            foreach=True,
+        )
+        s = spec.scheduler
+        self.scheduler = build_scheduler(
+            self.optimizer, s.type, o.lr, spec.max_steps, s.warmup_steps, s.decay_steps, s.min_lr
+        )
+        self.loss_settings = grpo.LossSettings(**spec.loss.model_dump())
+        self.length_penalty = (
+            grpo.LengthPenalty(**spec.length_penalty.model_dump()) if spec.length_penalty is not None else None
+        )
+
+        self.generator = torch.Generator(device=self.device)
+        self.generator.manual_seed(seed)
+        use_vllm = spec.sampler == "vllm" or (spec.sampler == "auto" and vllm_available())
+        if use_vllm:
+            self.sampler: HFSampler | VLLMSampler = VLLMSampler(
+                spec.model_path,
+                self.pad_id,
+                seed,
+                max_model_len=spec.seq_len,
+                gpu_memory_utilization=spec.vllm_gpu_memory_utilization,
+            )
+        else:
+            self.sampler = HFSampler(self.model, self.pad_id, self.eos_ids)
+        self.sampler_name = "vllm" if use_vllm else "hf"
+
+        self.lag = 1 if spec.max_off_policy_steps >= 1 else 0
+        self.empty_batches = 0
+        self.queue: deque[Sample] = deque()
+        self.step = 0
+        self.saved_step = 0
+        self.last_save = time.perf_counter()
+        self.last_save_seconds = 0.0
+        self.metrics_path = self.run_dir / "metrics.jsonl"
+
+    # ------------------------------------------------------------------ control
+
+    def request_stop(self, *_: Any) -> None:
+        self.stop_requested = True
+
+    def _autocast(self) -> contextlib.AbstractContextManager:
+        if self.autocast_dtype is None:
+            return contextlib.nullcontext()
+        return torch.autocast(device_type=self.device.type, dtype=self.autocast_dtype)
+
+    # ------------------------------------------------------------------ sampling
+
+    def _prompt_ids(self, example: Any) -> list[int]:
+        key = example.id if isinstance(getattr(example, "id", None), str) else None
+        if key is not None and key in self.prompt_cache:
+            return self.prompt_cache[key]
+        ids = encode_prompt(self.tokenizer, example.prompt)
+        if key is not None and len(self.prompt_cache) < 100_000:
+            self.prompt_cache[key] = ids
+        return ids
+
+    def _decode(self, ids: list[int]) -> str:
+        eos = set(self.eos_ids)
+        return self.tokenizer.decode([t for t in ids if t not in eos], skip_special_tokens=True)
+
+    def sample_batch(self) -> list[Sample] | None:
+        """One batch of rollouts (``batch_size`` of them, whole groups) from the current policy."""
+        spec = self.spec
+        tasks: list[tuple[Source, Any, list[int]]] = []
+        requested = 0
+        weights = [s.spec.ratio for s in self.sources]
+        while requested < spec.batch_size:
+            src = self.task_rng.choices(self.sources, weights=weights, k=1)[0]
+            example = next(src.examples)
+            tasks.append((src, example, self._prompt_ids(example)))
+            requested += src.spec.group_size
+
+        # One sampler call per distinct (temperature, token limit); the usual single source makes one.
+        groups: list[list[Sample]] = [[] for _ in tasks]
+        buckets: dict[tuple[float, int | None], list[int]] = {}
+        for i, (src, _, _) in enumerate(tasks):
+            buckets.setdefault((src.spec.temperature, src.spec.max_completion_tokens), []).append(i)
+        for (temperature, max_tokens), task_idx in buckets.items():
+            prompts, owners = [], []
+            for i in task_idx:
+                src, _, ids = tasks[i]
+                prompts += [ids] * src.spec.group_size
+                owners += [i] * src.spec.group_size
+            shortest = min(len(p) for p in prompts)
+            limit = max_tokens if max_tokens is not None else max(1, spec.seq_len - shortest)
+            if self.device.type == "cuda":
+                with self._autocast():
+                    rollouts = self.sampler.sample(prompts, temperature, limit, self.generator, self._stopping)
+            else:
+                rollouts = self.sampler.sample(prompts, temperature, limit, self.generator, self._stopping)
+            if rollouts is None:
+                return None
+            self._collect(rollouts, prompts, owners, tasks, temperature, groups)
+
+        samples: list[Sample] = []
+        for (src, example, _), group in zip(tasks, groups, strict=True):
+            rewards = torch.tensor([s.reward for s in group])
+            adv = grpo.group_advantages(
+                rewards,
+                torch.tensor([len(s.completion_ids) for s in group]),
+                torch.tensor([len(s.prompt_ids) for s in group]),
+                None,
+                self.length_penalty,
+            )
+            for s, a in zip(group, adv.tolist(), strict=True):
+                s.advantage = a
+            samples += group
+        return samples
+
+    def _stopping(self) -> bool:
+        return self.stop_requested
+
+    def _collect(
+        self,
+        rollouts: Rollouts,
+        prompts: list[list[int]],
+        owners: list[int],
+        tasks: list[tuple[Source, Any, list[int]]],
+        temperature: float,
+        groups: list[list[Sample]],
+    ) -> None:
+        comps = rollouts.completion_token_lists()
+        lps = rollouts.logprobs.float().cpu()
+        lens = rollouts.completion_lens.tolist()
+        truncated = rollouts.truncated.tolist()
+        for row, (task_i, prompt, ids) in enumerate(zip(owners, prompts, comps, strict=True)):
+            src, example, _ = tasks[task_i]
+            reward = float(src.env.score(self._decode(ids), example))
+            groups[task_i].append(
+                Sample(
+                    prompt_ids=prompt,
+                    completion_ids=ids,
+                    logprobs=lps[row, : lens[row]].tolist(),
+                    reward=reward,
+                    advantage=0.0,
+                    temperature=temperature,
+                    version=self.step,
+                    source=src.spec.name,
+                    truncated=bool(truncated[row]),
+                )
+            )
+
+    # ------------------------------------------------------------------ training
+
+    def _micro_batches(self, rows: list[tuple[Sample, int]]) -> list[list[tuple[Sample, int]]]:
+        """Chunks whose padded size (rows x longest prompt+completion) stays within micro_batch_tokens."""
+        chunks: list[list[tuple[Sample, int]]] = []
+        current: list[tuple[Sample, int]] = []
+        max_p = max_c = 0
+        for row in rows:
+            p, c = len(row[0].prompt_ids), row[1]
+            new_p, new_c = max(max_p, p), max(max_c, c)
+            if current and (len(current) + 1) * (new_p + new_c) > self.spec.micro_batch_tokens:
+                chunks.append(current)
+                current, new_p, new_c = [], p, c
+            current.append(row)
+            max_p, max_c = new_p, new_c
+        if current:
+            chunks.append(current)
+        return chunks
+
+    def _forward_logprobs(self, rows: list[tuple[Sample, int]]) -> tuple[torch.Tensor, ...]:
+        """Trainer logprobs of the kept completion tokens, from ``log_softmax(logits / T)``."""
+        dev = self.device
+        prompt_ids, prompt_mask = left_pad([s.prompt_ids for s, _ in rows], self.pad_id, dev)
+        width = max(1, max(keep for _, keep in rows))
+        comp = torch.full((len(rows), width), self.pad_id, dtype=torch.long)
+        mask = torch.zeros((len(rows), width), dtype=torch.bool)
+        logmu = torch.zeros((len(rows), width), dtype=torch.float32)
+        for i, (s, keep) in enumerate(rows):
+            comp[i, :keep] = torch.tensor(s.completion_ids[:keep], dtype=torch.long)
+            mask[i, :keep] = True
+            logmu[i, :keep] = torch.tensor(s.logprobs[:keep], dtype=torch.float32)
+        comp, mask, logmu = comp.to(dev), mask.to(dev), logmu.to(dev)
+        temps = torch.tensor([s.temperature for s, _ in rows], dtype=torch.float32, device=dev)
+        adv = torch.tensor([s.advantage for s, _ in rows], dtype=torch.float32, device=dev)
+
+        input_ids = torch.cat([prompt_ids, comp], dim=1)
+        attn = torch.cat([prompt_mask, mask], dim=1)
+        pos = (attn.long().cumsum(-1) - 1).clamp(min=0)
+        with self._autocast():
+            # Only the positions that predict completion tokens go through the LM head.
+            logits = self.model(
+                input_ids=input_ids, attention_mask=attn.long(), position_ids=pos, logits_to_keep=width + 1
+            ).logits[:, :-1]
+        logits = logits.float() / temps[:, None, None]
+        logpi = logits.gather(-1, comp.unsqueeze(-1)).squeeze(-1) - torch.logsumexp(logits, dim=-1)
+        return logpi, logmu, adv, mask
+
+    def train_step(self, batch: list[Sample]) -> dict[str, Any] | None:
+        """One optimizer step on ``batch``; None when a stop request arrived before the update.
+
+        A batch with no RL token left (every group had equal rewards and filter_zero_advantages dropped them
+        all) takes no step, as prime-rl's orchestrator ships no empty batch: returns ``{"empty": True}``.
+        """
+        spec = self.spec
+        rows: list[tuple[Sample, int]] = []
+        for s in batch:
+            keep = min(len(s.completion_ids), max(0, spec.seq_len - len(s.prompt_ids)))  # seq_len cut
+            if spec.filter_zero_advantages and s.advantage == 0.0:
+                keep = 0  # zero-advantage tokens leave the loss and its denominator
+            if keep > 0:
+                rows.append((s, keep))
+        num_rl_tokens = sum(keep for _, keep in rows)
+        totals = {"tokens": 0.0, "masked": 0.0, "masked_low": 0.0, "masked_high": 0.0, "mismatch_kl": 0.0}
+        loss_value = 0.0
+        lr = self.optimizer.param_groups[0]["lr"]
+        if not rows:
+            return {"empty": True}
+        for chunk in self._micro_batches(rows):
+            if self.stop_requested:
+                self.optimizer.zero_grad(set_to_none=True)
+                return None
+            logpi, logmu, adv, mask = self._forward_logprobs(chunk)
+            loss_sum, m = grpo.token_loss(logpi, logmu, adv, mask, self.loss_settings)
+            loss = loss_sum / max(num_rl_tokens, 1)  # global token mean over the whole step batch
+            loss.backward()
+            loss_value += float(loss.detach())
+            for k in totals:
+                totals[k] += float(m[k])
+        if self.stop_requested:
+            self.optimizer.zero_grad(set_to_none=True)
+            return None
+        params = [p for p in self.model.parameters() if p.grad is not None]
+        if spec.optim.max_norm is not None:
+            grad_norm = float(torch.nn.utils.clip_grad_norm_(params, spec.optim.max_norm))
+        else:
+            grad_norm = float(torch.nn.utils.get_total_norm([p.grad for p in params]))
+        self.optimizer.step()
+        self.optimizer.zero_grad(set_to_none=True)
+        self.scheduler.step()
+        if self.sampler_name == "vllm":
+            self.sampler.sync_weights(self.model)
+
+        n = max(totals["tokens"], 1.0)
+        rewards = [s.reward for s in batch]
+        out: dict[str, Any] = {
+            "loss": loss_value,
+            "lr": lr,
+            "grad_norm": grad_norm,
+            "reward_mean": float(np.mean(rewards)) if rewards else 0.0,
+            "rl_tokens": int(num_rl_tokens),
+            "rl_samples": len(rows),
+            "zero_adv_frac": float(np.mean([s.advantage == 0.0 for s in batch])) if batch else 0.0,
+            "masked_frac": totals["masked"] / n,
+            "masked_low_frac": totals["masked_low"] / n,
+            "masked_high_frac": totals["masked_high"] / n,
+            "mismatch_kl": totals["mismatch_kl"] / n,
+            "completion_len_mean": float(np.mean([len(s.completion_ids) for s in batch])) if batch else 0.0,
+            "truncated_frac": float(np.mean([s.truncated for s in batch])) if batch else 0.0,
+            "policy_lag_mean": float(np.mean([self.step - s.version for s in batch])) if batch else 0.0,
+        }
+        sources = {s.source for s in batch}
+        if len(sources) > 1:
+            for name in sorted(sources):
+                out[f"reward_mean/{name}"] = float(np.mean([s.reward for s in batch if s.source == name]))
+        return out
+
+    # ------------------------------------------------------------------ saving
+
+    def save(self) -> Path:
+        """Write the current weights atomically to ``weights/`` (see the module docstring)."""
+        start = time.perf_counter()
+        tmp, final, old = (self.run_dir / n for n in ("weights.tmp", "weights", "weights.old"))
+        shutil.rmtree(tmp, ignore_errors=True)
+        self.model.save_pretrained(tmp)
+        self.tokenizer.save_pretrained(tmp)
+        (tmp / COMPLETE_MARKER).write_text(json.dumps({"step": self.step, "seed": self.seed}) + "\n")
+        if final.exists():
+            shutil.rmtree(old, ignore_errors=True)
+            final.rename(old)
+        tmp.rename(final)
+        shutil.rmtree(old, ignore_errors=True)
+        self.saved_step = self.step
+        self.last_save = time.perf_counter()
+        self.last_save_seconds = self.last_save - start
+        progress.emit("saved", step=self.step, path=str(final), seconds=round(self.last_save_seconds, 3))
+        return final
+
+    def _save_due(self) -> bool:
+        interval = max(self.spec.save_interval_s, 20 * self.last_save_seconds)
+        return time.perf_counter() - self.last_save >= interval
+
+    # ------------------------------------------------------------------ loop
+
+    def run(self) -> int:
+        spec = self.spec
+        signal.signal(signal.SIGTERM, self.request_stop)
+        signal.signal(signal.SIGINT, self.request_stop)
+        print(
+            f"embedded trainer: model {spec.model_path} on {self.device} "
+            f"({sum(p.numel() for p in self.model.parameters()) / 1e6:.2f}M params), sampler {self.sampler_name}, "
+            f"{torch.get_num_threads()} threads, lag {self.lag}, seed {self.seed}",
+            flush=True,
+        )
+        progress.emit("ready")
+        start = time.perf_counter()
+        self.last_save = start
+        while not self.stop_requested and (spec.max_steps is None or self.step < spec.max_steps):
+            t0 = time.perf_counter()
+            aborted = False
+            # Keep one extra batch queued when reproducing prime-rl's one-step lag.
+            while len(self.queue) < spec.batch_size * (1 + self.lag):
+                samples = self.sample_batch()
+                if samples is None:
+                    aborted = True
+                    break
+                self.queue.extend(samples)
+            if aborted:
+                break
+            t1 = time.perf_counter()
+            batch = [self.queue.popleft() for _ in range(spec.batch_size)]
+            stats = self.train_step(batch)
+            if stats is None:
+                break
+            if stats.get("empty"):
+                self.empty_batches += 1
+                print(f"empty train batch (no RL token), consecutive: {self.empty_batches}", flush=True)
+                if self.empty_batches >= MAX_CONSECUTIVE_EMPTY_BATCHES:
+                    raise RuntimeError(
+                        f"{self.empty_batches} consecutive empty train batches (every group had equal rewards): "
+                        "check the task difficulty and the sampling temperature"
+                    )
+                continue
+            self.empty_batches = 0
+            self.step += 1
+            t2 = time.perf_counter()
+            seconds = t2 - t0
+            row = {
+                "step": self.step,
+                **stats,
+                "reward": stats["reward_mean"],
+                "seconds": seconds,
+                "gen_seconds": t1 - t0,
+                "train_seconds": t2 - t1,
+                "samples_per_s": len(batch) / seconds if seconds > 0 else 0.0,
+                "elapsed_s": t2 - start,
+                "peak_memory_gb": peak_memory_gb(self.device),
+            }
+            row = {k: (round(v, 6) if isinstance(v, float) else v) for k, v in row.items()}
+            with open(self.metrics_path, "a") as f:
+                f.write(json.dumps(row) + "\n")
+            progress.emit("step", **row)
+            if self._save_due():
+                self.save()
+        if self.step > self.saved_step:
+            self.save()
+        progress.emit("done", step=self.step, stopped=self.stop_requested)
+        return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="autorl embedded GRPO trainer (prime-rl semantics)")
+    parser.add_argument("--config", type=Path, required=True, help="resolved.json written by the backend")
+    parser.add_argument("--run-dir", type=Path, required=True)
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args(argv)
+    # Until the trainer installs its own handlers (right before training), a stop request just exits:
+    # there is nothing to save yet.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    spec = RunSpec.model_validate_json(args.config.read_text())
+    trainer = Trainer(spec, args.run_dir, args.seed)
+    return trainer.run()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,157 @@
+"""The classic-track backend: PPO on CartPole-v1 / BipedalWalker-v3 behind the same runner as the LLM track.
+
+The runner (autorl.trial) loads classic.toml with autorl.classic.config.load_classic_config, then for each
+harness seed: resolve -> launch (`python -m autorl.classic.train`) -> collect -> eval_command
+(`python -m autorl.classic.evaluate`). summary_extras adds the track's summary lines (solved, solved_seeds,
+time_to_solve_seconds, per-seed returns). Cheap to import: no torch, no gymnasium.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import sys
+from pathlib import Path
+from typing import Any
+
+from autorl import paths
+from autorl.backends.base import Launch, TrainOutcome
+from autorl.classic.evaluate import (
+    EVAL_EPISODES,
+    EVAL_SEED,
+    NORMALISER,
+    SOLVED_AT,
+    TRAIN_EVAL,
+    TRAIN_EVAL_SEED,
+    eval_hash,
+)
+
+# One thread per process: small MLPs run fastest single-threaded, and torch's thread pool would otherwise
+# fight the env stepping for the cores.
+CHILD_ENV = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OMP_WAIT_POLICY": "PASSIVE"}
+
+
+class ClassicBackend:
+    name = "classic"
+
+    def check(self, cfg: Any) -> None:
+        """Everything classic.toml can express is runnable; validation already happened in the loader."""
+
+    def resolve(self, cfg: Any, run_dir: Path, seed: int) -> dict[str, Any]:
+        env_id = cfg.model.env_id
+        return {
+            "track": "classic",
+            "seed": seed,
+            "ppo": cfg.model.model_dump(),
+            "harness": {  # fixed by autorl/classic/evaluate.py, shown so a dry run tells the whole story
+                "eval_episodes": EVAL_EPISODES,
+                "eval_seeds": f"{EVAL_SEED}..{EVAL_SEED + EVAL_EPISODES - 1}",
+                "solved_threshold": SOLVED_AT[env_id],
+                "normaliser": NORMALISER[env_id],
+                "train_eval_episodes": TRAIN_EVAL[env_id]["episodes"],
+                "train_eval_every_s": TRAIN_EVAL[env_id]["every_s"],
+                "train_eval_seed": TRAIN_EVAL_SEED,
+                "eval_hash": eval_hash(cfg),
+            },
+        }
+
+    def launch(self, cfg: Any, run_dir: Path, seed: int) -> Launch:
+        resolved = run_dir / "resolved.json"
+        if not resolved.exists():  # the runner writes it; standalone use (tests, scripts) may not
+            resolved.write_text(json.dumps(self.resolve(cfg, run_dir, seed), indent=2))
+        argv = [
+            sys.executable,
+            "-m",
+            "autorl.classic.train",
+            "--config",
+            str(resolved),
+            "--run-dir",
+            str(run_dir),
+            "--seed",
+            str(seed),
+        ]
+        return Launch(argv=argv, cwd=paths.repo_root(), env=dict(CHILD_ENV))
+
+    def collect(self, cfg: Any, run_dir: Path) -> TrainOutcome:
+        state_path = run_dir / "train_state.json"
+        weights = run_dir / "weights"
+        if not state_path.exists() or not (weights / "policy.pt").exists():
+            return TrainOutcome(weights_dir=None, notes=[f"no saved policy in {weights}"])
+        state = json.loads(state_path.read_text())
+        tts = state.get("time_to_solve_seconds")
+        note = (
+            f"policy after {state['updates']} updates / {state['env_steps']} env steps "
+            f"({'finished' if state.get('finished') else 'stopped at the budget'}); "
+            + (f"in-training eval solved at {tts:.2f} s" if tts is not None else "in-training eval never solved")
+        )
+        return TrainOutcome(
+            weights_dir=weights,
+            steps=int(state["updates"]),
+            peak_memory_gb=state.get("peak_memory_gb"),
+            notes=[note],
+            extras={
+                "seed": state.get("seed"),
+                "env_steps": state.get("env_steps"),
+                "time_to_solve_seconds": tts,
+                "env_steps_to_solve": state.get("env_steps_to_solve"),
+            },
+        )
+
+    def eval_command(self, cfg: Any, weights_dir: Path | None, out_path: Path) -> Launch:
+        weights = str(weights_dir / "policy.pt") if weights_dir is not None else "none"
+        argv = [
+            sys.executable,
+            "-m",
+            "autorl.classic.evaluate",
+            "--weights",
+            weights,
+            "--env",
+            cfg.model.env_id,
+            "--out",
+            str(out_path),
+        ]
+        return Launch(argv=argv, cwd=paths.repo_root(), env=dict(CHILD_ENV))
+
+    def summary_extras(
+        self, cfg: Any, outcomes: list[TrainOutcome], eval_rows: list[dict[str, Any]]
+    ) -> dict[str, str]:
+        return classic_summary(cfg.model.env_id, outcomes, eval_rows)
+
+
+def classic_summary(
+    env_id: str, outcomes: list[TrainOutcome], eval_rows: list[dict[str, Any]]
+) -> dict[str, str]:
+    """The classic track's summary lines, from the per-episode eval rows (with a `seed` field) and outcomes.
+
+    solved: the mean return over all evaluated episodes reaches the threshold; solved_seeds: how many seeds'
+    own 100-episode mean does; time_to_solve_seconds: median over the seeds whose in-training evaluation
+    reached the threshold (`none` if none did).
+    """
+    threshold, normaliser = SOLVED_AT[env_id], NORMALISER[env_id]
+    by_seed: dict[Any, list[float]] = {}
+    for row in eval_rows:
+        by_seed.setdefault(row.get("seed", 0), []).append(float(row["score"]))
+    seed_means = {seed: statistics.fmean(scores) for seed, scores in by_seed.items()}
+    all_scores = [s for scores in by_seed.values() for s in scores]
+    mean = statistics.fmean(all_scores) if all_scores else float("nan")
+    n_seeds = max(len(outcomes), len(seed_means))
+    solved_seeds = sum(m >= threshold for m in seed_means.values())
+    tts = {o.extras.get("seed"): o.extras.get("time_to_solve_seconds") for o in outcomes}
+    solved_times = [t for t in tts.values() if t is not None]
+    means = list(seed_means.values())
+
+    lines = {
+        "env": env_id,
+        "eval_normalised": f"{mean / normaliser:.4f}",
+        "solved": "yes" if mean >= threshold else "no",
+        "solved_threshold": f"{threshold:g}",
+        "solved_seeds": f"{solved_seeds}/{n_seeds}",
+        "time_to_solve_seconds": f"{statistics.median(solved_times):.2f}" if solved_times else "none",
+        "time_to_solve_per_seed": ",".join(
+            f"{seed}={'none' if t is None else f'{t:.2f}'}" for seed, t in tts.items()
+        ),
+        "seed_returns": ",".join(f"{seed}={m:.1f}" for seed, m in seed_means.items()),
+        "seed_return_std": f"{statistics.stdev(means):.2f}" if len(means) > 1 else "0.00",
+        "seed_return_range": f"{min(means):.1f}..{max(means):.1f}" if means else "nan",
+    }
+    return lines

@@ -1,0 +1,136 @@
+"""classic.toml: the PPO hyperparameters the agent edits on the classic track (CartPole-v1, BipedalWalker-v3).
+
+Validated like train.toml (autorl.config.load_toml): unknown keys are named with file:line and the nearest
+valid key, values are range-checked, and harness-owned keys (seeds, the evaluation, the device) are refused
+with the reason. Cheap to import: no torch, no gymnasium.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from autorl.config import ConfigError, FieldProblem, config_hash, load_toml
+
+ENV_IDS = ("CartPole-v1", "BipedalWalker-v3")
+
+# Keys the harness owns. Changing a seed is never an experiment; the evaluation and its cadence define the
+# score and time_to_solve_seconds, so they are fixed in autorl/classic/evaluate.py.
+REFUSED: dict[str, str] = {
+    "seed": "is harness-owned: every trial gets fresh seeds from the runner (use --seeds N for more of them)",
+    "seeds": "is harness-owned: use `run.py --seeds N`",
+    "torch_deterministic": "is harness-owned (the run is seeded by the runner)",
+    "eval_episodes": "is harness-owned: the fixed evaluator runs 100 episodes with fixed seeds",
+    "eval_every": "is harness-owned: the in-training evaluation cadence is fixed so that time_to_solve compares",
+    "eval_seeds": "is harness-owned: the evaluation seeds are fixed",
+    "solved_threshold": "is harness-owned: CartPole-v1 is solved at 475, BipedalWalker-v3 at 300",
+    "device": "is harness-owned: the classic track runs on CPU (small MLPs are fastest there)",
+    "cuda": "is harness-owned: the classic track runs on CPU (small MLPs are fastest there)",
+    "run_dir": "is harness-owned: the runner chooses the run directory",
+    "output_dir": "is harness-owned: the runner chooses the run directory",
+    "budget": "is harness-owned: use `run.py --budget SECONDS` (total_env_steps bounds training from inside)",
+}
+
+
+class ClassicConfig(BaseModel):
+    """Every PPO hyperparameter, CleanRL names where one exists. Defaults = the shipped classic.toml."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    # --- what to train and for how long --------------------------------------------------------------
+    env_id: Literal["CartPole-v1", "BipedalWalker-v3"] = "CartPole-v1"
+    total_env_steps: int = Field(200_000, ge=1_000, le=10_000_000_000)
+    torch_threads: int = Field(1, ge=1, le=64)
+
+    # --- rollout ---------------------------------------------------------------------------------------
+    num_envs: int = Field(32, ge=1, le=4096)
+    num_steps: int = Field(64, ge=1, le=16_384)
+
+    # --- optimiser -------------------------------------------------------------------------------------
+    learning_rate: float = Field(3e-3, gt=0.0, le=1.0)
+    lr_schedule: Literal["constant", "linear"] = "linear"
+    adam_eps: float = Field(1e-5, gt=0.0, le=1.0)
+    max_grad_norm: float = Field(0.5, gt=0.0)
+    update_epochs: int = Field(4, ge=1, le=100)
+    num_minibatches: int = Field(4, ge=1, le=4096)
+
+    # --- PPO objective ---------------------------------------------------------------------------------
+    gamma: float = Field(0.99, gt=0.0, le=1.0)
+    gae_lambda: float = Field(0.95, ge=0.0, le=1.0)
+    clip_coef: float = Field(0.2, gt=0.0, le=10.0)
+    clip_vloss: bool = True
+    vf_coef: float = Field(0.5, ge=0.0, le=100.0)
+    ent_coef: float = Field(0.0, ge=0.0, le=1.0)
+    target_kl: float = Field(0.0, ge=0.0, le=10.0)  # 0 = no early stop
+    norm_adv: bool = True
+
+    # --- normalisation ---------------------------------------------------------------------------------
+    norm_obs: bool = False
+    norm_reward: bool = False
+    clip_obs: float = Field(10.0, gt=0.0)
+    clip_reward: float = Field(10.0, gt=0.0)
+
+    # --- network ---------------------------------------------------------------------------------------
+    hidden_width: int = Field(64, ge=1, le=4096)
+    hidden_depth: int = Field(2, ge=1, le=8)
+    activation: Literal["tanh", "relu", "elu", "gelu", "silu"] = "tanh"
+    layer_norm: bool = False
+    hidden_gain: float = Field(2**0.5, ge=0.0, le=10.0)
+    actor_gain: float = Field(0.01, ge=0.0, le=10.0)
+    critic_gain: float = Field(1.0, ge=0.0, le=10.0)
+    log_std_init: float = Field(0.0, ge=-10.0, le=5.0)  # continuous actions only
+
+    @model_validator(mode="after")
+    def _batch_fits(self) -> ClassicConfig:
+        batch = self.num_envs * self.num_steps
+        if self.num_minibatches > batch:
+            raise FieldProblem(
+                "num_minibatches",
+                f"must be <= num_envs * num_steps = {batch} (one rollout is split into minibatches)",
+            )
+        if self.total_env_steps < batch:
+            raise FieldProblem(
+                "total_env_steps", f"must be >= num_envs * num_steps = {batch} (at least one update)"
+            )
+        return self
+
+    @property
+    def batch_size(self) -> int:
+        return self.num_envs * self.num_steps
+
+    @property
+    def num_updates(self) -> int:
+        return self.total_env_steps // self.batch_size
+
+
+@dataclass
+class LoadedClassicConfig:
+    """Same shape as autorl.config.LoadedConfig, so the runner treats both tracks alike."""
+
+    path: Path
+    text: str
+    data: dict[str, Any]  # the raw TOML, exactly as written
+    model: ClassicConfig  # validated, with defaults
+    config_hash: str
+
+
+def _hint(key: str) -> str | None:
+    if key in ("lr", "learning-rate"):
+        return "did you mean `learning_rate`?"
+    if key in ("total_timesteps", "n_timesteps", "max_env_steps"):
+        return "did you mean `total_env_steps`?"
+    return None
+
+
+def load_classic_config(path: Path | str) -> LoadedClassicConfig:
+    """Read and validate classic.toml; raises autorl.config.ConfigError naming file:line and key."""
+    path = Path(path)
+    text, data, model = load_toml(path, ClassicConfig, REFUSED, hint=_hint)
+    assert isinstance(model, ClassicConfig)
+    return LoadedClassicConfig(path=path, text=text, data=data, model=model, config_hash=config_hash(data))
+
+
+__all__ = ["ENV_IDS", "REFUSED", "ClassicConfig", "ConfigError", "LoadedClassicConfig", "load_classic_config"]

@@ -1,0 +1,462 @@
+"""PPO for the classic track, in one file (CleanRL-style): every hyperparameter comes from ClassicConfig.
+
+Discrete actions (CartPole-v1) use a Categorical policy, continuous ones (BipedalWalker-v3) a Gaussian with a
+state-independent log-std. Separate actor and critic MLPs with orthogonal init; GAE; clipped surrogate;
+(clipped) value loss; entropy bonus; target-KL early stop; linear or constant lr; running observation and
+reward normalisation; per-minibatch advantage normalisation.
+
+Speed: CartPole uses gymnasium's numpy-vectorised env (one numpy op per step for all envs), so the rollout
+costs a few tensor ops per *vector* step and nothing per env step. Sampling, log-probs and entropies are
+written out (no torch.distributions objects in the hot loop).
+
+Autoreset: gymnasium >= 1.0 vector envs reset a finished env on the *next* step ("next-step" autoreset). So the
+observation returned on the step an episode ends is the true final observation (its value bootstraps a
+time-limit truncation), and the following transition (final obs -> reset obs, action ignored, reward 0) is
+not a real one: it is masked out of GAE and of the loss.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import torch
+from gymnasium.vector import AutoresetMode
+from torch import nn
+
+from autorl.classic.config import ClassicConfig
+
+ACTIVATIONS: dict[str, type[nn.Module]] = {
+    "tanh": nn.Tanh,
+    "relu": nn.ReLU,
+    "elu": nn.ELU,
+    "gelu": nn.GELU,
+    "silu": nn.SiLU,
+}
+LOG_2PI = math.log(2 * math.pi)
+
+
+def make_vec_env(env_id: str, num_envs: int) -> gym.vector.VectorEnv:
+    """CartPole: gymnasium's numpy-vectorised env (~8x SyncVectorEnv); others: the standard sync vector env."""
+    if env_id == "CartPole-v1":
+        envs = gym.make_vec(env_id, num_envs=num_envs, vectorization_mode="vector_entry_point")
+    else:
+        envs = gym.make_vec(env_id, num_envs=num_envs, vectorization_mode="sync")
+    mode = envs.metadata.get("autoreset_mode", AutoresetMode.NEXT_STEP)
+    assert mode == AutoresetMode.NEXT_STEP, f"{env_id}: expected next-step autoreset, got {mode}"
+    return envs
+
+
+# ----------------------------------------------------------------------------------------------------
+# Running statistics (observation and return normalisation, as in SB3's VecNormalize / CleanRL's wrappers)
+# ----------------------------------------------------------------------------------------------------
+
+
+class RunningMeanStd:
+    """Mean and variance of a stream of batches (Chan et al. parallel update), float64."""
+
+    def __init__(self, shape: tuple[int, ...] = ()):
+        self.mean = torch.zeros(shape, dtype=torch.float64)
+        self.var = torch.ones(shape, dtype=torch.float64)
+        self.count = 1e-4
+
+    def update(self, x: torch.Tensor) -> None:
+        x = x.to(torch.float64)
+        n = x.shape[0]
+        batch_mean, batch_var = x.mean(0), x.var(0, unbiased=False)
+        delta = batch_mean - self.mean
+        total = self.count + n
+        self.mean = self.mean + delta * (n / total)
+        m2 = self.var * self.count + batch_var * n + delta.square() * (self.count * n / total)
+        self.var = m2 / total
+        self.count = total
+
+    def state(self) -> dict[str, Any]:
+        return {"mean": self.mean.clone(), "var": self.var.clone(), "count": float(self.count)}
+
+
+class ObsNormaliser:
+    """(obs - mean) / std, clipped; stats updated from every observation the policy sees while training."""
+
+    def __init__(self, obs_dim: int, clip: float, enabled: bool):
+        self.enabled, self.clip = enabled, clip
+        self.rms = RunningMeanStd((obs_dim,))
+
+    def __call__(self, obs: torch.Tensor, update: bool = False) -> torch.Tensor:
+        if not self.enabled:
+            return obs
+        if update:
+            self.rms.update(obs)
+        std = torch.sqrt(self.rms.var + 1e-8)
+        return ((obs - self.rms.mean) / std).clamp(-self.clip, self.clip).to(torch.float32)
+
+    def state(self) -> dict[str, Any] | None:
+        return {**self.rms.state(), "clip": self.clip} if self.enabled else None
+
+
+def normalise_obs(obs: torch.Tensor, state: dict[str, Any] | None) -> torch.Tensor:
+    """Apply saved ObsNormaliser statistics (frozen), as the evaluator does."""
+    if state is None:
+        return obs
+    std = torch.sqrt(state["var"] + 1e-8)
+    return ((obs - state["mean"]) / std).clamp(-state["clip"], state["clip"]).to(torch.float32)
+
+
+# ----------------------------------------------------------------------------------------------------
+# The agent
+# ----------------------------------------------------------------------------------------------------
+
+
+def linear(n_in: int, n_out: int, gain: float) -> nn.Linear:
+    """Orthogonal weights with the given gain, zero bias (the PPO implementation-details recipe)."""
+    layer = nn.Linear(n_in, n_out)
+    nn.init.orthogonal_(layer.weight, gain)
+    nn.init.zeros_(layer.bias)
+    return layer
+
+
+def mlp(n_in: int, n_out: int, arch: dict[str, Any], out_gain: float) -> nn.Sequential:
+    layers: list[nn.Module] = []
+    width = arch["hidden_width"]
+    for i in range(arch["hidden_depth"]):
+        layers.append(linear(n_in if i == 0 else width, width, arch["hidden_gain"]))
+        if arch["layer_norm"]:
+            layers.append(nn.LayerNorm(width))
+        layers.append(ACTIVATIONS[arch["activation"]]())
+    layers.append(linear(width, n_out, out_gain))
+    return nn.Sequential(*layers)
+
+
+def agent_arch(cfg: ClassicConfig, obs_dim: int, act_dim: int, discrete: bool) -> dict[str, Any]:
+    """Everything needed to rebuild the network (saved with the weights, read by the evaluator)."""
+    return {
+        "obs_dim": obs_dim,
+        "act_dim": act_dim,
+        "discrete": discrete,
+        "hidden_width": cfg.hidden_width,
+        "hidden_depth": cfg.hidden_depth,
+        "activation": cfg.activation,
+        "layer_norm": cfg.layer_norm,
+        "hidden_gain": cfg.hidden_gain,
+        "actor_gain": cfg.actor_gain,
+        "critic_gain": cfg.critic_gain,
+        "log_std_init": cfg.log_std_init,
+    }
+
+
+class Agent(nn.Module):
+    """Separate actor and critic MLPs. Discrete: actor outputs logits. Continuous: actor outputs the mean."""
+
+    def __init__(self, arch: dict[str, Any]):
+        super().__init__()
+        self.arch = dict(arch)
+        self.discrete = bool(arch["discrete"])
+        self.actor = mlp(arch["obs_dim"], arch["act_dim"], arch, arch["actor_gain"])
+        self.critic = mlp(arch["obs_dim"], 1, arch, arch["critic_gain"])
+        if not self.discrete:
+            self.log_std = nn.Parameter(torch.full((arch["act_dim"],), float(arch["log_std_init"])))
+
+    def value(self, obs: torch.Tensor) -> torch.Tensor:
+        return self.critic(obs).squeeze(-1)
+
+    def sample(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Rollout: a sampled action, its log-probability and the state value."""
+        out = self.actor(obs)
+        if self.discrete:
+            logp_all = torch.log_softmax(out, -1)
+            gumbel = -torch.log(-torch.log(torch.rand_like(out)))  # Gumbel-max: 2x cheaper than multinomial
+            action = (logp_all + gumbel).argmax(-1)
+            logp = logp_all.gather(-1, action.unsqueeze(-1)).squeeze(-1)
+        else:
+            noise = torch.randn_like(out)
+            action = out + noise * self.log_std.exp()
+            logp = (-0.5 * noise.square() - self.log_std - 0.5 * LOG_2PI).sum(-1)
+        return action, logp, self.value(obs)
+
+    def evaluate(
+        self, obs: torch.Tensor, action: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Update: log-probability of the stored actions under the current policy, entropy, value."""
+        out = self.actor(obs)
+        if self.discrete:
+            logp_all = torch.log_softmax(out, -1)
+            logp = logp_all.gather(-1, action.long().unsqueeze(-1)).squeeze(-1)
+            entropy = -(logp_all.exp() * logp_all).sum(-1)
+        else:
+            z = (action - out) / self.log_std.exp()
+            logp = (-0.5 * z.square() - self.log_std - 0.5 * LOG_2PI).sum(-1)
+            entropy = (0.5 + 0.5 * LOG_2PI + self.log_std).sum().expand(obs.shape[0])
+        return logp, entropy, self.value(obs)
+
+    def act_deterministic(self, obs: torch.Tensor) -> torch.Tensor:
+        """Evaluation: the most likely action (argmax logits / the Gaussian mean)."""
+        out = self.actor(obs)
+        return out.argmax(-1) if self.discrete else out
+
+
+# ----------------------------------------------------------------------------------------------------
+# Training
+# ----------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Update:
+    """What one PPO update (rollout + optimisation) reports."""
+
+    update: int  # 1-based
+    env_steps: int  # total env steps so far (num_envs per vector step)
+    episodic_return: float | None  # mean raw return of the episodes that ended in this rollout
+    episodes: int
+    loss: float
+    pg_loss: float
+    v_loss: float
+    entropy: float
+    approx_kl: float
+    clipfrac: float
+    explained_var: float
+    lr: float
+    epochs: int  # epochs run (fewer when target_kl stopped early)
+    rollout_s: float
+    update_s: float
+
+
+class PPO:
+    """Holds the envs, agent, optimiser and rollout buffers; `run()` yields after every update."""
+
+    def __init__(self, cfg: ClassicConfig, seed: int):
+        self.cfg, self.seed = cfg, seed
+        torch.manual_seed(seed)
+        self.rng = np.random.default_rng(seed)
+        self.envs = make_vec_env(cfg.env_id, cfg.num_envs)
+        space = self.envs.single_action_space
+        self.discrete = isinstance(space, gym.spaces.Discrete)
+        obs_dim = int(np.prod(self.envs.single_observation_space.shape))
+        act_dim = int(space.n) if self.discrete else int(np.prod(space.shape))
+        if not self.discrete:
+            self.act_low = space.low.astype(np.float32)
+            self.act_high = space.high.astype(np.float32)
+        self.agent = Agent(agent_arch(cfg, obs_dim, act_dim, self.discrete))
+        # fused: one kernel for all parameters (CPU fused Adam is ~1.5x faster on these tiny tensors)
+        self.optimizer = torch.optim.Adam(
+            self.agent.parameters(), lr=cfg.learning_rate, eps=cfg.adam_eps, fused=True
+        )
+        self.obs_norm = ObsNormaliser(obs_dim, cfg.clip_obs, cfg.norm_obs)
+        self.return_rms = RunningMeanStd(())  # of the discounted return, for reward scaling
+        # Rollout buffers, (num_steps, num_envs, ...), allocated once.
+        T, N = cfg.num_steps, cfg.num_envs
+        self.obs = torch.zeros((T, N, obs_dim))
+        self.actions = torch.zeros((T, N) if self.discrete else (T, N, act_dim))
+        self.logprobs = torch.zeros((T, N))
+        self.rewards = torch.zeros((T, N))
+        self.terminated = torch.zeros((T, N))
+        self.dones = torch.zeros((T, N))  # terminated or truncated
+        self.values = torch.zeros((T, N))
+        self.valid = torch.zeros((T, N), dtype=torch.bool)  # False for the autoreset transition
+
+    def policy_state(self, update: int, env_steps: int) -> dict[str, Any]:
+        """What the evaluator needs: architecture, weights, frozen observation statistics."""
+        return {
+            "format": "autorl-classic-ppo/1",
+            "env_id": self.cfg.env_id,
+            "arch": self.agent.arch,
+            "state_dict": {k: v.detach().clone() for k, v in self.agent.state_dict().items()},
+            "obs_norm": self.obs_norm.state(),
+            "update": update,
+            "env_steps": env_steps,
+        }
+
+    def act_fn(self) -> Callable[[np.ndarray], np.ndarray]:
+        """Deterministic policy on raw observations with the *current* (frozen) statistics."""
+        norm_state = self.obs_norm.state()
+        return make_act_fn(self.agent, norm_state, self.discrete, getattr(self, "act_low", None),
+                           getattr(self, "act_high", None))
+
+    def run(self, stop: Callable[[], bool] = lambda: False) -> Iterator[Update]:
+        cfg, agent, envs = self.cfg, self.agent, self.envs
+        T, N = cfg.num_steps, cfg.num_envs
+        num_updates = cfg.num_updates
+        next_obs = torch.from_numpy(np.asarray(envs.reset(seed=self.seed)[0], dtype=np.float32))
+        prev_done = torch.zeros(N, dtype=torch.bool)
+        ep_return = np.zeros(N)  # raw return of the running episode of each env
+        disc_return = np.zeros(N)  # discounted return, for reward scaling
+        env_steps = 0
+
+        for update in range(1, num_updates + 1):
+            lr = cfg.learning_rate
+            if cfg.lr_schedule == "linear":
+                lr *= 1.0 - (update - 1) / num_updates
+            for group in self.optimizer.param_groups:
+                group["lr"] = lr
+
+            # --- rollout: num_steps vector steps, no per-env Python ------------------------------
+            t0 = time.perf_counter()
+            finished: list[np.ndarray] = []
+            with torch.inference_mode():
+                for t in range(T):
+                    if stop():
+                        return  # weights are those of the last complete update
+                    x = self.obs_norm(next_obs, update=True)
+                    self.obs[t] = x
+                    self.valid[t] = ~prev_done
+                    action, logp, value = agent.sample(x)
+                    self.actions[t] = action
+                    self.logprobs[t] = logp
+                    self.values[t] = value
+                    if self.discrete:
+                        env_action = action.numpy()
+                    else:
+                        env_action = np.clip(action.numpy(), self.act_low, self.act_high)
+                    obs, reward, term, trunc, _ = envs.step(env_action)
+                    reward = np.asarray(reward, dtype=np.float64)
+                    done = np.logical_or(term, trunc)
+
+                    ep_return += reward
+                    if done.any():
+                        finished.append(ep_return[done].copy())
+                        ep_return[done] = 0.0
+                    if cfg.norm_reward:  # scale by the std of the discounted return (not centred)
+                        disc_return = disc_return * cfg.gamma + reward
+                        self.return_rms.update(torch.from_numpy(disc_return[~prev_done.numpy()]))
+                        disc_return[done] = 0.0
+                        reward = np.clip(
+                            reward / math.sqrt(self.return_rms.var.item() + 1e-8),
+                            -cfg.clip_reward,
+                            cfg.clip_reward,
+                        )
+                    self.rewards[t] = torch.from_numpy(reward)
+                    self.terminated[t] = torch.from_numpy(term)
+                    prev_done = torch.from_numpy(done)
+                    self.dones[t] = prev_done
+                    next_obs = torch.from_numpy(np.asarray(obs, dtype=np.float32))
+                env_steps += T * N
+
+                # --- GAE(lambda), bootstrapping truncated episodes from the final observation -------
+                next_value = agent.value(self.obs_norm(next_obs))
+                advantages = torch.zeros((T, N))
+                last = torch.zeros(N)
+                for t in reversed(range(T)):
+                    v_next = next_value if t == T - 1 else self.values[t + 1]
+                    delta = self.rewards[t] + cfg.gamma * v_next * (1.0 - self.terminated[t]) - self.values[t]
+                    last = delta + cfg.gamma * cfg.gae_lambda * (1.0 - self.dones[t]) * last
+                    advantages[t] = last
+                returns = advantages + self.values
+
+            # --- flatten the real transitions ---------------------------------------------------
+            idx = self.valid.flatten().nonzero().squeeze(-1)
+            b_obs = self.obs.flatten(0, 1)[idx]
+            b_actions = self.actions.flatten(0, 1)[idx]
+            b_logprobs = self.logprobs.flatten()[idx]
+            b_adv = advantages.flatten()[idx]
+            b_returns = returns.flatten()[idx]
+            b_values = self.values.flatten()[idx]
+            t1 = time.perf_counter()
+
+            # --- optimise the clipped surrogate for update_epochs over minibatches ---------------
+            B = idx.numel()
+            mb_size = max(1, math.ceil(B / cfg.num_minibatches))
+            clipfracs, epochs = [], 0
+            approx_kl = pg_loss = v_loss = entropy = loss = torch.zeros(())
+            for _epoch in range(cfg.update_epochs):
+                epochs += 1
+                perm = torch.randperm(B)
+                for start in range(0, B, mb_size):
+                    mb = perm[start : start + mb_size]
+                    new_logp, ent, new_value = agent.evaluate(b_obs[mb], b_actions[mb])
+                    logratio = new_logp - b_logprobs[mb]
+                    ratio = logratio.exp()
+                    with torch.no_grad():
+                        approx_kl = ((ratio - 1) - logratio).mean()  # the low-variance k3 estimator
+                        clipfracs.append(((ratio - 1.0).abs() > cfg.clip_coef).float().mean())
+
+                    adv = b_adv[mb]
+                    if cfg.norm_adv and adv.numel() > 1:
+                        adv = (adv - adv.mean()) / (adv.std() + 1e-8)
+                    pg_loss = torch.max(
+                        -adv * ratio, -adv * ratio.clamp(1 - cfg.clip_coef, 1 + cfg.clip_coef)
+                    ).mean()
+
+                    if cfg.clip_vloss:
+                        v_clipped = b_values[mb] + (new_value - b_values[mb]).clamp(-cfg.clip_coef, cfg.clip_coef)
+                        v_loss = 0.5 * torch.max(
+                            (new_value - b_returns[mb]).square(), (v_clipped - b_returns[mb]).square()
+                        ).mean()
+                    else:
+                        v_loss = 0.5 * (new_value - b_returns[mb]).square().mean()
+
+                    entropy = ent.mean()
+                    loss = pg_loss - cfg.ent_coef * entropy + cfg.vf_coef * v_loss
+                    self.optimizer.zero_grad(set_to_none=True)
+                    loss.backward()
+                    nn.utils.clip_grad_norm_(agent.parameters(), cfg.max_grad_norm, foreach=True)
+                    self.optimizer.step()
+                if cfg.target_kl > 0 and approx_kl.item() > cfg.target_kl:
+                    break  # the policy moved far enough from the one that collected the data
+
+            var_y = b_returns.var().item() if B > 1 else 0.0
+            explained_var = (
+                float("nan") if var_y == 0 else 1.0 - (b_returns - b_values).var().item() / var_y
+            )
+            t2 = time.perf_counter()
+            returns_done = np.concatenate(finished) if finished else np.zeros(0)
+            yield Update(
+                update=update,
+                env_steps=env_steps,
+                episodic_return=float(returns_done.mean()) if returns_done.size else None,
+                episodes=int(returns_done.size),
+                loss=loss.item(),
+                pg_loss=pg_loss.item(),
+                v_loss=v_loss.item(),
+                entropy=entropy.item(),
+                approx_kl=approx_kl.item(),
+                clipfrac=torch.stack(clipfracs).mean().item() if clipfracs else 0.0,
+                explained_var=explained_var,
+                lr=lr,
+                epochs=epochs,
+                rollout_s=t1 - t0,
+                update_s=t2 - t1,
+            )
+
+    def close(self) -> None:
+        self.envs.close()
+
+
+# ----------------------------------------------------------------------------------------------------
+# Deterministic policies for evaluation
+# ----------------------------------------------------------------------------------------------------
+
+
+def make_act_fn(
+    agent: Agent,
+    norm_state: dict[str, Any] | None,
+    discrete: bool,
+    act_low: np.ndarray | None = None,
+    act_high: np.ndarray | None = None,
+) -> Callable[[np.ndarray], np.ndarray]:
+    """A batch of raw observations -> a batch of env actions (argmax / Gaussian mean, clipped to bounds)."""
+
+    def act(obs: np.ndarray) -> np.ndarray:
+        with torch.inference_mode():
+            x = normalise_obs(torch.from_numpy(np.asarray(obs, dtype=np.float32)), norm_state)
+            action = agent.act_deterministic(x).numpy()
+        if discrete:
+            return action
+        return np.clip(action, act_low, act_high)
+
+    return act
+
+
+def load_policy(path: str, env: gym.vector.VectorEnv) -> Callable[[np.ndarray], np.ndarray]:
+    """Rebuild a saved policy (policy.pt) as a deterministic act function for `env`'s action space."""
+    state = torch.load(path, map_location="cpu", weights_only=True)
+    agent = Agent(state["arch"])
+    agent.load_state_dict(state["state_dict"])
+    agent.eval()
+    space = env.single_action_space
+    if agent.discrete:
+        return make_act_fn(agent, state["obs_norm"], True)
+    return make_act_fn(agent, state["obs_norm"], False, space.low, space.high)

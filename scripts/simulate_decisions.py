@@ -1,0 +1,192 @@
+"""Measure the keep/revert rule of autorl.stats on synthetic trials with a known truth.
+
+    uv run scripts/simulate_decisions.py            # the default eval size and seeds, plus a seeds sweep
+    uv run scripts/simulate_decisions.py --seeds 5  # one setting
+
+Generative model (binary scores, as the LLM track's verifiers give them):
+  * eval example i has a difficulty a_i ~ N(logit(base), difficulty_sd) on the logit scale;
+  * a training seed s changes the model globally (u_s ~ N(0, sd_u)) and per example
+    (w_si ~ N(0, interaction_sd)): success probability p_si = sigmoid(a_i + u_s + w_si + effect);
+  * each of `samples` completions per example scores Bernoulli(p_si).
+sd_u is calibrated so that the expected eval_score (an infinite eval) varies across training seeds with
+sd --seed-sd (0.02 by default); with eval sampling on top, one trial's eval_score then varies by ~0.03-0.04
+at a few hundred binary examples: RL post-training seeds differ by 0.02-0.04 and a re-run moved by 0.07.
+The candidate's effect is a logit shift calibrated to raise the expected eval_score by --gain (0.05).
+
+The protocol as program.md runs it: the baseline twice (same config, different seeds; the first is the
+reference, both feed the ledger's noise floor), then one candidate: A/A (same config: any `improved` is a
+false keep) and A/B (+gain: `improved` is a detection). Each world draws a fresh eval set.
+The verdict is autorl.stats.compare_tables, the code run.py uses. For contrast, the "examples-only" column
+is a paired test over examples alone (what treats each trained model as fixed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+import tomllib
+
+import numpy as np
+from scipy import stats as sps
+
+from autorl import paths
+from autorl.stats import ALPHA, PRIOR_DF, NoiseFloor, Table, compare_tables, default_seed_sd
+
+
+def default_eval_size() -> tuple[int, int, int, str]:
+    """(envs, examples per env, samples per example) from eval.toml when it is readable, else 2 x 100 x 1."""
+    spec = paths.eval_spec_file()
+    try:
+        data = tomllib.loads(spec.read_text())
+    except (OSError, tomllib.TOMLDecodeError):
+        return 2, 100, 1, "no eval.toml: assumed 2 envs x 100 examples x 1 sample"
+    envs = data.get("env") or data.get("envs") or data.get("environments") or []
+    if isinstance(envs, dict):
+        envs = list(envs.values())
+    n_env = max(len(envs), 1)
+    sizes = [e.get("num_examples") or e.get("examples") for e in envs if isinstance(e, dict)]
+    sizes = [int(s) for s in sizes if s]
+    n_ex = int(data.get("num_examples") or data.get("examples_per_env") or (min(sizes) if sizes else 100))
+    samples = data.get("samples_per_example") or data.get("samples") or data.get("rollouts_per_example")
+    samples = int(samples or 1)
+    return n_env, n_ex, samples, f"from {spec.name}"
+
+
+class World:
+    """One generative setting; draws eval sets and trials."""
+
+    def __init__(self, args: argparse.Namespace, rng: np.random.Generator) -> None:
+        self.a = args
+        self.rng = rng
+        self.mu = np.log(args.base / (1 - args.base))
+        self.sd_u = self._calibrate_sd_u()
+        self.shift = self._calibrate_shift()
+
+    def eval_set(self) -> np.ndarray:
+        return self.rng.normal(self.mu, self.a.difficulty_sd, size=(self.a.envs, self.a.examples))
+
+    def trial(self, diff: np.ndarray, n_seeds: int, shift: float = 0.0, sd_u: float | None = None) -> Table:
+        sd_u = self.sd_u if sd_u is None else sd_u
+        u = self.rng.normal(0.0, sd_u, size=(n_seeds, 1, 1))
+        w = self.rng.normal(0.0, self.a.interaction_sd, size=(n_seeds, *diff.shape))
+        p = 1.0 / (1.0 + np.exp(-(diff[None] + u + w + shift)))
+        scores = self.rng.binomial(self.a.samples, p) / self.a.samples  # mean over samples
+        envs = [f"env{e}" for e in range(diff.shape[0])]
+        ids = [str(i) for i in range(diff.shape[1])]
+        matrix = {e: scores[:, k, :] for k, e in enumerate(envs)}
+        return Table(list(range(n_seeds)), envs, {e: ids for e in envs}, matrix)
+
+    def _training_sd(self, sd_u: float, n_seeds: int = 2000, n_examples: int = 2000) -> float:
+        """sd over training seeds of the expected eval_score (infinite eval: no sampling noise)."""
+        a = self.rng.normal(self.mu, self.a.difficulty_sd, size=n_examples)
+        u = self.rng.normal(0.0, sd_u, size=(n_seeds, 1))
+        w = self.rng.normal(0.0, self.a.interaction_sd, size=(n_seeds, n_examples))
+        return float(np.std((1.0 / (1.0 + np.exp(-(a + u + w)))).mean(1), ddof=1))
+
+    def _calibrate_sd_u(self) -> float:
+        """Bisection on sd_u so that the training-seed sd of eval_score is --seed-sd."""
+        lo, hi = 0.0, 3.0
+        for _ in range(20):
+            mid = (lo + hi) / 2
+            if self._training_sd(mid) < self.a.seed_sd:
+                lo = mid
+            else:
+                hi = mid
+        return (lo + hi) / 2
+
+    def total_sd(self, n: int = 2000) -> float:
+        """sd of one trial's eval_score on a fixed eval set: training seed + eval sampling."""
+        diff = self.eval_set()
+        return float(np.std([seed_score(self.trial(diff, 1), 0) for _ in range(n)], ddof=1))
+
+    def _calibrate_shift(self) -> float:
+        """Logit shift that raises the expected eval_score by --gain (large Monte Carlo, no Bernoulli)."""
+        z = self.rng.normal(self.mu, self.a.difficulty_sd, 200_000)
+        z = z + self.rng.normal(0, self.sd_u, z.size) + self.rng.normal(0, self.a.interaction_sd, z.size)
+        base = np.mean(1 / (1 + np.exp(-z)))
+        lo, hi = 0.0, 5.0
+        for _ in range(40):
+            mid = (lo + hi) / 2
+            if np.mean(1 / (1 + np.exp(-(z + mid)))) - base < self.a.gain:
+                lo = mid
+            else:
+                hi = mid
+        return (lo + hi) / 2
+
+
+def seed_score(t: Table, i: int) -> float:
+    return float(np.mean([t.matrix[e][i].mean() for e in t.envs]))
+
+
+def examples_only_verdict(cand: Table, ref: Table, alpha: float) -> bool:
+    """The naive rule: paired test over examples only (each trained model treated as fixed)."""
+    d = np.concatenate([cand.matrix[e].mean(0) - ref.matrix[e].mean(0) for e in cand.envs])
+    se = d.std(ddof=1) / np.sqrt(d.size)
+    return se > 0 and d.mean() > 0 and sps.norm.sf(d.mean() / se) < alpha
+
+
+def simulate(args: argparse.Namespace, seeds: int, train_sd: float, examples: int, rng_seed: int) -> dict:
+    ns = argparse.Namespace(**{**vars(args), "seed_sd": train_sd, "examples": examples})
+    world = World(ns, np.random.default_rng(rng_seed))
+    keep_aa = keep_ab = naive_aa = 0
+    for _ in range(args.worlds):
+        diff = world.eval_set()
+        ref = world.trial(diff, seeds)
+        repeat = world.trial(diff, seeds)  # the second baseline: same config, other seeds
+        scores = [seed_score(ref, i) for i in range(seeds)] + [seed_score(repeat, i) for i in range(seeds)]
+        nf = NoiseFloor(default_seed_sd("llm"), PRIOR_DF).with_scores(scores)
+        aa = world.trial(diff, seeds)
+        ab = world.trial(diff, seeds, shift=world.shift)
+        keep_aa += compare_tables(aa, ref, nf).verdict == "improved"
+        keep_ab += compare_tables(ab, ref, nf).verdict == "improved"
+        naive_aa += examples_only_verdict(aa, ref, ALPHA)
+    n = args.worlds
+    return {
+        "total_sd": world.total_sd(),
+        "false_keep": keep_aa / n,
+        "power": keep_ab / n,
+        "naive_false_keep": naive_aa / n,
+    }
+
+
+def main() -> None:
+    n_env, n_ex, samples, source = default_eval_size()
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--envs", type=int, default=n_env)
+    p.add_argument("--examples", type=int, default=n_ex, help="eval examples per env")
+    p.add_argument("--samples", type=int, default=samples, help="samples per eval example")
+    p.add_argument("--seeds", type=int, default=1, help="training seeds per trial (run.py's default: 1)")
+    p.add_argument("--seed-sd", type=float, default=0.02, help="training-seed sd (no eval noise)")
+    p.add_argument("--gain", type=float, default=0.05, help="true improvement to detect")
+    p.add_argument("--base", type=float, default=0.5, help="mean success probability of the reference")
+    p.add_argument("--difficulty-sd", type=float, default=1.5, help="logit sd of example difficulty")
+    p.add_argument("--interaction-sd", type=float, default=0.5, help="logit sd of seed x example effects")
+    p.add_argument("--worlds", type=int, default=1000, help="simulated decisions per setting")
+    p.add_argument("--only", action="store_true", help="only the given setting, no sweeps")
+    p.add_argument("--rng-seed", type=int, default=0)
+    args = p.parse_args()
+
+    t0 = time.time()
+    print(f"eval: {args.envs} envs x {args.examples} examples x {args.samples} samples ({source})")
+    print(f"true gain {args.gain:+.3f}; {args.worlds} decisions per setting; rule: stats.compare_tables")
+    print("train_sd: seed-to-seed sd of the expected eval_score; trial_sd: one trial's sd incl. eval noise")
+    header = f"{'setting':<22} {'examples':>8} {'seeds':>5} {'train_sd':>8} {'trial_sd':>8} |"
+    print(f"{header} {'false_keep':>10} {'power':>6} | {'examples-only false_keep':>24}")
+    settings = [("default", args.examples, args.seeds, args.seed_sd)]
+    if not args.only:
+        settings += [("seeds", args.examples, s, args.seed_sd) for s in (1, 2, 3, 5, 8) if s != args.seeds]
+        settings += [("eval size", n, 5, args.seed_sd) for n in (args.examples // 2, args.examples * 2)]
+        settings += [("noisier training", args.examples, s, sd) for s in (1, 5) for sd in (0.03, 0.05)]
+    for k, (name, n_ex_, s, sd) in enumerate(settings):
+        r = simulate(args, s, sd, n_ex_, args.rng_seed + k)
+        print(
+            f"{name:<22} {n_ex_:>8} {s:>5} {sd:>8.3f} {r['total_sd']:>8.3f} | {r['false_keep']:>10.3f} "
+            f"{r['power']:>6.3f} | {r['naive_false_keep']:>24.3f}",
+            flush=True,
+        )
+    se = np.sqrt(ALPHA * (1 - ALPHA) / args.worlds)
+    print(f"binomial se of a 5% rate over {args.worlds} decisions: {se:.3f}; took {time.time() - t0:.0f} s")
+
+
+if __name__ == "__main__":
+    main()

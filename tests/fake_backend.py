@@ -1,0 +1,89 @@
+"""TEST DOUBLE: a backend whose training child and eval are small scripts, to test the trial runner.
+
+It is not a trainer. The child follows autorl's progress protocol and can be told to train normally,
+crash, hang or ignore SIGTERM; "weights" are a file holding a quality number that the fake eval turns
+into per-example scores, so the runner's summary, ledger, statistics and crash handling can be checked
+end to end in seconds.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+from autorl.backends.base import Launch, TrainOutcome
+
+CHILD = """
+import json, signal, sys, time
+from pathlib import Path
+mode, run_dir, quality = sys.argv[1], Path(sys.argv[2]), float(sys.argv[3])
+def emit(event, **kw):
+    print("@@autorl " + json.dumps({"event": event, **kw}), flush=True)
+def save():
+    (run_dir / "weights").mkdir(exist_ok=True)
+    (run_dir / "weights" / "quality.txt").write_text(str(quality))
+def on_term(*_):
+    save(); emit("saved"); sys.exit(0)
+signal.signal(signal.SIGTERM, signal.SIG_IGN if mode == "ignore_term" else on_term)
+print("loading model", flush=True)
+emit("ready")
+if mode == "crash":
+    emit("step", step=1, reward=0.1)
+    print("Traceback (most recent call last):", flush=True)
+    print("RuntimeError: CUDA out of memory (simulated)", flush=True)
+    sys.exit(3)
+if mode == "hang":
+    emit("step", step=1, reward=0.1)
+    time.sleep(600)
+for step in range(1, 10**6):
+    time.sleep(0.02)
+    emit("step", step=step, reward=0.5)
+    with open(run_dir / "metrics.jsonl", "a") as f:
+        f.write(json.dumps({"step": step, "reward_mean": 0.5}) + "\\n")
+    if step % 10 == 0 or mode == "ignore_term":
+        save()
+    if mode == "finish" and step == 20:
+        save(); emit("done"); sys.exit(0)
+"""
+
+EVAL = """
+import json, sys
+from pathlib import Path
+out, weights = Path(sys.argv[1]), sys.argv[2]
+quality = 0.3 if weights == "base" else float((Path(weights) / "quality.txt").read_text())
+n = 400
+with open(out, "w") as f:
+    for i in range(n):
+        score = 1.0 if (i * 0.618034) % 1.0 < quality else 0.0
+        f.write(json.dumps({"env": "toy", "example_id": str(i), "sample": 0, "score": score}) + "\\n")
+print(json.dumps({"eval_score": quality}))
+"""
+
+
+class FakeBackend:
+    name = "embedded"
+
+    def __init__(self, mode: str = "ok", quality: float = 0.6, scripts_dir: Path | None = None) -> None:
+        self.mode, self.quality = mode, quality
+        self.dir = scripts_dir or Path.cwd()
+        (self.dir / "fake_child.py").write_text(CHILD)
+        (self.dir / "fake_eval.py").write_text(EVAL)
+
+    def check(self, cfg: Any) -> None:
+        pass
+
+    def resolve(self, cfg: Any, run_dir: Path, seed: int) -> dict[str, Any]:
+        return {"fake": True, "mode": self.mode, "seed": seed}
+
+    def launch(self, cfg: Any, run_dir: Path, seed: int) -> Launch:
+        argv = [sys.executable, str(self.dir / "fake_child.py"), self.mode, str(run_dir), str(self.quality)]
+        return Launch(argv=argv, cwd=run_dir)
+
+    def collect(self, cfg: Any, run_dir: Path) -> TrainOutcome:
+        weights = run_dir / "weights"
+        return TrainOutcome(weights_dir=weights if (weights / "quality.txt").exists() else None)
+
+    def eval_command(self, cfg: Any, weights_dir: Path | None, out_path: Path) -> Launch:
+        argv = [sys.executable, str(self.dir / "fake_eval.py"), str(out_path), str(weights_dir or "base")]
+        return Launch(argv=argv, cwd=out_path.parent)

@@ -1,0 +1,337 @@
+"""The embedded trainer end to end on a tiny random Qwen2 model (seconds on a CPU).
+
+In-process tests drive ``Trainer`` with a dense-reward toy environment, so that a random model gets
+non-zero advantages; the subprocess test runs the real child (``python -m autorl.backends.embedded.train``)
+on the autorl-arithmetic environment and stops it with SIGTERM.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+import torch
+from transformers import Qwen2ForCausalLM
+
+from autorl import progress
+from autorl.backends.embedded import (
+    COMPLETE_MARKER,
+    EmbeddedBackend,
+    RunSpec,
+    build_spec,
+    latest_weights,
+    semantic_problems,
+)
+from autorl.backends.embedded.generation import HFSampler
+from autorl.backends.embedded.train import Sample, Trainer
+from autorl.model_builder import build_config, build_tokenizer
+
+# ---------------------------------------------------------------------------------------------- fixtures
+
+
+@dataclass(frozen=True)
+class Example:
+    id: str
+    prompt: str
+    answer: str
+
+
+class CountEnv:
+    """Toy task with a dense reward (fraction of characters with an odd code point), so that a random
+    model's completions of one prompt almost never all score the same."""
+
+    def train_examples(self, seed: int):
+        i = 0
+        while True:
+            yield Example(id=f"{seed}-{i}", prompt=f"say a {i % 7}\n", answer="a")
+            i += 1
+
+    def eval_examples(self, n: int):
+        return [Example(id=f"eval-{i}", prompt=f"say a {i}\n", answer="a") for i in range(n)]
+
+    def score(self, completion: str, example: Example) -> float:
+        return sum(ord(c) % 2 for c in completion) / max(len(completion), 1)
+
+
+def count_env_loader(taskset_id: str, fields: dict) -> CountEnv:
+    return CountEnv()
+
+
+@pytest.fixture(scope="module")
+def tiny_model(tmp_path_factory) -> Path:
+    """A random Qwen2 (~50k params) with the project's char tokenizer, saved in HF format."""
+    out = tmp_path_factory.mktemp("tiny-model")
+    tok = build_tokenizer()
+    cfg = build_config(tok, hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=2,
+                       num_key_value_heads=2)
+    torch.manual_seed(0)
+    model = Qwen2ForCausalLM(cfg)
+    model.save_pretrained(out)
+    tok.save_pretrained(out)
+    return out
+
+
+def make_spec(model: Path, **overrides) -> RunSpec:
+    source = {
+        "name": "count",
+        "group_size": 4,
+        "temperature": 1.0,
+        "max_completion_tokens": 6,
+        "taskset_id": "count",
+    }
+    source.update(overrides.pop("source", {}))
+    base = {
+        "model_path": str(model),
+        "max_steps": 2,
+        "seq_len": 64,
+        "batch_size": 8,
+        "max_off_policy_steps": 0,
+        "optim": {"lr": 1e-2},
+        "sources": [source],
+        "save_interval_s": 1e9,
+    }
+    base.update(overrides)
+    return RunSpec.model_validate(base)
+
+
+def make_trainer(model: Path, run_dir: Path, seed: int = 0, **overrides) -> Trainer:
+    return Trainer(make_spec(model, **overrides), run_dir, seed, env_loader=count_env_loader)
+
+
+def metrics(run_dir: Path) -> list[dict]:
+    return [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
+
+
+# ---------------------------------------------------------------------------------------------- sampling
+
+
+def test_sampling_logprobs_are_after_temperature(tiny_model, tmp_path):
+    """The sampler's logprobs are log_softmax(logits / T) of the tokens it drew (vLLM processed_logprobs)."""
+    trainer = make_trainer(tiny_model, tmp_path)
+    model = trainer.model
+    sampler = HFSampler(model, trainer.pad_id, trainer.eos_ids)
+    prompt = trainer.tokenizer("say a 1\n", add_special_tokens=False)["input_ids"]
+    for temperature in (0.5, 2.0):
+        gen = torch.Generator().manual_seed(1)
+        roll = sampler.sample([prompt, prompt[:-2]], temperature, 5, gen)
+        for row in range(2):
+            ids = roll.completion_token_lists()[row]
+            p = roll.prompt_ids[row][roll.prompt_mask[row]].tolist()
+            with torch.no_grad():
+                logits = model(input_ids=torch.tensor([p + ids])).logits[0, len(p) - 1 : -1]
+            expected = torch.log_softmax(logits / temperature, -1).gather(-1, torch.tensor(ids)[:, None])[:, 0]
+            got = roll.logprobs[row, : len(ids)]
+            torch.testing.assert_close(got, expected, atol=1e-4, rtol=1e-4)
+    # Different temperatures give different logprobs for the same token.
+    gen = torch.Generator().manual_seed(1)
+    lo = sampler.sample([prompt], 0.5, 3, gen)
+    gen = torch.Generator().manual_seed(1)
+    hi = sampler.sample([prompt], 2.0, 3, gen)
+    assert not torch.allclose(lo.logprobs[0, :1], hi.logprobs[0, :1])
+
+
+def test_trainer_divides_logits_by_the_sample_temperature(tiny_model, tmp_path):
+    trainer = make_trainer(tiny_model, tmp_path)
+    prompt = trainer.tokenizer("say a 2\n", add_special_tokens=False)["input_ids"]
+    completion = trainer.tokenizer("aab", add_special_tokens=False)["input_ids"]
+    with torch.no_grad():
+        logits = trainer.model(input_ids=torch.tensor([prompt + completion])).logits[0, len(prompt) - 1 : -1]
+    for temperature in (0.7, 1.5):
+        s = Sample(prompt, completion, [0.0] * 3, 1.0, 1.0, temperature, 0, "count", False)
+        with torch.no_grad():
+            logpi, *_ = trainer._forward_logprobs([(s, 3)])
+        expected = torch.log_softmax(logits / temperature, -1).gather(-1, torch.tensor(completion)[:, None])[:, 0]
+        torch.testing.assert_close(logpi[0], expected, atol=1e-5, rtol=1e-5)
+
+
+def test_group_size_shapes_the_groups(tiny_model, tmp_path):
+    for group_size in (2, 4):
+        trainer = make_trainer(tiny_model, tmp_path, source={"group_size": group_size})
+        batch = trainer.sample_batch()
+        assert len(batch) == 8
+        for g in range(0, 8, group_size):
+            group = batch[g : g + group_size]
+            assert len({tuple(s.prompt_ids) for s in group}) == 1  # one task per group
+            mean = sum(s.reward for s in group) / group_size
+            for s in group:
+                assert s.advantage == pytest.approx(s.reward - mean, abs=1e-6)
+        assert len({tuple(s.prompt_ids) for s in batch}) == 8 // group_size
+
+
+def test_on_policy_step_matches_sampler_and_masks_nothing(tiny_model, tmp_path):
+    """max_off_policy_steps = 0: the trainer recomputes the sampler's logprobs (ratio 1), no token is masked."""
+    trainer = make_trainer(tiny_model, tmp_path, max_steps=2, loss={"dppo_mask_high": 1e-4, "dppo_mask_low": 1e-4})
+    trainer.run()
+    rows = metrics(tmp_path)
+    assert [r["step"] for r in rows] == [1, 2]
+    for r in rows:
+        assert r["policy_lag_mean"] == 0
+        assert r["masked_frac"] == 0
+        assert r["mismatch_kl"] < 1e-6
+
+
+def test_one_step_lag_and_lower_dppo_mask_high_masks_more(tiny_model, tmp_path):
+    """max_off_policy_steps >= 1 reproduces prime-rl's one-step lag: step 2 trains on rollouts of policy 0,
+    so pi != mu there, and a lower dppo_mask_high masks more of its tokens (same seed, same batches)."""
+    masked = {}
+    for high in (0.5, 0.01):
+        run_dir = tmp_path / f"high-{high}"
+        trainer = make_trainer(
+            tiny_model, run_dir, max_off_policy_steps=1, optim={"lr": 0.05}, loss={"dppo_mask_high": high}
+        )
+        trainer.run()
+        rows = metrics(run_dir)
+        assert rows[0]["policy_lag_mean"] == 0 and rows[1]["policy_lag_mean"] == 1
+        assert rows[1]["mismatch_kl"] > 1e-6
+        masked[high] = rows[1]["masked_high_frac"]
+    assert masked[0.01] > masked[0.5]
+
+
+def test_filter_zero_advantages_drops_their_tokens(tiny_model, tmp_path):
+    trainer = make_trainer(tiny_model, tmp_path)
+    batch = trainer.sample_batch()
+    batch[0].advantage = batch[1].advantage = 0.0  # as if their group had equal rewards
+    all_tokens = sum(len(s.completion_ids) for s in batch)
+    zero_tokens = len(batch[0].completion_ids) + len(batch[1].completion_ids)
+    kept = trainer.train_step(batch)
+    assert kept["rl_tokens"] == all_tokens - zero_tokens and kept["rl_samples"] == 6
+    trainer.spec.filter_zero_advantages = False
+    everything = trainer.train_step(batch)
+    assert everything["rl_tokens"] == all_tokens and everything["rl_samples"] == 8
+
+
+def test_all_zero_advantage_batch_takes_no_step(tiny_model, tmp_path):
+    trainer = make_trainer(tiny_model, tmp_path)
+    batch = trainer.sample_batch()
+    for s in batch:
+        s.advantage = 0.0
+    before = [p.detach().clone() for p in trainer.model.parameters()]
+    assert trainer.train_step(batch) == {"empty": True}
+    assert all(torch.equal(a, b) for a, b in zip(before, trainer.model.parameters(), strict=True))
+
+
+def test_seq_len_truncates_trained_tokens(tiny_model, tmp_path):
+    trainer = make_trainer(tiny_model, tmp_path)
+    batch = trainer.sample_batch()
+    for s in batch:
+        s.advantage = 1.0
+    full = trainer.train_step(batch)["rl_tokens"]
+    trainer.spec.seq_len = len(batch[0].prompt_ids) + 2  # at most 2 completion tokens survive
+    cut = trainer.train_step(batch)["rl_tokens"]
+    assert cut == sum(min(2, len(s.completion_ids)) for s in batch) < full
+
+
+def test_scheduler_lr_reaches_the_steps(tiny_model, tmp_path):
+    trainer = make_trainer(
+        tiny_model, tmp_path, max_steps=4, optim={"lr": 0.01},
+        scheduler={"type": "linear", "warmup_steps": 2, "decay_steps": 0},
+    )
+    trainer.run()
+    assert [r["lr"] for r in metrics(tmp_path)] == pytest.approx([1e-10, 0.005, 0.01, 0.01], abs=1e-9)
+
+
+def test_same_seed_same_first_steps(tiny_model, tmp_path):
+    def run(seed: int, name: str):
+        run_dir = tmp_path / name
+        make_trainer(tiny_model, run_dir, seed=seed, max_off_policy_steps=1).run()
+        keys = ("reward_mean", "loss", "grad_norm", "rl_tokens", "mismatch_kl")
+        params = Qwen2ForCausalLM.from_pretrained(run_dir / "weights").state_dict()
+        return [[r[k] for k in keys] for r in metrics(run_dir)], params
+
+    a, wa = run(0, "a")
+    b, wb = run(0, "b")
+    c, _ = run(1, "c")
+    assert a == b
+    assert all(torch.equal(wa[k], wb[k]) for k in wa)
+    assert a != c
+
+
+def test_weights_saved_atomically_with_marker(tiny_model, tmp_path):
+    trainer = make_trainer(tiny_model, tmp_path, max_steps=1)
+    trainer.run()
+    weights = latest_weights(tmp_path)
+    assert weights == tmp_path / "weights"
+    assert json.loads((weights / COMPLETE_MARKER).read_text())["step"] == 1
+    assert not (tmp_path / "weights.tmp").exists() and not (tmp_path / "weights.old").exists()
+    Qwen2ForCausalLM.from_pretrained(weights)  # a loadable HF checkpoint
+    # A save cut between its two renames leaves the previous complete save in weights.old: still found.
+    (tmp_path / "weights").rename(tmp_path / "weights.old")
+    assert latest_weights(tmp_path) == tmp_path / "weights.old"
+    (tmp_path / "weights.old" / COMPLETE_MARKER).unlink()
+    assert latest_weights(tmp_path) is None
+
+
+# ---------------------------------------------------------------------------------------------- backend
+
+
+def _cfg(**model) -> SimpleNamespace:
+    """The shape of a LoadedConfig that build_spec reads (a dict tree in place of the pydantic model)."""
+    tree = {
+        "model": {"name": "some/model"},
+        "max_steps": 5,
+        "seq_len": 128,
+        "trainer": {"optim": {"lr": 1e-4, "max_norm": "None"}, "loss": {"type": "default"}},
+        "orchestrator": {
+            "batch_size": 8,
+            "group_size": 4,
+            "max_off_policy_steps": 8,
+            "train": {
+                "filter_zero_advantages": True,
+                "sampling": {"temperature": 0.7, "max_completion_tokens": 16},
+                "source": [{"name": "arith", "env": {"taskset": {"id": "autorl-arithmetic", "max_digits": 2}}}],
+            },
+        },
+    }
+    for key, value in model.items():
+        node = tree
+        parts = key.split(".")
+        for part in parts[:-1]:
+            node = node[int(part)] if isinstance(node, list) else node[part]
+        node[parts[-1]] = value
+    return SimpleNamespace(model=tree, path=Path("train.toml"))
+
+
+def test_build_spec_maps_prime_rl_keys():
+    spec = build_spec(_cfg())
+    assert spec.optim.max_norm is None and spec.optim.lr == 1e-4
+    src = spec.sources[0]
+    assert (src.group_size, src.temperature, src.max_completion_tokens) == (4, 0.7, 16)
+    assert src.taskset_id == "autorl-arithmetic" and src.taskset_fields == {"max_digits": 2}
+    # Per-source overrides win.
+    spec = build_spec(_cfg(**{"orchestrator.train.source": [
+        {"name": "x", "group_size": 2, "sampling": {"temperature": 1.3}, "env": {"taskset": {"id": "t"}}}
+    ]}))
+    assert (spec.sources[0].group_size, spec.sources[0].temperature) == (2, 1.3)
+
+
+def test_semantic_refusals_name_the_key():
+    errors, notes = semantic_problems(build_spec(_cfg(**{"trainer.loss": {"type": "custom"}})))
+    assert any("trainer.loss.type" in e and "prime-rl backend only" in e for e in errors)
+    errors, _ = semantic_problems(build_spec(_cfg(**{"orchestrator.train.sampling": {"temperature": 0.0}})))
+    assert any("temperature" in e for e in errors)
+    errors, notes = semantic_problems(build_spec(_cfg(**{"orchestrator.group_size": 1})))
+    assert not errors and any("group_size = 1" in n for n in notes)
+    errors, _ = semantic_problems(build_spec(_cfg(**{"orchestrator.batch_size": 6})))
+    assert any("orchestrator.batch_size" in e for e in errors)
+    errors, _ = semantic_problems(build_spec(_cfg(**{"trainer.scheduler": {"type": "cosine"}, "max_steps": None})))
+    assert any("trainer.scheduler" in e for e in errors)
+
+
+def test_launch_and_eval_commands(tmp_path):
+    backend = EmbeddedBackend()
+    launch = backend.launch(_cfg(), tmp_path, 3)
+    assert launch.argv[1:3] == ["-m", "autorl.backends.embedded.train"]
+    assert launch.argv[-6:] == ["--config", str(tmp_path / "resolved.json"), "--run-dir", str(tmp_path), "--seed", "3"]
+    assert RunSpec.model_validate_json((tmp_path / "resolved.json").read_text()).batch_size == 8
+    ev = backend.eval_command(_cfg(), None, tmp_path / "eval.jsonl")
+    assert ev.argv[1:] == ["-m", "autorl.eval", "--weights", "some/model", "--out", str(tmp_path / "eval.jsonl")]
+    ev = backend.eval_command(_cfg(), tmp_path / "weights", tmp_path / "e.jsonl")
+    assert ev.argv[ev.argv.index("--weights") + 1] == str(tmp_path / "weights")

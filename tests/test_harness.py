@@ -1,0 +1,59 @@
+"""The fixed-harness check: which files count, the hash, and the refusal of a modified harness."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+from autorl.harness import commit_short, dirty_harness_files, harness_hash
+
+
+def git(root: Path, *args: str) -> None:
+    subprocess.run(["git", *args], cwd=root, check=True, capture_output=True)
+
+
+def make_repo(root: Path) -> Path:
+    (root / "autorl").mkdir()
+    (root / "autorl" / "eval.py").write_text("N = 1000\n")
+    (root / "run.py").write_text("print('run')\n")
+    (root / "train.toml").write_text("max_steps = 10\n")
+    (root / "classic.toml").write_text("env_id = 'CartPole-v1'\n")
+    (root / ".gitignore").write_text("runs/\nresults.tsv\n")
+    git(root, "init", "-q")
+    git(root, "-c", "user.email=t@t", "-c", "user.name=t", "add", "-A")
+    git(root, "-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", "init")
+    return root
+
+
+def test_agent_files_and_generated_files_are_not_harness(tmp_path):
+    root = make_repo(tmp_path)
+    before = harness_hash(root)
+    (root / "train.toml").write_text("max_steps = 20\n")
+    (root / "classic.toml").write_text("env_id = 'BipedalWalker-v3'\n")
+    (root / "runs").mkdir()
+    (root / "runs" / "x.log").write_text("log")
+    (root / "results.tsv").write_text("a\tb\n")
+    assert dirty_harness_files(root) == []
+    assert harness_hash(root) == before
+
+
+def test_modified_harness_file_is_named_and_changes_the_hash(tmp_path):
+    root = make_repo(tmp_path)
+    before = harness_hash(root)
+    (root / "autorl" / "eval.py").write_text("N = 10  # an easier eval\n")
+    assert dirty_harness_files(root) == ["autorl/eval.py"]
+    assert harness_hash(root) != before
+
+
+def test_new_module_in_the_package_counts_as_dirty(tmp_path):
+    root = make_repo(tmp_path)
+    (root / "autorl" / "sneaky.py").write_text("x = 1\n")
+    (root / "notes.txt").write_text("scratch file outside the harness code\n")
+    assert dirty_harness_files(root) == ["autorl/sneaky.py"]
+
+
+def test_commit_short_outside_git(tmp_path):
+    assert commit_short(tmp_path) == "nogit"
+    assert dirty_harness_files(tmp_path) == []
+    root = make_repo(tmp_path / "repo") if (tmp_path / "repo").mkdir() is None else None
+    assert root is not None and len(commit_short(root)) == 7

@@ -1,0 +1,159 @@
+"""results.tsv: locked atomic appends, validation without rewriting, best-trial lookup, mark."""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+from pathlib import Path
+
+import pytest
+
+from autorl.ledger import COLUMNS, Ledger, LedgerError, best_kept, parse_pairs
+
+
+def row(run_id: str, score: float | None = 0.5, **kw) -> dict:
+    base = {
+        "run_id": run_id,
+        "commit": "abc1234",
+        "track": "llm",
+        "backend": "embedded",
+        "eval_score": score,
+        "status": "ok",
+        "config_hash": "cfg",
+        "harness_hash": "h1",
+        "eval_hash": "e1",
+        "description": f"trial {run_id}",
+    }
+    base.update(kw)
+    return base
+
+
+def test_append_creates_header_and_round_trips(tmp_path: Path) -> None:
+    ledger = Ledger(tmp_path / "results.tsv")
+    ledger.append(row("r1", 0.55, description="tab\there\nnewline", env_scores={"arith": 0.6, "gsm": 0.5}))
+    ledger.append(row("r2", None, status="crash", seeds=[3, 4], solved_seeds="5/5"))
+    lines = (tmp_path / "results.tsv").read_text().splitlines()
+    assert lines[0].split("\t") == COLUMNS
+    assert len(lines) == 3
+    rows = ledger.rows()
+    assert rows[0]["description"] == "tab here newline"  # sanitised: one cell, one line
+    assert rows[0]["decision"] == "pending"
+    assert float(rows[0]["eval_score"]) == pytest.approx(0.55)
+    assert parse_pairs(rows[0]["env_scores"]) == {"arith": 0.6, "gsm": 0.5}
+    assert rows[0]["timestamp"]
+    assert rows[1]["eval_score"] == "" and rows[1]["status"] == "crash"
+    assert rows[1]["seeds"] == "3,4"
+    assert "solved_seeds=5/5" in rows[1]["extras"]  # unknown keys are kept in extras, not dropped
+
+
+def _writer(path: str, worker: int, n: int) -> None:
+    ledger = Ledger(Path(path))
+    for i in range(n):
+        # Long descriptions make any interleaving of two writes visible as a broken row.
+        ledger.append(row(f"w{worker}-{i}", i / n, description=f"w{worker}-{i} " + "x" * 2000))
+
+
+def test_concurrent_appends_never_interleave(tmp_path: Path) -> None:
+    path = tmp_path / "results.tsv"
+    workers, per_worker = 4, 100
+    ctx = mp.get_context("fork")
+    procs = [ctx.Process(target=_writer, args=(str(path), w, per_worker)) for w in range(workers)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(60)
+        assert p.exitcode == 0
+    rows = Ledger(path).rows()  # validates every row's field count
+    assert len(rows) == workers * per_worker
+    assert len({r["run_id"] for r in rows}) == workers * per_worker
+    for r in rows:
+        assert r["description"] == f"{r['run_id']} " + "x" * 2000
+    assert path.read_text().count("\n") == workers * per_worker + 1  # exactly one header
+
+
+@pytest.mark.parametrize(
+    ("content", "line", "words"),
+    [
+        ("run\tscore\n1\t0.5\n", 1, "missing columns"),
+        ("\t".join(COLUMNS) + "\n" + "\t".join(["x"] * len(COLUMNS)) + "\n" + "a\tb\n", 3, "2 fields"),
+        ("\t".join(COLUMNS) + "\n" + "\t".join(["x"] * len(COLUMNS)), 2, "no newline"),
+    ],
+)
+def test_malformed_file_is_reported_never_rewritten(tmp_path: Path, content: str, line: int, words: str):
+    path = tmp_path / "results.tsv"
+    path.write_text(content)
+    ledger = Ledger(path)
+    with pytest.raises(LedgerError) as err:
+        ledger.append(row("new"))
+    assert f"results.tsv:{line}:" in str(err.value) and words in str(err.value)
+    assert path.read_text() == content  # untouched
+    with pytest.raises(LedgerError):
+        ledger.mark("keep")
+    assert path.read_text() == content
+
+
+def test_best_kept_same_eval_and_harness(tmp_path: Path) -> None:
+    ledger = Ledger(tmp_path / "results.tsv")
+    assert ledger.best_kept("llm", "e1", "h1") is None
+    ledger.append(row("crash0", None, status="crash"))
+    assert ledger.best_kept("llm", "e1", "h1") is None  # no ok trial: nothing to compare with
+    ledger.append(row("base", 0.40))
+    ledger.append(row("base2", 0.45, decision="discard"))
+    # Nothing kept yet: the earliest ok trial (the baseline) is the reference, not the higher repeat.
+    assert ledger.best_kept("llm", "e1", "h1")["run_id"] == "base"
+    ledger.append(row("k1", 0.50, decision="keep"))
+    ledger.append(row("k2", 0.60, decision="keep"))
+    ledger.append(row("k3", 0.55, decision="keep"))
+    ledger.append(row("d1", 0.90, decision="discard"))
+    ledger.append(row("other-eval", 0.95, decision="keep", eval_hash="e2"))
+    ledger.append(row("other-harness", 0.95, decision="keep", harness_hash="h2"))
+    ledger.append(row("classic", 400.0, decision="keep", track="classic"))
+    assert ledger.best_kept("llm", "e1", "h1")["run_id"] == "k2"
+    assert ledger.best_kept("llm", "e2", "h1")["run_id"] == "other-eval"
+    assert ledger.best_kept("classic", "e1", "h1")["run_id"] == "classic"
+    assert best_kept(ledger.rows(), "llm", "e9", "h1") is None
+
+
+def test_mark_latest_by_default_and_by_run_id(tmp_path: Path) -> None:
+    path = tmp_path / "results.tsv"
+    ledger = Ledger(path)
+    ledger.append(row("20250101-000000-aaa"))
+    ledger.append(row("20250101-000100-bbb"))
+    ledger.append(row("20250101-000200-ccc", None, status="crash"))
+    with pytest.raises(LedgerError, match="no score"):
+        ledger.mark("keep")  # the latest trial crashed
+    marked = ledger.mark("crash", lesson="OOM at\tstep 3\nsee log")
+    assert marked["run_id"] == "20250101-000200-ccc" and marked["lesson"] == "OOM at step 3 see log"
+    ledger.mark("keep", run_id="20250101-000100", lesson="lr 3e-6 helps")  # unique prefix
+    with pytest.raises(LedgerError, match="ambiguous"):
+        ledger.mark("discard", run_id="20250101")
+    with pytest.raises(LedgerError, match="no trial"):
+        ledger.mark("discard", run_id="nope")
+    with pytest.raises(LedgerError, match="decision must be"):
+        ledger.mark("maybe")
+    rows = ledger.rows()
+    assert [r["decision"] for r in rows] == ["pending", "keep", "crash"]
+    assert rows[1]["lesson"] == "lr 3e-6 helps"
+    assert rows[0]["lesson"] == ""
+    assert not list(tmp_path.glob("*.tmp"))  # the atomic replace left nothing behind
+
+
+def _marker(path: str, n: int) -> None:
+    ledger = Ledger(Path(path))
+    for i in range(n):
+        ledger.mark("discard", run_id="m0", lesson=f"pass {i}")
+
+
+def test_mark_and_append_concurrently_lose_nothing(tmp_path: Path) -> None:
+    path = tmp_path / "results.tsv"
+    Ledger(path).append(row("m0"))
+    ctx = mp.get_context("fork")
+    procs = [ctx.Process(target=_writer, args=(str(path), w, 60)) for w in range(2)]
+    procs.append(ctx.Process(target=_marker, args=(str(path), 60)))
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(60)
+        assert p.exitcode == 0
+    rows = Ledger(path).rows()
+    assert len(rows) == 1 + 2 * 60
+    assert rows[0]["decision"] == "discard" and rows[0]["lesson"] == "pass 59"

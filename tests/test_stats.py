@@ -1,0 +1,189 @@
+"""eval_score, bootstrap CI, noise floor and verdicts on constructed per-example data with known answers."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from scipy import stats as sps
+
+from autorl import stats
+from autorl.stats import NoiseFloor, compare, confidence_interval, eval_score, noise_floor
+
+
+def rows_from(scores: dict[str, list[float]], seed: int = 0, samples: int = 1) -> list[dict]:
+    """One row per (example, sample); each sample of an example gets the example's score."""
+    return [
+        {"seed": seed, "env": env, "example_id": f"{env}-{i}", "sample": k, "score": s}
+        for env, values in scores.items()
+        for i, s in enumerate(values)
+        for k in range(samples)
+    ]
+
+
+def binary(n: int, ones: int) -> list[float]:
+    return [1.0] * ones + [0.0] * (n - ones)
+
+
+def test_eval_score_is_mean_over_envs_of_env_means() -> None:
+    # env a: 2 examples at 1.0; env b: 4 examples at 0.0 -> 0.5 (a flat mean would give 1/3).
+    rows = rows_from({"a": [1.0, 1.0], "b": [0.0] * 4}, samples=3)
+    assert eval_score(rows) == pytest.approx(0.5)
+    # Samples and seeds are averaged within an example: seed 0 scores 1, seed 1 scores 0 -> 0.5.
+    two_seeds = rows_from({"a": [1.0] * 3}, seed=0) + rows_from({"a": [0.0] * 3}, seed=1)
+    assert eval_score(two_seeds) == pytest.approx(0.5)
+    assert stats.seed_scores(two_seeds) == {0: 1.0, 1: 0.0}
+    assert stats.env_scores(rows) == {"a": 1.0, "b": 0.0}
+
+
+def test_ci_matches_binomial_standard_error() -> None:
+    rows = rows_from({"a": binary(400, 200)})
+    lo, hi = confidence_interval(rows, n_boot=4000)
+    se = math.sqrt(0.25 / 400)  # 0.025
+    assert lo == pytest.approx(0.5 - 1.96 * se, abs=0.006)
+    assert hi == pytest.approx(0.5 + 1.96 * se, abs=0.006)
+    assert confidence_interval(rows, n_boot=4000) == (lo, hi)  # deterministic for a given rng_seed
+
+
+def test_ci_stratifies_by_env() -> None:
+    # Each env is constant: resampling within envs cannot move the score, so the CI collapses to a point.
+    rows = rows_from({"a": [1.0] * 50, "b": [0.0] * 50})
+    lo, hi = confidence_interval(rows)
+    assert lo == pytest.approx(0.5) and hi == pytest.approx(0.5)
+
+
+def test_ci_widens_with_seed_spread() -> None:
+    same = rows_from({"a": binary(200, 100)}, seed=0) + rows_from({"a": binary(200, 100)}, seed=1)
+    spread = rows_from({"a": binary(200, 140)}, seed=0) + rows_from({"a": binary(200, 60)}, seed=1)
+    assert eval_score(same) == eval_score(spread) == pytest.approx(0.5)
+    w_same = np.subtract(*confidence_interval(same)[::-1])
+    w_spread = np.subtract(*confidence_interval(spread)[::-1])
+    assert w_spread > 1.5 * w_same  # the two-level bootstrap sees that seeds disagree
+    one_seed = rows_from({"a": binary(200, 100)})
+    w_one = np.subtract(*confidence_interval(one_seed)[::-1])
+    w_floor = np.subtract(*confidence_interval(one_seed, seed_sd=0.05)[::-1])
+    assert w_floor == pytest.approx(2 * 1.96 * math.hypot(0.05, math.sqrt(0.25 / 200)), rel=0.1)
+    assert w_floor > w_one
+
+
+def test_identical_trials_are_inconclusive() -> None:
+    rows = rows_from({"a": binary(100, 50), "b": binary(100, 30)})
+    c = compare(rows, rows)
+    assert c.delta == 0 and c.p_value == pytest.approx(0.5) and c.verdict == "inconclusive"
+    assert c.n_common == 200
+
+
+def test_large_gains_and_losses_are_detected() -> None:
+    ref = rows_from({"a": binary(200, 60)})
+    better = rows_from({"a": binary(200, 180)}, seed=1)  # +0.6 with one seed per side
+    c = compare(better, ref)
+    assert c.delta == pytest.approx(0.6) and c.verdict == "improved" and c.p_value < 0.01
+    c = compare(ref, better)
+    assert c.delta == pytest.approx(-0.6) and c.verdict == "worse" and c.p_value > 0.99
+
+
+def test_single_seed_gain_within_seed_noise_is_inconclusive() -> None:
+    # +0.06 on 1000 examples: a paired test over examples alone calls this significant (z ~ 3), but one
+    # training seed per side differs by ~0.04 sd (the default noise floor): not enough evidence.
+    ref = rows_from({"a": binary(1000, 500)})
+    cand = rows_from({"a": binary(1000, 560)}, seed=1)
+    d = np.array(binary(1000, 560)) - np.array(binary(1000, 500))
+    assert sps.norm.sf(d.mean() / (d.std(ddof=1) / math.sqrt(d.size))) < 0.01
+    c = compare(cand, ref)
+    assert c.verdict == "inconclusive"
+    expected_se = stats.DEFAULT_SEED_SD * math.sqrt(2)
+    assert c.se == pytest.approx(expected_se)
+    assert c.p_value == pytest.approx(sps.t.sf(0.06 / expected_se, stats.PRIOR_DF))
+    # A measured, small noise floor (many repeats at sd 0.01) makes the same gain convincing.
+    quiet = NoiseFloor(prior_sd=0.04, prior_df=4, ss=0.01**2 * 200, df=200, n_configs=10, n_runs=220)
+    assert quiet.sd == pytest.approx(math.sqrt((4 * 0.04**2 + 0.01**2 * 200) / 204))
+    assert compare(cand, ref, noise=quiet).verdict == "improved"
+
+
+def seeded(scores_per_seed: list[int], n: int = 200, start: int = 0) -> list[dict]:
+    out: list[dict] = []
+    for k, ones in enumerate(scores_per_seed):
+        out += rows_from({"a": binary(n, ones)}, seed=start + k)
+    return out
+
+
+def test_multi_seed_comparison_is_welch_over_seed_scores() -> None:
+    ref = seeded([100, 104, 96, 102])  # per-seed scores 0.50 0.52 0.48 0.51
+    cand = seeded([116, 108, 112, 120], start=10)  # 0.58 0.54 0.56 0.60
+    c = compare(cand, ref)
+    x_c = np.array([116, 108, 112, 120]) / 200
+    x_r = np.array([100, 104, 96, 102]) / 200
+    welch = sps.ttest_ind(x_c, x_r, equal_var=False, alternative="greater")
+    assert c.delta == pytest.approx(x_c.mean() - x_r.mean())
+    assert c.p_value == pytest.approx(welch.pvalue, rel=1e-6)
+    assert c.verdict == "improved" and "Welch" in c.note
+    # Same means, seeds that disagree a lot: inconclusive.
+    noisy = seeded([60, 170, 90, 140], start=20)  # mean 0.575, sd ~0.25
+    assert compare(noisy, ref).verdict == "inconclusive"
+
+
+def test_examples_are_matched_by_env_and_id() -> None:
+    ref = rows_from({"a": [0.0, 1.0, 0.0, 1.0]})
+    cand = list(reversed(rows_from({"a": [0.0, 1.0, 0.0, 1.0, 1.0, 1.0]})))  # 2 extra examples, other order
+    c = compare(cand, ref)
+    assert c.n_common == 4 and c.delta == 0.0
+    other_env = rows_from({"z": [1.0] * 4})
+    c = compare(other_env, ref)
+    assert c.n_common == 0 and c.verdict == "inconclusive"
+
+
+def test_seed_noise_does_not_turn_into_keeps() -> None:
+    """A/A with a real per-seed model effect: few false keeps, unlike a paired test over examples alone."""
+    rng = np.random.default_rng(7)
+    n, trials = 400, 150
+    difficulty = rng.normal(0, 1.5, n)
+
+    def trial(seed: int) -> list[dict]:
+        p = 1 / (1 + np.exp(-(difficulty + rng.normal(0, 0.15))))  # seed shifts every example
+        return rows_from({"a": list((rng.random(n) < p).astype(float))}, seed=seed)
+
+    ours = naive = 0
+    for t in range(trials):
+        ref, cand = trial(2 * t), trial(2 * t + 1)
+        ours += compare(cand, ref).verdict == "improved"
+        d = np.array([c["score"] for c in cand]) - np.array([r["score"] for r in ref])
+        naive += d.mean() > 0 and sps.norm.sf(d.mean() / (d.std(ddof=1) / math.sqrt(n))) < 0.05
+    assert naive / trials > 0.10  # the examples-only test is fooled by seed noise
+    assert ours / trials <= 0.05
+
+
+def ledger_row(config: str, score: float, seed_scores: str = "", status: str = "ok", **kw) -> dict:
+    row = {
+        "config_hash": config,
+        "eval_score": str(score),
+        "seed_scores": seed_scores,
+        "seeds": "",
+        "status": status,
+        "track": "llm",
+        "eval_hash": "e",
+        "harness_hash": "h",
+        "run_id": f"r{score}",
+    }
+    row.update(kw)
+    return row
+
+
+def test_noise_floor_pools_repeated_configs() -> None:
+    rows = [
+        ledger_row("A", 0.50),
+        ledger_row("A", 0.60),  # config A twice: ss 0.005, df 1
+        ledger_row("B", 0.50, "1=0.4 2=0.5 3=0.6", seeds="1,2,3"),  # one trial, three seeds: ss 0.02, df 2
+        ledger_row("C", 0.70),  # never repeated: no information about seed noise
+        ledger_row("A", 0.10, status="crash"),  # crashes do not count
+        ledger_row("A", 0.90, eval_hash="other"),  # another eval set does not count
+    ]
+    nf = noise_floor(rows, track="llm", eval_hash="e", harness_hash="h", prior_sd=0.04, prior_df=4)
+    assert nf.df == 3 and nf.ss == pytest.approx(0.025)
+    assert nf.n_configs == 2 and nf.n_runs == 3
+    assert nf.measured_sd == pytest.approx(math.sqrt(0.025 / 3))
+    assert nf.sd == pytest.approx(math.sqrt((4 * 0.04**2 + 0.025) / 7))
+    assert "measured" in nf.describe()
+    empty = noise_floor([], track="llm", eval_hash="e", harness_hash="h")
+    assert empty.sd == stats.DEFAULT_SEED_SD and empty.df == 0 and "default" in empty.describe()
+    assert noise_floor([], track="classic").prior_sd == 10.0  # returns, not 0..1 scores

@@ -1,0 +1,218 @@
+"""The trial runner end to end, with a test-double backend (tests/fake_backend.py): summary, ledger, run dir,
+crash and timeout recording, invalid configs, the dirty-harness refusal and the verdict."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from autorl import trial
+from autorl.ledger import Ledger
+from autorl.machine import Machine, save_machine
+from fake_backend import FakeBackend
+
+REPO = Path(__file__).resolve().parent.parent
+
+TRAIN_TOML = """\
+max_steps = 100
+[model]
+name = "tiny-test-model"
+[orchestrator]
+batch_size = 8
+group_size = 4
+[[orchestrator.train.source]]
+name = "arithmetic"
+[orchestrator.train.source.env.taskset]
+id = "autorl-arithmetic"
+"""
+
+SUMMARY_KEYS = [
+    "eval_score",
+    "eval_ci",
+    "base_score",
+    "delta",
+    "p_value",
+    "verdict",
+    "training_seconds",
+    "startup_seconds",
+    "eval_seconds",
+    "total_seconds",
+    "steps",
+    "peak_memory_gb",
+    "status",
+    "run_dir",
+]
+
+
+@pytest.fixture
+def root(tmp_path, monkeypatch):
+    monkeypatch.setenv("AUTORL_ROOT", str(tmp_path))
+    (tmp_path / "train.toml").write_text(TRAIN_TOML)
+    shutil.copyfile(REPO / "eval.toml", tmp_path / "eval.toml")
+    machine = Machine(
+        python="3", platform="test", torch=None, cpus=2, ram_gb=1.0, model_name="tiny-test-model"
+    )
+    save_machine(machine)
+    return tmp_path
+
+
+def use_backend(monkeypatch, root: Path, mode: str = "ok", quality: float = 0.6) -> None:
+    backend = FakeBackend(mode, quality, scripts_dir=root)
+    monkeypatch.setattr(trial, "make_backend", lambda track, name: backend)
+
+
+def summary(out: str) -> dict[str, str]:
+    block = out.split("\n---\n")[-1] if "\n---\n" in out else out.split("---\n", 1)[-1]
+    return dict(line.split(": ", 1) for line in block.strip().splitlines())
+
+
+def test_ok_trial_prints_the_summary_and_appends_one_row(root, monkeypatch, capsys):
+    use_backend(monkeypatch, root)
+    code = trial.main(["--budget", "1", "--description", "first\tbaseline"])
+    out = capsys.readouterr().out
+    assert code == 0
+    s = summary(out)
+    for key in SUMMARY_KEYS:
+        assert key in s, key
+    assert s["status"] == "ok"
+    assert float(s["eval_score"]) == pytest.approx(0.6, abs=0.01)
+    assert float(s["base_score"]) == pytest.approx(0.3, abs=0.01)
+    assert s["eval/toy"] == s["eval_score"]
+    assert s["verdict"] == "baseline"
+    lo, hi = map(float, s["eval_ci"].split())
+    assert lo < float(s["eval_score"]) < hi
+    assert 0.9 <= float(s["training_seconds"]) <= 1.0
+    assert int(s["steps"]) > 5
+    rows = Ledger(root / "results.tsv").rows()
+    assert len(rows) == 1
+    assert rows[0]["status"] == "ok" and rows[0]["decision"] == "pending"
+    assert rows[0]["description"] == "first baseline"  # tab sanitised
+    run_dir = root / s["run_dir"]
+    assert (run_dir / "config.toml").read_text() == TRAIN_TOML
+    assert (run_dir / "summary.txt").exists()
+    assert (run_dir / "seed-0" / "run.log").exists()
+    eval_rows = [json.loads(x) for x in (run_dir / "eval.jsonl").read_text().splitlines()]
+    assert len(eval_rows) == 400 and all("seed" in r for r in eval_rows)
+
+
+def test_base_score_is_cached(root, monkeypatch, capsys):
+    use_backend(monkeypatch, root)
+    trial.main(["--budget", "0.5"])
+    first = capsys.readouterr().out
+    trial.main(["--budget", "0.5"])
+    second = capsys.readouterr().out
+    assert "evaluating the untrained base model" in first
+    assert "evaluating the untrained base model" not in second
+    assert summary(first)["base_score"] == summary(second)["base_score"]
+
+
+def test_second_trial_is_compared_with_the_reference(root, monkeypatch, capsys):
+    use_backend(monkeypatch, root, quality=0.3)
+    trial.main(["--budget", "0.5"])
+    capsys.readouterr()
+    use_backend(monkeypatch, root, quality=0.9)
+    trial.main(["--budget", "0.5"])
+    s = summary(capsys.readouterr().out)
+    assert float(s["delta"]) == pytest.approx(0.6, abs=0.01)
+    assert s["verdict"] == "improved"
+    assert len(Ledger(root / "results.tsv").rows()) == 2
+
+
+def test_crash_is_recorded_with_the_log_tail(root, monkeypatch, capsys):
+    use_backend(monkeypatch, root, mode="crash")
+    code = trial.main(["--budget", "5"])
+    out = capsys.readouterr().out
+    assert code == 1
+    assert "CUDA out of memory (simulated)" in out
+    assert summary(out)["status"] == "crash"
+    rows = Ledger(root / "results.tsv").rows()
+    assert len(rows) == 1 and rows[0]["status"] == "crash"
+
+
+def test_hang_is_recorded_as_timeout(root, monkeypatch, capsys):
+    use_backend(monkeypatch, root, mode="hang")
+    code = trial.main(["--budget", "30", "--hang-timeout", "1"])
+    s = summary(capsys.readouterr().out)
+    assert code == 1
+    assert s["status"] == "timeout"
+    assert Ledger(root / "results.tsv").rows()[0]["status"] == "timeout"
+
+
+def test_sigterm_ignored_still_ends_within_grace_and_evaluates(root, monkeypatch, capsys):
+    use_backend(monkeypatch, root, mode="ignore_term")
+    started = time.monotonic()
+    code = trial.main(["--budget", "0.5", "--grace", "1"])
+    s = summary(capsys.readouterr().out)
+    assert code == 0 and s["status"] == "ok"
+    assert time.monotonic() - started < 30
+    assert float(s["eval_score"]) == pytest.approx(0.6, abs=0.01)
+
+
+def test_invalid_config_exits_2_without_a_row(root, monkeypatch, capsys):
+    use_backend(monkeypatch, root)
+    (root / "train.toml").write_text(TRAIN_TOML + "[trainer.optim]\nlearning_rate = 1e-5\n")
+    code = trial.main([])
+    captured = capsys.readouterr()
+    assert code == 2
+    assert "learning_rate" in captured.err and "lr" in captured.err
+    assert summary(captured.out)["status"] == "invalid"
+    assert not (root / "results.tsv").exists()
+    assert not (root / "runs").exists()
+
+
+def test_seeds_are_chosen_by_the_harness_and_pooled(root, monkeypatch, capsys):
+    use_backend(monkeypatch, root)
+    trial.main(["--budget", "0.3", "--seeds", "2"])
+    s = summary(capsys.readouterr().out)
+    seeds = [int(x) for x in s["seeds"].split(",")]
+    assert len(set(seeds)) == 2
+    eval_rows = [json.loads(x) for x in (root / s["run_dir"] / "eval.jsonl").read_text().splitlines()]
+    assert {r["seed"] for r in eval_rows} == set(seeds)
+
+
+def test_dry_run_prints_resolved_config(root, monkeypatch, capsys):
+    use_backend(monkeypatch, root)
+    assert trial.main(["--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert '"fake": true' in out
+    assert not (root / "results.tsv").exists()
+
+
+def test_dirty_harness_is_refused_naming_the_file(root, monkeypatch, capsys):
+    use_backend(monkeypatch, root)
+    (root / "autorl").mkdir()
+    (root / "autorl" / "eval.py").write_text("N = 1000\n")
+
+    def git(*args):
+        subprocess.run(["git", "-c", "user.email=t@t", "-c", "user.name=t", *args], cwd=root, check=True)
+
+    git("init", "-q")
+    git("add", "-A")
+    git("commit", "-qm", "init")
+    (root / "autorl" / "eval.py").write_text("N = 10\n")
+    assert trial.main(["--budget", "0.3"]) == 2
+    err = capsys.readouterr().err
+    assert "autorl/eval.py" in err and "--allow-dirty-harness" in err
+    assert trial.main(["--budget", "0.3", "--allow-dirty-harness"]) == 0
+
+
+def test_bad_config_is_refused_fast_without_heavy_imports(root):
+    (root / "train.toml").write_text(TRAIN_TOML + "[orchestrator.eval]\ninterval = 5\n")
+    code = (
+        "import sys, time; t = time.monotonic(); from autorl.trial import main; rc = main([]); "
+        "assert 'torch' not in sys.modules, 'torch imported'; print('SECONDS', time.monotonic() - t); sys.exit(rc)"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        env={"AUTORL_ROOT": str(root), "PATH": ""},
+    )
+    assert proc.returncode == 2, proc.stderr
+    assert "orchestrator.eval" in proc.stderr
