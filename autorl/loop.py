@@ -28,6 +28,7 @@ POLL_S = 1.0  # how often the stop conditions are checked while the agent runs
 GRACE_S = 30.0  # SIGTERM -> SIGKILL for an agent stopped by a limit or STOP
 FAST_EXIT_S = 20.0  # an invocation shorter than this that records no trial counts as a failed start
 MAX_FAST_EXITS = 5  # ... and this many in a row end the loop (a broken command must not spin all night)
+BACKOFF_S = 2.0  # wait before retrying after a fast exit, doubled each time (at most 60 s)
 
 DEFAULT_PROMPT = (
     "You are running the autorl research loop in this repository. Read program.md and follow its loop: "
@@ -158,7 +159,9 @@ class Loop:
                         f"without a trial; check the command and {self.log_dir / f'{n:04d}.log'}"
                     )
                     return 1
-                time.sleep(min(2.0**fast_exits, 60.0))  # back off before retrying a failing command
+                time.sleep(
+                    min(BACKOFF_S * 2 ** (fast_exits - 1), 60.0)
+                )  # back off before retrying a failing command
             else:
                 fast_exits = 0
 

@@ -128,7 +128,12 @@ def prepare(config: Path, prime_rl_dir: str | None = None, skip_model: bool = Fa
         from autorl.backends import primerl
 
         say("installing autorl's environments into prime-rl's environment")
-        primerl.install_environments(primerl.find_prime_rl(machine.prime_rl["dir"]))
+        try:
+            primerl.install_environments(primerl.find_prime_rl(machine.prime_rl["dir"]))
+        except primerl.PrimeRLError as exc:
+            raise PrepareError(
+                f"could not install autorl's environments into prime-rl's venv: {exc}"
+            ) from exc
     path = save_machine(machine)
     say(f"wrote {path.relative_to(paths.repo_root())}")
     return machine

@@ -12,7 +12,9 @@ import hashlib
 import json
 import math
 import shutil
+import signal
 import sys
+import threading
 import time
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -170,13 +172,6 @@ def base_eval_rows(backend, cfg, cache_key: str, log: Path) -> tuple[list[dict[s
 # --- summary ---------------------------------------------------------------------------------------------
 
 
-def per_env_scores(rows: list[dict[str, Any]]) -> dict[str, float]:
-    by_env: dict[str, list[float]] = {}
-    for r in rows:
-        by_env.setdefault(r["env"], []).append(float(r["score"]))
-    return {env: sum(v) / len(v) for env, v in sorted(by_env.items())}
-
-
 def config_diff_vs_baseline(ledger_rows: list[dict[str, str]], track: str, text: str) -> str:
     """Diff of this trial's config against the first trial of the track (the baseline) in results.tsv."""
     for row in ledger_rows:
@@ -212,8 +207,14 @@ def invalid(message: str, code: int = EXIT_INVALID) -> int:
 # --- the trial -------------------------------------------------------------------------------------------
 
 
+def _stop_on_sigterm(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt  # the runner then stops the training group; nothing of the trial survives
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, _stop_on_sigterm)
     root = paths.repo_root()
     track = args.track
     config_path = args.config or root / DEFAULT_CONFIG[track]
@@ -278,6 +279,12 @@ def main(argv: list[str] | None = None) -> int:
             except ConfigError as exc:
                 return invalid(str(exc))
 
+    preflight = getattr(backend, "preflight", None)
+    if callable(preflight):
+        try:
+            preflight()  # e.g. prime-rl not found: a usage problem, reported before any eval or training
+        except Exception as exc:
+            return invalid(str(exc))
     return run_trial(args, track, backend, backend_name, cfg, n_seeds, root)
 
 
@@ -335,11 +342,6 @@ def run_trial(args, track: str, backend, backend_name: str, cfg, n_seeds: int, r
         except ConfigError as exc:
             shutil.rmtree(run_dir, ignore_errors=True)
             return invalid(str(exc))
-        except Exception as exc:  # e.g. prime-rl not found: a usage problem, not a crash
-            if type(exc).__name__ == "PrimeRLNotFound":
-                shutil.rmtree(run_dir, ignore_errors=True)
-                return invalid(str(exc))
-            raise
         view = LiveView(args.budget, label=f"seed {k + 1}/{n_seeds}")
         with view:
             seed_run.child = run_budgeted(launch, seed_run.dir / "run.log", spec, on_event=view.update)
@@ -379,20 +381,28 @@ def run_trial(args, track: str, backend, backend_name: str, cfg, n_seeds: int, r
     lines: dict[str, str] = {}
     score = stats.eval_score(rows) if rows else None
     lines["eval_score"] = fmt(score)
-    ci = stats.confidence_interval(rows) if rows else (None, None)
+    reference = ledger.best_kept(track, eval_hash, h_hash) if ledger_rows else None
+    ref_score = float(reference["eval_score"]) if reference and reference.get("eval_score") else score
+    noise = stats.noise_floor(
+        ledger_rows,
+        track=track,
+        eval_hash=eval_hash,
+        harness_hash=h_hash,
+        prior_sd=stats.default_seed_sd(track, ref_score),
+    )
+    # One seed: widen the interval by the seed-to-seed spread, which a bootstrap over examples cannot see.
+    ci = stats.confidence_interval(rows, seed_sd=noise.sd if n_seeds == 1 else None) if rows else (None, None)
     lines["eval_ci"] = f"{fmt(ci[0], 3)} {fmt(ci[1], 3)}"
-    env_scores = per_env_scores(rows)
+    env_scores = stats.env_scores(rows) if rows else {}
     for env, value in env_scores.items():
         lines[f"eval/{env}"] = fmt(value)
     base_score = stats.eval_score(base_rows) if base_rows else None
     lines["base_score"] = fmt(base_score)
 
     comparison = None
-    reference = ledger.best_kept(track, eval_hash, h_hash) if ledger_rows else None
     if reference is not None and rows and status == "ok":
         ref_rows = read_eval_rows(paths.runs_dir() / reference["run_id"] / "eval.jsonl", None)
         if ref_rows:
-            noise = stats.noise_floor(ledger_rows, track=track, eval_hash=eval_hash, harness_hash=h_hash)
             comparison = stats.compare(rows, ref_rows, noise=noise)
     if comparison is not None:
         lines["reference"] = reference["run_id"]
@@ -435,16 +445,18 @@ def run_trial(args, track: str, backend, backend_name: str, cfg, n_seeds: int, r
         "eval_ci_low": ci[0],
         "eval_ci_high": ci[1],
         "base_score": base_score,
-        "env_scores": " ".join(f"{k}={v:.4f}" for k, v in env_scores.items()),
+        "env_scores": env_scores,
         "delta": comparison.delta if comparison else None,
         "p_value": comparison.p_value if comparison else None,
         "verdict": lines["verdict"],
+        "reference_run": reference["run_id"] if comparison else "",
         "training_seconds": round(training_s, 1),
         "startup_seconds": round(startup_s, 1),
         "eval_seconds": round(eval_s, 1),
         "peak_memory_gb": round(max(peaks, default=0.0), 3),
         "steps": steps,
         "seeds": lines["seeds"],
+        "seed_scores": stats.seed_scores(rows) if rows else None,
         "status": status,
         "decision": "pending",
         "config_hash": cfg.config_hash,
@@ -452,7 +464,7 @@ def run_trial(args, track: str, backend, backend_name: str, cfg, n_seeds: int, r
         "eval_hash": eval_hash,
         "description": args.description,
         "lesson": "",
-        "extras": " ".join(f"{k}={v}" for k, v in extras.items()),
+        "extras": extras,
     }
     (run_dir / "result.json").write_text(json.dumps(row, indent=2, default=str))
     try:
@@ -485,4 +497,5 @@ def crash_report(seed_run: SeedRun) -> str:
     assert child is not None
     who = f" in {outcome.failed_component}" if outcome and outcome.failed_component else ""
     tail = "\n".join(f"    {line}" for line in child.log_tail[-25:])
-    return f"CRASH{who}: {child.reason_text}. Last lines of {seed_run.dir / 'run.log'}:\n{tail}"
+    report = f"CRASH{who}: {child.reason_text}. Last lines of {seed_run.dir / 'run.log'}:\n{tail}"
+    return report

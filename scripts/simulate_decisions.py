@@ -1,7 +1,8 @@
 """Measure the keep/revert rule of autorl.stats on synthetic trials with a known truth.
 
     uv run scripts/simulate_decisions.py            # the default eval size and seeds, plus a seeds sweep
-    uv run scripts/simulate_decisions.py --seeds 5  # one setting
+    uv run scripts/simulate_decisions.py --seeds 5 --only  # one setting
+    uv run scripts/simulate_decisions.py --grid     # power table over eval sizes x seeds
 
 Generative model (binary scores, as the LLM track's verifiers give them):
   * eval example i has a difficulty a_i ~ N(logit(base), difficulty_sd) on the logit scale;
@@ -163,6 +164,7 @@ def main() -> None:
     p.add_argument("--interaction-sd", type=float, default=0.5, help="logit sd of seed x example effects")
     p.add_argument("--worlds", type=int, default=1000, help="simulated decisions per setting")
     p.add_argument("--only", action="store_true", help="only the given setting, no sweeps")
+    p.add_argument("--grid", action="store_true", help="power table: eval sizes x seeds (a few minutes)")
     p.add_argument("--rng-seed", type=int, default=0)
     args = p.parse_args()
 
@@ -173,9 +175,11 @@ def main() -> None:
     header = f"{'setting':<22} {'examples':>8} {'seeds':>5} {'train_sd':>8} {'trial_sd':>8} |"
     print(f"{header} {'false_keep':>10} {'power':>6} | {'examples-only false_keep':>24}")
     settings = [("default", args.examples, args.seeds, args.seed_sd)]
-    if not args.only:
+    if args.grid:
+        sizes = (50, 100, 250, 500)
+        settings = [("grid", n, s, args.seed_sd) for n in sizes for s in (1, 3, 5, 8)]
+    elif not args.only:
         settings += [("seeds", args.examples, s, args.seed_sd) for s in (1, 2, 3, 5, 8) if s != args.seeds]
-        settings += [("eval size", n, 5, args.seed_sd) for n in (args.examples // 2, args.examples * 2)]
         settings += [("noisier training", args.examples, s, sd) for s in (1, 5) for sd in (0.03, 0.05)]
     for k, (name, n_ex_, s, sd) in enumerate(settings):
         r = simulate(args, s, sd, n_ex_, args.rng_seed + k)

@@ -22,7 +22,9 @@ def emit(event, **kw):
     print("@@autorl " + json.dumps({"event": event, **kw}), flush=True)
 def save():
     (run_dir / "weights").mkdir(exist_ok=True)
-    (run_dir / "weights" / "quality.txt").write_text(str(quality))
+    tmp = run_dir / "weights" / "quality.tmp"
+    tmp.write_text(str(quality))
+    tmp.replace(run_dir / "weights" / "quality.txt")  # atomic, as real trainers save
 def on_term(*_):
     save(); emit("saved"); sys.exit(0)
 signal.signal(signal.SIGTERM, signal.SIG_IGN if mode == "ignore_term" else on_term)

@@ -21,7 +21,9 @@ def test_advantage_is_reward_minus_group_mean_without_std():
     adv = grpo.group_advantages(torch.tensor([2.0, 0.0, 0.0, 0.0]))
     assert adv.tolist() == pytest.approx([1.5, -0.5, -0.5, -0.5])
     # Doubling every reward doubles the advantages: there is no std normalisation.
-    assert grpo.group_advantages(torch.tensor([4.0, 0.0, 0.0, 0.0])).tolist() == pytest.approx([3, -1, -1, -1])
+    assert grpo.group_advantages(torch.tensor([4.0, 0.0, 0.0, 0.0])).tolist() == pytest.approx(
+        [3, -1, -1, -1]
+    )
 
 
 def test_single_survivor_and_equal_rewards_give_zero():
@@ -148,13 +150,17 @@ def test_global_token_mean_over_micro_batches():
     logmu = torch.log_softmax(torch.randn(4, 5), -1)
     logpi = logmu + 0.05 * torch.randn(4, 5)
     adv = torch.tensor([1.0, -1.0, 0.5, 0.0])
-    mask = torch.tensor([[1, 1, 1, 0, 0], [1, 1, 1, 1, 1], [1, 0, 0, 0, 0], [1, 1, 0, 0, 0]], dtype=torch.bool)
+    mask = torch.tensor(
+        [[1, 1, 1, 0, 0], [1, 1, 1, 1, 1], [1, 0, 0, 0, 0], [1, 1, 0, 0, 0]], dtype=torch.bool
+    )
     n = int(mask.sum())
     whole, _ = _loss(logpi, logmu, adv, mask)
     parts = [_loss(logpi[i : i + 2], logmu[i : i + 2], adv[i : i + 2], mask[i : i + 2])[0] for i in (0, 2)]
     assert float(grpo.step_loss(parts, n)) == pytest.approx(float(whole) / n, rel=1e-6)
     # A long completion weighs more than a short one (no per-sequence averaging).
-    per_row = [float(_loss(logpi[i : i + 1], logmu[i : i + 1], adv[i : i + 1], mask[i : i + 1])[0]) for i in range(4)]
+    per_row = [
+        float(_loss(logpi[i : i + 1], logmu[i : i + 1], adv[i : i + 1], mask[i : i + 1])[0]) for i in range(4)
+    ]
     assert float(whole) == pytest.approx(sum(per_row), rel=1e-6)
 
 
@@ -189,7 +195,11 @@ def test_cosine_scheduler():
     cos = [0.5 * (1 + math.cos(math.pi * k / 4)) for k in range(4)]  # T_max = max_steps - warmup = 4
     assert got == pytest.approx([1e-8, 0.5, *cos], abs=1e-7)
     assert _lrs("cosine", 3, warmup_steps=0, min_lr=0.2) == pytest.approx(
-        [1.0, 0.2 + 0.8 * 0.5 * (1 + math.cos(math.pi / 3)), 0.2 + 0.8 * 0.5 * (1 + math.cos(2 * math.pi / 3))]
+        [
+            1.0,
+            0.2 + 0.8 * 0.5 * (1 + math.cos(math.pi / 3)),
+            0.2 + 0.8 * 0.5 * (1 + math.cos(2 * math.pi / 3)),
+        ]
     )
 
 

@@ -77,6 +77,7 @@ def _isolated(tmp_path, monkeypatch):
         monkeypatch.delenv(var, raising=False)
     for var in [v for v in os.environ if v.startswith("FAKE_RL_")]:
         monkeypatch.delenv(var)
+    monkeypatch.setattr(primerl, "_warned", set())
 
 
 @pytest.fixture
@@ -227,6 +228,8 @@ def test_not_found_message_and_dry_run_note(tmp_path):
     assert "--prime-rl PATH" in NOT_FOUND and "PRIME_RL_DIR" in NOT_FOUND
     cfg = arithmetic_config(tmp_path)
     assert backend.resolve(cfg, tmp_path / "run", 0)["deployment"]["num_train_gpus"] == 1  # still renders
+    with pytest.raises(PrimeRLNotFound, match="prime-rl not found"):
+        backend.preflight()
     with pytest.raises(PrimeRLNotFound, match="prime-rl not found"):
         backend.launch(cfg, tmp_path / "run", 0)
     with pytest.raises(PrimeRLNotFound):
@@ -641,9 +644,41 @@ def test_hung_run_is_killed_as_timeout_and_keeps_its_last_weights(tmp_path, fake
     cfg = arithmetic_config(tmp_path)
     backend, run_dir = PrimeRLBackend(), tmp_path / "run"
     launch = backend.launch(cfg, run_dir, seed=0)
-    spec = BudgetSpec(budget_s=60.0, startup_cap_s=30.0, hang_s=1.5, grace_s=2.0)
+    spec = BudgetSpec(budget_s=60.0, startup_cap_s=30.0, hang_s=3.0, grace_s=2.0)
     result = run_budgeted(launch, run_dir / "run.log", spec)
     assert result.stop_reason == "hang" and result.status == "timeout"
     assert primerl.run_processes(launch.env["PRL_RUN_ID"]) == []
     outcome = backend.collect(cfg, run_dir)
     assert outcome.steps == 2 and outcome.extras["weights_step"] == 2 and outcome.failed_component is None
+
+
+def test_run_py_dry_run_without_prime_rl_prints_config_and_note(tmp_path, capsys):
+    from autorl import trial
+
+    code = trial.main(
+        ["--backend", "prime-rl", "--dry-run", "--config", str(REPO / "examples" / "gsm8k-2gpu.toml")]
+    )
+    out = capsys.readouterr().out
+    assert code == 0
+    assert '"num_infer_gpus": 1' in out and '"type": "filesystem"' in out
+    assert out.rstrip().endswith(f"# note: {NOT_FOUND}")
+
+
+def test_env_server_crash_counts_as_orchestrator_with_the_env_servers_log(tmp_path):
+    prime_dir = tmp_path / "primerl" / "autorl"
+    logs = write_logs(prime_dir, {})
+    (logs / "envs" / "train").mkdir(parents=True)
+    (logs / "envs" / "train" / "gsm8k.log").write_text(
+        "Traceback (most recent call last):\nImportError: no module\n"
+    )
+    console = tmp_path / "run.log"
+    console.write_text("12:00:09   ERROR Error: Train env server gsm8k failed with exit code 1\n")
+    assert attribute_crash(prime_dir, console) == (
+        "orchestrator",
+        ["Traceback (most recent call last):", "ImportError: no module"],
+    )
+    console.write_text(  # after our SIGTERM a component exiting 1 is not a crash
+        "12:00:00 WARNING Received SIGTERM, terminating all processes...\n"
+        "12:00:01   ERROR Error: Orchestrator failed with exit code 1\n"
+    )
+    assert attribute_crash(prime_dir, console) is None

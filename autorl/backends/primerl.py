@@ -89,8 +89,14 @@ class PrimeRLNotFound(PrimeRLError):
         super().__init__(message)
 
 
+_warned: set[str] = set()
+
+
 def _warn(message: str) -> None:
-    print(f"warning: {message}", file=sys.stderr, flush=True)
+    """Once per process: the checkout is looked up several times per trial."""
+    if message not in _warned:
+        _warned.add(message)
+        print(f"warning: {message}", file=sys.stderr, flush=True)
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -329,8 +335,8 @@ def _seq_len(data: dict[str, Any]) -> int:
 def render(data: dict[str, Any], run_dir: Path, seed: int) -> dict[str, Any]:
     """train.toml's raw dict + the harness-owned keys = the config `rl` runs with (prime-rl key names).
 
-    Harness-owned keys are forced (the config loader refuses them in train.toml); the tuning knobs below
-    (`enforce_eager`, `max_model_len`, the renderer for a local model) are defaults a user's value beats.
+    Every key added here is harness-owned: the config loader refuses them in train.toml, so nothing the
+    user wrote is overwritten.
     """
     cfg = copy.deepcopy(data)
     run_dir = Path(run_dir).resolve()
@@ -365,9 +371,9 @@ def render(data: dict[str, Any], run_dir: Path, seed: int) -> dict[str, Any]:
     orch.pop("eval", None)
     port = inference_port()
     orch.setdefault("model", {}).setdefault("client", {})["base_url"] = f"http://localhost:{port}/v1"
-    if local is not None and "name" not in orch.get("renderer", {}):
+    if local is not None:
         # renderer "auto" only knows exact hub ids; a local directory needs one named (its chat template).
-        orch.setdefault("renderer", {})["name"] = "default"
+        orch["renderer"] = {"name": "default"}
     for source in orch.get("train", {}).get("source", []):
         agent = source.setdefault("env", {}).setdefault("agent", {})
         # Defaults are the `bash` harness in a remote `prime` sandbox; the harness runs everything locally.
@@ -380,12 +386,15 @@ def render(data: dict[str, Any], run_dir: Path, seed: int) -> dict[str, Any]:
     inference = cfg.setdefault("inference", {})
     inference["server"] = {"port": port}
     inference["router"] = "None"  # a bare vLLM engine on server.port: one engine needs no router
-    vllm = inference.setdefault("vllm", {})
-    vllm["seed"] = seed  # the only seed of the pinned schema's rl path: vLLM sampling
-    # Start-up is outside the budget, so CUDA graphs (enforce_eager=false) cost the budget nothing and make
-    # every rollout faster; max_model_len bounds vLLM's KV cache to what the run can use.
-    vllm.setdefault("enforce_eager", False)
-    vllm.setdefault("max_model_len", _seq_len(cfg))
+    inference["vllm"] = {
+        "seed": seed,  # vLLM's sampling seed (the trainer has no seed key in the pinned schema)
+        # Start-up is outside the budget: CUDA graphs (enforce_eager = false) cost the budget nothing and
+        # make every rollout in it faster.
+        "enforce_eager": False,
+        # No sample is longer than seq_len (prime-rl truncates there); vLLM need not serve the model's
+        # full context.
+        "max_model_len": _seq_len(cfg),
+    }
     return cfg
 
 
@@ -675,13 +684,16 @@ def base_model_dir(model_name: str | None) -> Path | None:
 _FAILED_RE = re.compile(r"Error: (.+?) failed with exit code (-?\d+)")
 
 
-def _component_of(name: str) -> str:
-    """`Trainer` -> trainer; `Train env server gsm8k` -> orchestrator (env servers serve the orchestrator)."""
+def _failed_log(logs: Path, name: str) -> tuple[str, Path]:
+    """The component a launcher error line names, and its log. `Trainer` -> trainer.log; an environment
+    server (`Train env server gsm8k`) serves the orchestrator: envs/train/gsm8k.log."""
     lowered = name.lower()
+    if m := re.fullmatch(r"(train|eval) env server (.+)", lowered):
+        return "orchestrator", logs / "envs" / m.group(1) / f"{name.split(' ', 3)[-1]}.log"
     for component in COMPONENTS:
         if lowered.startswith(component):
-            return component
-    return "orchestrator" if "env server" in lowered else lowered
+            return component, logs / f"{component}.log"
+    return lowered, logs / f"{lowered}.log"
 
 
 def tail(path: Path, n: int = LOG_TAIL_LINES) -> list[str]:
@@ -694,21 +706,21 @@ def tail(path: Path, n: int = LOG_TAIL_LINES) -> list[str]:
 def attribute_crash(prime_dir: Path, console_log: Path | None) -> tuple[str, list[str]] | None:
     """Which component died, with the tail of its log; None when nothing failed on its own.
 
-    First evidence: the launcher's `Error: <Component> failed with exit code N` console line (exit codes of a
-    signal, i.e. our stop, do not count). Else: the component logs under logs/latest/ with a traceback,
-    the earliest written first (a component that dies takes the others down after it).
+    First evidence: the launcher's `Error: <Component> failed with exit code N` console line, before any
+    `Received SIGTERM` (after our stop, components exiting are not crashes). Else, unless we stopped the
+    run: the component logs under logs/latest/ with a traceback, the earliest written first (a component
+    that dies takes the others down after it).
     """
     logs = prime_dir / "logs" / "latest"
     console = (
         strip_ansi(console_log.read_text(errors="replace")) if console_log and console_log.is_file() else ""
     )
-    stopped = "Received SIGTERM" in console
-    for m in _FAILED_RE.finditer(console):
-        code = int(m.group(2))
-        if code < 0 or code in (128 + 9, 128 + 15):  # killed by a signal: our own stop, not a crash
+    before_stop, stopped, _ = console.partition("Received SIGTERM")
+    for m in _FAILED_RE.finditer(before_stop):
+        if int(m.group(2)) < 0:  # a negative code is a signal: someone else stopped it
             continue
-        component = _component_of(m.group(1))
-        return component, tail(logs / f"{component}.log")
+        component, log = _failed_log(logs, m.group(1))
+        return component, tail(log)
     if stopped:
         return None
     candidates = []
@@ -788,6 +800,11 @@ class PrimeRLBackend:
             return NOT_FOUND
         state = "supported" if prime.supported else f"NOT the supported {SUPPORTED_COMMIT}"
         return f"prime-rl at {prime.dir} (commit {(prime.commit or 'unknown')[:9]}, {state})"
+
+    def preflight(self) -> None:
+        """Raise PrimeRLNotFound now, before the trial starts anything (the base-model eval included)."""
+        if locate_prime_rl() is None:
+            raise PrimeRLNotFound()
 
     def check(self, cfg: Any) -> None:
         """Every key of the rendered config must exist in the pinned schema (autorl/primerl_keys.txt).

@@ -22,6 +22,7 @@ from autorl.classic.evaluate import (
     NORMALISER,
     SOLVED_AT,
     TRAIN_EVAL,
+    TRAIN_EVAL_REL_GAP,
     TRAIN_EVAL_SEED,
     eval_hash,
 )
@@ -49,7 +50,8 @@ class ClassicBackend:
                 "solved_threshold": SOLVED_AT[env_id],
                 "normaliser": NORMALISER[env_id],
                 "train_eval_episodes": TRAIN_EVAL[env_id]["episodes"],
-                "train_eval_every_s": TRAIN_EVAL[env_id]["every_s"],
+                "train_eval_min_gap_s": TRAIN_EVAL[env_id]["min_gap_s"],
+                "train_eval_rel_gap": TRAIN_EVAL_REL_GAP,
                 "train_eval_seed": TRAIN_EVAL_SEED,
                 "eval_hash": eval_hash(cfg),
             },

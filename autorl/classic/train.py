@@ -24,7 +24,7 @@ from typing import Any
 
 from autorl import progress
 from autorl.classic.config import ClassicConfig
-from autorl.classic.evaluate import SOLVED_AT, TRAIN_EVAL, train_eval, train_eval_envs
+from autorl.classic.evaluate import SOLVED_AT, next_train_eval, train_eval, train_eval_envs
 
 SAVE_EVERY_S = 5.0  # training-clock seconds between periodic saves (a save costs about a millisecond)
 
@@ -91,7 +91,6 @@ def main(argv: list[str] | None = None) -> int:
     ppo = PPO(cfg, args.seed)
     eval_envs = train_eval_envs(cfg.env_id)
     threshold = SOLVED_AT[cfg.env_id]
-    eval_every = TRAIN_EVAL[cfg.env_id]["every_s"]
 
     state: dict[str, Any] = {
         "seed": args.seed,
@@ -121,7 +120,7 @@ def main(argv: list[str] | None = None) -> int:
     progress.emit("ready", env_id=cfg.env_id, num_updates=cfg.num_updates, batch_size=cfg.batch_size)
     clock.start()
     update = env_steps = 0
-    next_eval, last_save = eval_every, 0.0
+    next_eval, last_save = next_train_eval(cfg.env_id, 0.0), 0.0
     last_return: float | None = None
     with open(run_dir / "metrics.jsonl", "a") as metrics:
         for u in ppo.run(stop=lambda: stop_requested):
@@ -153,7 +152,7 @@ def main(argv: list[str] | None = None) -> int:
                 clock.pause()
                 mean_return = train_eval(cfg.env_id, eval_envs, ppo.act_fn())
                 clock.resume()
-                next_eval = seconds + eval_every
+                next_eval = next_train_eval(cfg.env_id, seconds)
                 row["eval_return"] = mean_return
                 state["evals"].append([round(seconds, 4), env_steps, round(mean_return, 3)])
                 if mean_return >= threshold and state["time_to_solve_seconds"] is None:

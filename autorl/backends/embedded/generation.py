@@ -73,6 +73,46 @@ def positions(mask: Tensor) -> Tensor:
     return (mask.long().cumsum(-1) - 1).clamp(min=0)
 
 
+def dedupe(seqs: Sequence[Sequence[int]]) -> tuple[list[list[int]], list[int]]:
+    """Distinct sequences (first-seen order) and, per input row, the index of its distinct sequence."""
+    index: dict[tuple[int, ...], int] = {}
+    rows = []
+    for s in seqs:
+        rows.append(index.setdefault(tuple(s), len(index)))
+    return [list(k) for k in index], rows
+
+
+def shared_prefill(
+    model: torch.nn.Module, prompts: Sequence[Sequence[int]], pad_id: int, device: torch.device
+) -> tuple[Tensor, object, Tensor, Tensor]:
+    """Run each distinct prompt once and fan its KV cache out to every row that uses it.
+
+    A GRPO batch holds ``group_size`` copies of each prompt, so this divides the prompt compute by the group
+    size, for sampling and for the trainer's forward alike (gradients flow back through the fan-out into the
+    one prompt forward: the result equals a full forward per row up to float rounding).
+    Returns (logits at each row's last prompt position [R, V], the cache, the rows' prompt mask [R, P],
+    the rows' prompt lengths [R]).
+    """
+    from transformers import DynamicCache
+
+    unique, rows = dedupe(prompts)
+    ids, mask = left_pad(unique, pad_id, device)
+    cache = DynamicCache(config=model.config)
+    out = model(
+        input_ids=ids,
+        attention_mask=mask.long(),
+        position_ids=positions(mask),
+        past_key_values=cache,
+        use_cache=True,
+        logits_to_keep=1,
+    )
+    row_index = torch.tensor(rows, dtype=torch.long, device=device)
+    if len(unique) != len(rows) or rows != list(range(len(rows))):
+        cache.batch_select_indices(row_index)
+    row_mask = mask[row_index]
+    return out.logits[:, -1][row_index], cache, row_mask, row_mask.long().sum(-1)
+
+
 class HFSampler:
     """Temperature sampling with the training model and its KV cache (see the module docstring)."""
 
@@ -94,29 +134,17 @@ class HFSampler:
         should_stop: Callable[[], bool] | None = None,
     ) -> Rollouts | None:
         """Sample one completion per prompt; None when ``should_stop()`` turned true meanwhile."""
-        from transformers import DynamicCache
-
         model = self.model
         device = next(model.parameters()).device
         was_training = model.training
         model.eval()
         try:
-            prompt_ids, prompt_mask = left_pad(prompts, self.pad_id, device)
-            batch = prompt_ids.shape[0]
+            batch = len(prompts)
             eos = self.eos_ids.to(device)
-            cache = DynamicCache(config=model.config)
+            logits, cache, prompt_mask, prompt_lens = shared_prefill(model, prompts, self.pad_id, device)
+            prompt_ids, _ = left_pad(prompts, self.pad_id, device)
             attn = prompt_mask.long()
-            pos = positions(prompt_mask)
-            out = model(
-                input_ids=prompt_ids,
-                attention_mask=attn,
-                position_ids=pos,
-                past_key_values=cache,
-                use_cache=True,
-                logits_to_keep=1,
-            )
-            logits = out.logits[:, -1]
-            next_pos = pos[:, -1:] + 1
+            next_pos = prompt_lens.unsqueeze(-1)
             tokens = torch.full((batch, max_new_tokens), self.pad_id, dtype=torch.long, device=device)
             logps = torch.zeros((batch, max_new_tokens), dtype=torch.float32, device=device)
             sampled = torch.zeros((batch, max_new_tokens), dtype=torch.bool, device=device)

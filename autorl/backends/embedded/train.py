@@ -1,4 +1,4 @@
-"""The embedded GRPO trainer: ``python -m autorl.backends.embedded.train --config resolved.json --run-dir D --seed K``.
+"""The embedded GRPO trainer (``python -m autorl.backends.embedded.train --config F --run-dir D --seed K``).
 
 One process does what prime-rl spreads over an orchestrator, an inference server and a trainer
 (prime-rl 559b447; the formulas themselves are in grpo.py and scheduler.py):
@@ -68,7 +68,7 @@ import torch
 
 from autorl import progress
 from autorl.backends.embedded import COMPLETE_MARKER, RunSpec, SourceSpec, grpo
-from autorl.backends.embedded.generation import HFSampler, Rollouts, VLLMSampler, left_pad, vllm_available
+from autorl.backends.embedded.generation import HFSampler, Rollouts, VLLMSampler, shared_prefill, vllm_available
 from autorl.backends.embedded.scheduler import build_scheduler
 
 # prime-rl's orchestrator aborts after this many consecutive empty train batches (orchestrator.py).
@@ -118,16 +118,27 @@ def peak_memory_gb(device: torch.device) -> float:
     return rss / (1024**3 if sys.platform == "darwin" else 1024**2)
 
 
-def encode_prompt(tokenizer: Any, prompt: Any) -> list[int]:
-    """Token ids of a prompt: chat messages or a chat-template model get the template (generation prompt
-    added); a plain model (the tiny char-level one) reads the raw text."""
-    if isinstance(prompt, list) or getattr(tokenizer, "chat_template", None):
-        messages = prompt if isinstance(prompt, list) else [{"role": "user", "content": prompt}]
-        out = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=True)
-        if isinstance(out, dict) or hasattr(out, "input_ids"):
-            out = out["input_ids"]
-        return list(out)
-    return list(tokenizer(prompt, add_special_tokens=False)["input_ids"])
+def encode_prompt(tokenizer: Any, prompt: str) -> list[int]:
+    """Token ids of a task prompt, rendered exactly as the fixed eval renders it (autorl.eval.format_prompt:
+    the chat template as a user turn when the tokenizer has one, the raw text otherwise)."""
+    from autorl.eval import format_prompt
+
+    return list(tokenizer(format_prompt(tokenizer, prompt), add_special_tokens=False)["input_ids"])
+
+
+def load_tokenizer(path: str) -> Any:
+    """The tokenizer as saved. transformers 5's AutoTokenizer picks the model family's class from
+    config.json (Qwen2Tokenizer for any qwen2 model), which re-tokenizes a plain ``tokenizers`` tokenizer such
+    as the tiny model's character vocabulary (spaces and newlines are lost). When tokenizer_config.json names
+    the generic backend, load exactly that."""
+    from transformers import AutoTokenizer, PreTrainedTokenizerFast
+
+    config = Path(path) / "tokenizer_config.json"
+    if config.is_file():
+        saved_class = json.loads(config.read_text()).get("tokenizer_class")
+        if saved_class in ("TokenizersBackend", "PreTrainedTokenizerFast"):
+            return PreTrainedTokenizerFast.from_pretrained(path)
+    return AutoTokenizer.from_pretrained(path)
 
 
 def default_env_loader(taskset_id: str, fields: dict[str, Any]) -> Any:
@@ -146,7 +157,7 @@ class Trainer:
         seed: int,
         env_loader: Callable[[str, dict[str, Any]], Any] = default_env_loader,
     ):
-        from transformers import AutoModelForCausalLM, AutoTokenizer
+        from transformers import AutoModelForCausalLM
 
         self.spec = spec
         self.run_dir = Path(run_dir)
@@ -154,7 +165,7 @@ class Trainer:
         self.seed = seed
         self.stop_requested = False
 
-        torch.set_num_threads(available_cores())
+        torch.set_num_threads(spec.num_threads or available_cores())
         seed_everything(seed)
         if spec.device == "auto":
             self.device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
@@ -163,8 +174,9 @@ class Trainer:
         # GPU: float32 master weights, bf16 compute (autocast); CPU: plain float32.
         self.autocast_dtype = torch.bfloat16 if self.device.type == "cuda" else None
 
-        self.tokenizer = AutoTokenizer.from_pretrained(spec.model_path)
-        self.model = AutoModelForCausalLM.from_pretrained(spec.model_path, dtype=torch.float32).to(self.device)
+        self.tokenizer = load_tokenizer(spec.model_path)
+        model = AutoModelForCausalLM.from_pretrained(spec.model_path, dtype=torch.float32)
+        self.model = model.to(self.device)
         self.model.train()
         self.model.config.use_cache = False  # training forwards never need the KV cache
         tok = self.tokenizer
@@ -198,9 +210,8 @@ class Trainer:
             self.optimizer, s.type, o.lr, spec.max_steps, s.warmup_steps, s.decay_steps, s.min_lr
         )
         self.loss_settings = grpo.LossSettings(**spec.loss.model_dump())
-        self.length_penalty = (
-            grpo.LengthPenalty(**spec.length_penalty.model_dump()) if spec.length_penalty is not None else None
-        )
+        lp = spec.length_penalty
+        self.length_penalty = grpo.LengthPenalty(**lp.model_dump()) if lp is not None else None
 
         self.generator = torch.Generator(device=self.device)
         self.generator.manual_seed(seed)
@@ -276,17 +287,14 @@ class Trainer:
                 owners += [i] * src.spec.group_size
             shortest = min(len(p) for p in prompts)
             limit = max_tokens if max_tokens is not None else max(1, spec.seq_len - shortest)
-            if self.device.type == "cuda":
-                with self._autocast():
-                    rollouts = self.sampler.sample(prompts, temperature, limit, self.generator, self._stopping)
-            else:
+            with self._autocast():
                 rollouts = self.sampler.sample(prompts, temperature, limit, self.generator, self._stopping)
             if rollouts is None:
                 return None
             self._collect(rollouts, prompts, owners, tasks, temperature, groups)
 
         samples: list[Sample] = []
-        for (src, example, _), group in zip(tasks, groups, strict=True):
+        for group in groups:
             rewards = torch.tensor([s.reward for s in group])
             adv = grpo.group_advantages(
                 rewards,
@@ -336,26 +344,32 @@ class Trainer:
     # ------------------------------------------------------------------ training
 
     def _micro_batches(self, rows: list[tuple[Sample, int]]) -> list[list[tuple[Sample, int]]]:
-        """Chunks whose padded size (rows x longest prompt+completion) stays within micro_batch_tokens."""
+        """Consecutive chunks of at most ``micro_batch_tokens`` (distinct prompts once, completions per row)."""
         chunks: list[list[tuple[Sample, int]]] = []
         current: list[tuple[Sample, int]] = []
+        prompts: set[tuple[int, ...]] = set()
         max_p = max_c = 0
         for row in rows:
-            p, c = len(row[0].prompt_ids), row[1]
-            new_p, new_c = max(max_p, p), max(max_c, c)
-            if current and (len(current) + 1) * (new_p + new_c) > self.spec.micro_batch_tokens:
+            key = tuple(row[0].prompt_ids)
+            new_p, new_c = max(max_p, len(key)), max(max_c, row[1])
+            n_prompts = len(prompts | {key})
+            if current and n_prompts * new_p + (len(current) + 1) * new_c > self.spec.micro_batch_tokens:
                 chunks.append(current)
-                current, new_p, new_c = [], p, c
+                current, prompts, new_p, new_c = [], set(), len(key), row[1]
             current.append(row)
+            prompts.add(key)
             max_p, max_c = new_p, new_c
         if current:
             chunks.append(current)
         return chunks
 
     def _forward_logprobs(self, rows: list[tuple[Sample, int]]) -> tuple[torch.Tensor, ...]:
-        """Trainer logprobs of the kept completion tokens, from ``log_softmax(logits / T)``."""
+        """Trainer logprobs of the kept completion tokens, from ``log_softmax(logits / T)``.
+
+        Each distinct prompt is run once and its KV cache fanned out to its rows (shared_prefill); the
+        completions then run in one forward on top of it. Same values as a full forward per row.
+        """
         dev = self.device
-        prompt_ids, prompt_mask = left_pad([s.prompt_ids for s, _ in rows], self.pad_id, dev)
         width = max(1, max(keep for _, keep in rows))
         comp = torch.full((len(rows), width), self.pad_id, dtype=torch.long)
         mask = torch.zeros((len(rows), width), dtype=torch.bool)
@@ -368,14 +382,23 @@ class Trainer:
         temps = torch.tensor([s.temperature for s, _ in rows], dtype=torch.float32, device=dev)
         adv = torch.tensor([s.advantage for s, _ in rows], dtype=torch.float32, device=dev)
 
-        input_ids = torch.cat([prompt_ids, comp], dim=1)
-        attn = torch.cat([prompt_mask, mask], dim=1)
-        pos = (attn.long().cumsum(-1) - 1).clamp(min=0)
         with self._autocast():
-            # Only the positions that predict completion tokens go through the LM head.
-            logits = self.model(
-                input_ids=input_ids, attention_mask=attn.long(), position_ids=pos, logits_to_keep=width + 1
-            ).logits[:, :-1]
+            first, cache, prompt_mask, prompt_lens = shared_prefill(
+                self.model, [s.prompt_ids for s, _ in rows], self.pad_id, dev
+            )
+            logits = first.unsqueeze(1)  # predicts completion token 0
+            if width > 1:
+                # Completion tokens 0..width-2 predict tokens 1..width-1.
+                attn = torch.cat([prompt_mask, mask[:, :-1]], dim=1).long()
+                pos = prompt_lens.unsqueeze(-1) + torch.arange(width - 1, device=dev)
+                out = self.model(
+                    input_ids=comp[:, :-1],
+                    attention_mask=attn,
+                    position_ids=pos,
+                    past_key_values=cache,
+                    use_cache=True,
+                )
+                logits = torch.cat([logits, out.logits], dim=1)
         logits = logits.float() / temps[:, None, None]
         logpi = logits.gather(-1, comp.unsqueeze(-1)).squeeze(-1) - torch.logsumexp(logits, dim=-1)
         return logpi, logmu, adv, mask
@@ -480,10 +503,11 @@ class Trainer:
         spec = self.spec
         signal.signal(signal.SIGTERM, self.request_stop)
         signal.signal(signal.SIGINT, self.request_stop)
+        n_params = sum(p.numel() for p in self.model.parameters())
         print(
-            f"embedded trainer: model {spec.model_path} on {self.device} "
-            f"({sum(p.numel() for p in self.model.parameters()) / 1e6:.2f}M params), sampler {self.sampler_name}, "
-            f"{torch.get_num_threads()} threads, lag {self.lag}, seed {self.seed}",
+            f"embedded trainer: model {spec.model_path} on {self.device} ({n_params / 1e6:.2f}M params), "
+            f"sampler {self.sampler_name}, {torch.get_num_threads()} threads, lag {self.lag}, "
+            f"seed {self.seed}",
             flush=True,
         )
         progress.emit("ready")
@@ -511,8 +535,8 @@ class Trainer:
                 print(f"empty train batch (no RL token), consecutive: {self.empty_batches}", flush=True)
                 if self.empty_batches >= MAX_CONSECUTIVE_EMPTY_BATCHES:
                     raise RuntimeError(
-                        f"{self.empty_batches} consecutive empty train batches (every group had equal rewards): "
-                        "check the task difficulty and the sampling temperature"
+                        f"{self.empty_batches} consecutive empty train batches (every group had equal "
+                        "rewards): check the task difficulty and the sampling temperature"
                     )
                 continue
             self.empty_batches = 0

@@ -15,6 +15,7 @@ every character; ``instruction=True`` appends the format instruction for real ch
 from __future__ import annotations
 
 import hashlib
+import itertools
 import random
 import re
 from collections.abc import Iterator
@@ -68,6 +69,9 @@ class Problem:
 
 
 def problem_key(a: int, op: str, b: int) -> str:
+    # a + b and b + a are one problem: they must land in the same split.
+    if op == "+" and b < a:
+        a, b = b, a
     return f"{a}{op}{b}"
 
 
@@ -129,9 +133,22 @@ def train_problems(s: Settings, seed: int) -> Iterator[Problem]:
         i += 1
 
 
-def problems(s: Settings, seed: int = 0) -> Iterator[Problem]:
-    """The endless problem stream of ``s.split`` (the eval split ignores ``seed``: it is fixed)."""
-    return eval_problems(s) if s.split == "eval" else train_problems(s, seed)
+# The interface every environment core offers to autorl.envs: settings_from_fields, stream, first, score.
+
+
+def stream(s: Settings, seed: int) -> Iterator[Problem]:
+    """Training: an endless random stream of the split's problems for one seed."""
+    if s.split == "eval":  # a fixed finite set, cycled in a seeded order
+        pool = first(s, s.num_examples)
+        rng = random.Random(f"autorl-arithmetic-eval-order-{seed}")
+        return (pool[rng.randrange(len(pool))] for _ in itertools.count())
+    return train_problems(s, seed)
+
+
+def first(s: Settings, n: int) -> list[Problem]:
+    """The first ``n`` problems of the split in its fixed order (evaluation; the train split uses seed 0)."""
+    source = eval_problems(s) if s.split == "eval" else train_problems(s, 0)
+    return list(itertools.islice(source, n))
 
 
 # The answer is whatever follows the last '####' on its line; thousands separators and a final period

@@ -1,0 +1,88 @@
+"""The `autorl` console script: status, mark, loop, tune, report (trials themselves: `uv run run.py`)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from autorl.ledger import Ledger, LedgerError
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="autorl", description="autorl research tools (trials: uv run run.py)")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    s = sub.add_parser("status", help="short bounded state: best kept trial, noise floor, last trials")
+    s.add_argument("--json", action="store_true", help="machine-readable")
+    s.add_argument("--last", type=int, default=8, help="how many recent trials to list (max 20)")
+
+    m = sub.add_parser("mark", help="record your decision on a trial (the latest by default)")
+    m.add_argument("decision", choices=["keep", "discard", "crash"])
+    m.add_argument("--run", default=None, help="run id (or a unique prefix); default: the latest trial")
+    m.add_argument("--lesson", default=None, help="one line: what this trial taught")
+
+    lp = sub.add_parser("loop", help="re-invoke a coding agent until a time/trial limit or a STOP file")
+    lp.add_argument("--agent", required=True, help='agent command, e.g. "claude -p" (prompt appended)')
+    lp.add_argument("--hours", type=float, default=None, help="stop after this many hours")
+    lp.add_argument("--max-trials", type=int, default=None, help="stop after this many new results.tsv rows")
+
+    t = sub.add_parser("tune", help="Optuna TPE over space.toml, every trial through run.py")
+    t.add_argument("--trials", type=int, required=True)
+    t.add_argument("--space", type=Path, default=None, help="search space (default: space.toml)")
+    t.add_argument("--budget", type=float, default=None, help="training budget per trial, seconds")
+    t.add_argument("--config", type=Path, default=None, help="config to tune (default: train.toml)")
+    t.add_argument("--track", choices=["llm", "classic"], default="llm")
+    t.add_argument("--seed", type=int, default=0, help="TPE sampler seed")
+
+    r = sub.add_parser("report", help="progress.png and a markdown table of kept trials")
+    r.add_argument("--out", type=Path, default=None, help="PNG path (default: progress.png)")
+    r.add_argument("--md", type=Path, default=None, help="also write the table to this markdown file")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        if args.command == "status":
+            from autorl import status
+
+            return status.main(as_json=args.json, last=args.last)
+        if args.command == "mark":
+            row = Ledger().mark(args.decision, run_id=args.run, lesson=args.lesson)
+            print(
+                f"{row['run_id']}: decision {row['decision']}"
+                + (f"; lesson: {row['lesson']}" if row["lesson"] else "")
+            )
+            if args.decision == "keep" and row["verdict"] not in ("improved", "baseline"):
+                print(
+                    f"note: verdict {row['verdict'] or 'missing'}; program.md keeps only improved trials",
+                    file=sys.stderr,
+                )
+            return 0
+        if args.command == "loop":
+            from autorl import loop
+
+            return loop.main(args.agent, hours=args.hours, max_trials=args.max_trials)
+        if args.command == "tune":
+            from autorl import tune
+
+            try:
+                return tune.run_tune(
+                    args.trials, args.space, args.budget, args.config, track=args.track, seed=args.seed
+                )
+            except tune.SpaceError as exc:
+                print(f"error: {exc}", file=sys.stderr)
+                return 2
+        if args.command == "report":
+            from autorl import report
+
+            return report.main(args.out, args.md)
+    except LedgerError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

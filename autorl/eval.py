@@ -1,0 +1,320 @@
+"""The fixed evaluation: the same held-out examples, sampling settings and scorer for every trial.
+
+Owned by the harness (eval.toml), not by train.toml, and the same code evaluates weights from either backend
+and the untrained base model (base_score). For each [[env]] of eval.toml it takes the first
+``num_examples`` examples of the taskset split, generates ``samples_per_example`` completions per example,
+and scores each with the environment's core scorer (the same reward the trainers use).
+``eval_score`` = mean over environments of the per-environment mean score.
+
+    uv run python -m autorl.eval --weights DIR --out eval.jsonl [--base-model NAME] [--spec eval.toml]
+                                 [--engine auto|hf|vllm] [--device auto|cpu|cuda]
+
+writes one JSON line per (example, sample) ``{"env", "example_id", "sample", "score", "completion"}`` to
+``--out``, progress lines on stderr, and a one-line JSON summary on stdout
+``{"eval_score", "per_env", "seconds", "num_samples", "eval_spec_hash", "engine", "device"}``.
+
+Engines: ``hf`` = transformers ``generate`` (KV cache, left padding, batched; float32 on CPU, bf16 on GPU);
+``vllm`` = ``vllm.LLM`` with tensor parallelism over all visible GPUs (optional ``gpu`` extra; not
+installable on CPU machines). ``auto`` picks vLLM when it is importable and a GPU is present.
+Prompts go through the tokenizer's chat template when it has one (real models), raw otherwise (tiny model).
+Deterministic: fixed example order, fixed batches, greedy by default, seeded sampling otherwise.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import importlib.util
+import json
+import sys
+import time
+import tomllib
+from pathlib import Path
+from typing import Any, Literal
+
+import torch
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from autorl import envs, paths
+
+HF_BATCH_SIZE_CPU = 256  # prompts per generate call; the tiny model's whole batch fits easily
+HF_BATCH_SIZE_GPU = 64
+PROGRESS_EVERY_S = 10.0  # seconds between progress lines on stderr
+
+Engine = Literal["auto", "hf", "vllm"]
+Device = Literal["auto", "cpu", "cuda"]
+
+
+class EnvSpec(BaseModel):
+    """One [[env]] of eval.toml."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str | None = None  # label in eval.jsonl / per_env; default: the taskset id
+    taskset: dict[str, Any]  # id + taskset fields, as under [orchestrator.train.source.env.taskset]
+    num_examples: int = Field(gt=0)
+    samples_per_example: int = Field(default=1, gt=0)
+    temperature: float = Field(default=0.0, ge=0.0)
+    top_p: float = Field(default=1.0, gt=0.0, le=1.0)
+    max_tokens: int = Field(gt=0)
+    seed: int = 0
+
+    @field_validator("taskset")
+    @classmethod
+    def _has_id(cls, value: dict[str, Any]) -> dict[str, Any]:
+        if not isinstance(value.get("id"), str):
+            raise ValueError("[env.taskset] needs an `id` (e.g. id = \"autorl-arithmetic\")")
+        return value
+
+    @property
+    def label(self) -> str:
+        return self.name or envs.normalize_id(self.taskset["id"])
+
+    def load_env(self) -> envs.Env:
+        return envs.load_env(self.taskset["id"], {k: v for k, v in self.taskset.items() if k != "id"})
+
+
+class EvalSpec(BaseModel):
+    """eval.toml: the list of evaluation environments."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    env: list[EnvSpec] = Field(min_length=1)
+
+    @field_validator("env")
+    @classmethod
+    def _unique_labels(cls, value: list[EnvSpec]) -> list[EnvSpec]:
+        labels = [e.label for e in value]
+        if len(set(labels)) != len(labels):
+            raise ValueError(f"[[env]] labels must be unique, got {labels} (set `name`)")
+        return value
+
+
+def load_eval_spec(path: Path | None = None) -> EvalSpec:
+    """Parse and validate eval.toml (default: the repo's); taskset ids and fields are checked too."""
+    path = Path(path) if path is not None else paths.eval_spec_file()
+    spec = EvalSpec.model_validate(tomllib.loads(path.read_text()))
+    for env_spec in spec.env:
+        env_spec.load_env()  # unknown ids / fields fail here, before any model is loaded
+    return spec
+
+
+def eval_spec_hash(spec: EvalSpec) -> str:
+    """Identifies the eval set: the spec plus the content of every eval example (12 hex digits)."""
+    h = hashlib.sha256(json.dumps(spec.model_dump(mode="json"), sort_keys=True).encode())
+    for env_spec in spec.env:
+        for ex in env_spec.load_env().eval_examples(env_spec.num_examples):
+            h.update(json.dumps([ex.id, ex.prompt, ex.answer]).encode())
+    return h.hexdigest()[:12]
+
+
+def format_prompt(tokenizer, prompt: str) -> str:
+    """The model input for a task prompt: the chat template as a user turn when the tokenizer has one,
+    else the raw prompt. The embedded trainer renders prompts with this same function."""
+    if getattr(tokenizer, "chat_template", None):
+        messages = [{"role": "user", "content": prompt}]
+        return tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+    return prompt
+
+
+def resolve_device(device: Device) -> str:
+    if device == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if device == "cuda" and not torch.cuda.is_available():
+        raise RuntimeError("--device cuda: no CUDA device is visible")
+    return device
+
+
+def resolve_engine(engine: Engine, device: str) -> str:
+    has_vllm = importlib.util.find_spec("vllm") is not None
+    if engine == "auto":
+        return "vllm" if has_vllm and device == "cuda" else "hf"
+    if engine == "vllm" and not has_vllm:
+        raise RuntimeError("--engine vllm: vLLM is not installed (GPU machines: add the `gpu` extra)")
+    if engine == "vllm" and device != "cuda":
+        raise RuntimeError("--engine vllm needs a GPU (--device cuda)")
+    return engine
+
+
+def _load_tokenizer(weights: Path, base_model: str | None):
+    from transformers import AutoTokenizer
+
+    # Trainers may save weights without tokenizer files (prime-rl broadcasts): fall back to the base model.
+    has_tokenizer = any((weights / f).exists() for f in ("tokenizer.json", "tokenizer_config.json"))
+    source = str(weights) if has_tokenizer or base_model is None else base_model
+    tokenizer = AutoTokenizer.from_pretrained(source)
+    tokenizer.padding_side = "left"
+    if tokenizer.pad_token_id is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    return tokenizer
+
+
+class HFGenerator:
+    """Batched transformers generation with KV cache and left padding."""
+
+    def __init__(self, weights: Path, base_model: str | None, device: str) -> None:
+        from transformers import AutoConfig, AutoModelForCausalLM
+
+        self.device = device
+        self.tokenizer = _load_tokenizer(weights, base_model)
+        config = None
+        if not (weights / "config.json").exists() and base_model is not None:
+            config = AutoConfig.from_pretrained(base_model)
+        dtype = torch.bfloat16 if device == "cuda" else torch.float32
+        self.model = AutoModelForCausalLM.from_pretrained(weights, config=config, dtype=dtype).to(device)
+        self.model.eval()
+        self.batch_size = HF_BATCH_SIZE_GPU if device == "cuda" else HF_BATCH_SIZE_CPU
+        eos = self.model.generation_config.eos_token_id
+        eos = [eos] if isinstance(eos, int) else list(eos or [])
+        self.eos_ids = sorted(set(eos) | {self.tokenizer.eos_token_id})
+
+    @torch.inference_mode()
+    def generate(self, prompts: list[str], spec: EnvSpec, on_batch=None) -> list[list[str]]:
+        """``spec.samples_per_example`` completions per prompt, in prompt order."""
+        from transformers import GenerationConfig
+
+        k = spec.samples_per_example
+        greedy = spec.temperature == 0.0
+        config = GenerationConfig(
+            max_new_tokens=spec.max_tokens,
+            do_sample=not greedy,
+            temperature=spec.temperature if not greedy else 1.0,
+            top_p=spec.top_p,
+            top_k=0,  # no top-k: the sampling settings of eval.toml are the whole story
+            num_return_sequences=1 if greedy else k,
+            eos_token_id=self.eos_ids,
+            pad_token_id=self.tokenizer.pad_token_id,
+        )
+        texts = [format_prompt(self.tokenizer, p) for p in prompts]
+        ids = [self.tokenizer(t, add_special_tokens=False)["input_ids"] for t in texts]
+        # Batches of similar length waste less on padding; the order is fixed, so results are too.
+        order = sorted(range(len(ids)), key=lambda i: (len(ids[i]), i))
+        results: list[list[str]] = [[] for _ in prompts]
+        for b, start in enumerate(range(0, len(order), self.batch_size)):
+            idx = order[start : start + self.batch_size]
+            batch = self.tokenizer.pad({"input_ids": [ids[i] for i in idx]}, return_tensors="pt").to(self.device)
+            torch.manual_seed(spec.seed + b)  # seeded sampling, independent of earlier batches
+            out = self.model.generate(**batch, generation_config=config)
+            new = out[:, batch["input_ids"].shape[1] :]
+            decoded = self.tokenizer.batch_decode(new, skip_special_tokens=True)
+            per = 1 if greedy else k
+            for j, i in enumerate(idx):
+                group = decoded[j * per : (j + 1) * per]
+                results[i] = group * k if greedy else group  # greedy: k identical samples
+            if on_batch is not None:
+                on_batch(len(idx))
+        return results
+
+
+class VLLMGenerator:
+    """vLLM offline generation over all visible GPUs (tensor parallel). Needs the `gpu` extra."""
+
+    def __init__(self, weights: Path, base_model: str | None) -> None:
+        from vllm import LLM
+
+        self.tokenizer = _load_tokenizer(weights, base_model)
+        self.llm = LLM(
+            model=str(weights),
+            tokenizer=str(weights) if (weights / "tokenizer_config.json").exists() else base_model,
+            tensor_parallel_size=max(1, torch.cuda.device_count()),
+            dtype="bfloat16",
+            seed=0,
+        )
+
+    def generate(self, prompts: list[str], spec: EnvSpec, on_batch=None) -> list[list[str]]:
+        from vllm import SamplingParams
+
+        params = SamplingParams(
+            n=spec.samples_per_example,
+            temperature=spec.temperature,
+            top_p=spec.top_p,
+            max_tokens=spec.max_tokens,
+            seed=spec.seed,
+        )
+        texts = [format_prompt(self.tokenizer, p) for p in prompts]
+        outputs = self.llm.generate(texts, params, use_tqdm=False)
+        if on_batch is not None:
+            on_batch(len(prompts))
+        return [[o.text for o in out.outputs] for out in outputs]
+
+
+def _progress(label: str, total: int, start: float):
+    done = 0
+    last = time.perf_counter()
+
+    def on_batch(n: int) -> None:
+        nonlocal done, last
+        done += n
+        now = time.perf_counter()
+        if now - last >= PROGRESS_EVERY_S or done == total:
+            print(f"eval: {label} {done}/{total} prompts ({now - start:.1f}s)", file=sys.stderr, flush=True)
+            last = now
+
+    return on_batch
+
+
+def evaluate(
+    weights: Path,
+    out: Path,
+    spec_path: Path | None = None,
+    engine: Engine = "auto",
+    device: Device = "auto",
+    base_model: str | None = None,
+) -> dict[str, Any]:
+    """Run the fixed eval on HF-format ``weights``; write ``out`` (JSONL) and return the summary."""
+    start = time.perf_counter()
+    weights = Path(weights)
+    spec = load_eval_spec(spec_path)
+    device = resolve_device(device)
+    engine = resolve_engine(engine, device)
+    torch.manual_seed(0)
+    if engine == "vllm":
+        generator: HFGenerator | VLLMGenerator = VLLMGenerator(weights, base_model)
+    else:
+        generator = HFGenerator(weights, base_model, device)
+
+    per_env: dict[str, float] = {}
+    num_samples = 0
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with out.open("w") as f:
+        for env_spec in spec.env:
+            env = env_spec.load_env()
+            examples = env.eval_examples(env_spec.num_examples)
+            on_batch = _progress(env_spec.label, len(examples), start)
+            completions = generator.generate([ex.prompt for ex in examples], env_spec, on_batch)
+            scores = []
+            for ex, samples in zip(examples, completions, strict=True):
+                for s, completion in enumerate(samples):
+                    score = env.score(completion, ex)
+                    scores.append(score)
+                    row = {"env": env_spec.label, "example_id": ex.id, "sample": s, "score": score}
+                    f.write(json.dumps({**row, "completion": completion}) + "\n")
+            per_env[env_spec.label] = sum(scores) / len(scores)
+            num_samples += len(scores)
+    return {
+        "eval_score": sum(per_env.values()) / len(per_env),
+        "per_env": per_env,
+        "seconds": round(time.perf_counter() - start, 2),
+        "num_samples": num_samples,
+        "eval_spec_hash": eval_spec_hash(spec),
+        "engine": engine,
+        "device": device,
+    }
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description="The fixed evaluation (eval.toml) of one set of weights.")
+    parser.add_argument("--weights", type=Path, required=True, help="Hugging Face model directory")
+    parser.add_argument("--out", type=Path, required=True, help="eval.jsonl to write")
+    parser.add_argument("--base-model", default=None, help="tokenizer/config source when --weights lacks them")
+    parser.add_argument("--spec", type=Path, default=None, help="eval spec (default: the repo's eval.toml)")
+    parser.add_argument("--engine", choices=["auto", "hf", "vllm"], default="auto")
+    parser.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto")
+    args = parser.parse_args(argv)
+    summary = evaluate(args.weights, args.out, args.spec, args.engine, args.device, args.base_model)
+    print(json.dumps(summary), flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,188 @@
+"""`autorl report`: progress.png and a markdown table of the kept trials with their config changes.
+
+The plot shows the trials comparable with the latest one (same track, eval set and harness), in ledger
+order: every trial's eval_score with its 95% CI, kept trials highlighted, the running best kept score as a
+step line, crashes and timeouts marked along the bottom. Config changes are listed key by key against
+the baseline (the first ok trial), from the run directories' config.toml (config.diff as a fallback).
+"""
+
+from __future__ import annotations
+
+import tomllib
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")  # files only, no display
+import matplotlib.pyplot as plt  # noqa: E402
+
+from autorl import paths  # noqa: E402
+from autorl.ledger import Ledger, as_float, comparable  # noqa: E402
+
+
+def context_rows(rows: Sequence[Mapping[str, str]]) -> list[Mapping[str, str]]:
+    if not rows:
+        return []
+    last = rows[-1]
+    return [r for r in rows if comparable(r, last["track"], last["eval_hash"], last["harness_hash"])]
+
+
+def plot(rows: Sequence[Mapping[str, str]], out: Path) -> Path:
+    """Write the progress plot of `rows` (already filtered to one context) to `out`."""
+    fig, ax = plt.subplots(figsize=(10, 5), dpi=120)
+    xs = list(range(1, len(rows) + 1))
+    scores = [as_float(r, "eval_score") for r in rows]
+    ok = [
+        (x, s, r) for x, s, r in zip(xs, scores, rows, strict=True) if s is not None and r["status"] == "ok"
+    ]
+    groups = {
+        "keep": dict(color="tab:green", s=70, zorder=4, label="kept"),
+        "discard": dict(color="0.6", s=30, zorder=3, label="discarded"),
+        "pending": dict(color="tab:blue", s=30, zorder=3, label="pending"),
+    }
+    for decision, style in groups.items():
+        pts = [(x, s, r) for x, s, r in ok if (r["decision"] or "pending") == decision]
+        if not pts:
+            continue
+        px, py = [p[0] for p in pts], [p[1] for p in pts]
+        lo = [p[1] - (as_float(p[2], "eval_ci_low") or p[1]) for p in pts]
+        hi = [(as_float(p[2], "eval_ci_high") or p[1]) - p[1] for p in pts]
+        ax.errorbar(px, py, yerr=[lo, hi], fmt="none", ecolor=style["color"], alpha=0.6, capsize=2, zorder=2)
+        ax.scatter(px, py, **style, edgecolors="black" if decision == "keep" else "none")
+    # Running best kept (the baseline counts until something is kept): what a trial had to beat.
+    best, steps_x, steps_y = None, [], []
+    for x, s, r in ok:
+        if r["decision"] == "keep" or best is None:
+            best = s if best is None else max(best, s)
+        steps_x.append(x)
+        steps_y.append(best)
+    if steps_x:
+        ax.step(
+            steps_x + [xs[-1] + 0.5],
+            steps_y + [steps_y[-1]],
+            where="post",
+            color="tab:green",
+            lw=1.5,
+            label="best kept",
+            zorder=1,
+        )
+    failed = [
+        (x, r)
+        for x, r in zip(xs, rows, strict=True)
+        if r["status"] != "ok" or as_float(r, "eval_score") is None
+    ]
+    if failed:
+        y0 = min([s for _, s, _ in ok], default=0.0)
+        y1 = max([s for _, s, _ in ok], default=1.0)
+        ybot = y0 - 0.08 * max(y1 - y0, 1e-3)
+        ax.scatter(
+            [x for x, _ in failed],
+            [ybot] * len(failed),
+            marker="x",
+            color="tab:red",
+            s=50,
+            zorder=4,
+            label="crash / timeout",
+        )
+    ax.set_xlabel("trial (ledger order)")
+    ax.set_ylabel("eval_score (95% CI)")
+    track = rows[-1]["track"] if rows else "?"
+    kept = sum(r["decision"] == "keep" for r in rows)
+    ax.set_title(f"autorl progress: {len(rows)} trials ({track} track), {kept} kept, {len(failed)} failed")
+    ax.grid(alpha=0.3)
+    if rows:
+        ax.set_xlim(0.5, len(rows) + 0.5)
+    handles, labels = ax.get_legend_handles_labels()
+    if handles:
+        ax.legend(loc="lower right", fontsize=8)
+    fig.tight_layout()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out)
+    plt.close(fig)
+    return out
+
+
+def _flatten(data: Any, prefix: str = "") -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    if isinstance(data, dict):
+        for k, v in data.items():
+            out.update(_flatten(v, f"{prefix}{k}."))
+    elif isinstance(data, list) and data and all(isinstance(v, dict) for v in data):
+        for i, v in enumerate(data):
+            out.update(_flatten(v, f"{prefix}{i}."))
+    else:
+        out[prefix[:-1]] = data
+    return out
+
+
+def _config(run_id: str) -> dict[str, Any] | None:
+    path = paths.runs_dir() / run_id / "config.toml"
+    try:
+        return _flatten(tomllib.loads(path.read_text()))
+    except (OSError, tomllib.TOMLDecodeError):
+        return None
+
+
+def config_changes(row: Mapping[str, str], baseline: Mapping[str, str] | None) -> str:
+    """`key: old -> new` for every key that differs from the baseline's config."""
+    mine = _config(row["run_id"])
+    base = _config(baseline["run_id"]) if baseline else None
+    if mine is not None and base is not None:
+        keys = sorted(set(mine) | set(base))
+        changes = [
+            f"{k}: {base.get(k, '-')} -> {mine.get(k, '-')}" for k in keys if mine.get(k) != base.get(k)
+        ]
+        return "; ".join(changes) if changes else "(same as baseline)"
+    diff = paths.runs_dir() / row["run_id"] / "config.diff"
+    try:
+        lines = diff.read_text().splitlines()
+    except OSError:
+        return "(no config in the run directory)"
+    changed = [ln for ln in lines if ln[:1] in "+-" and not ln.startswith(("+++", "---"))]
+    return "; ".join(ln.strip() for ln in changed) or "(same as baseline)"
+
+
+def kept_table(rows: Sequence[Mapping[str, str]]) -> str:
+    """Markdown table of the kept trials (the baseline row first)."""
+    ok = [r for r in rows if r["status"] == "ok" and as_float(r, "eval_score") is not None]
+    baseline = ok[0] if ok else None
+    kept = [r for r in ok if r["decision"] == "keep" and r is not baseline]
+    lines = [
+        "| trial | run_id | eval_score | 95% CI | delta | p | description | changes vs baseline |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    index = {id(r): i + 1 for i, r in enumerate(rows)}
+    for r in ([baseline] if baseline else []) + kept:
+        ci = f"{as_float(r, 'eval_ci_low') or 0:.3f}–{as_float(r, 'eval_ci_high') or 0:.3f}"
+        delta = as_float(r, "delta")
+        p = as_float(r, "p_value")
+        changes = "(baseline)" if r is baseline else config_changes(r, baseline)
+        cells = [
+            str(index[id(r)]),
+            r["run_id"],
+            f"{as_float(r, 'eval_score'):.4f}",
+            ci if r["eval_ci_low"] else "-",
+            f"{delta:+.4f}" if delta is not None else "-",
+            f"{p:.3g}" if p is not None else "-",
+            r["description"].replace("|", "/"),
+            changes.replace("|", "/"),
+        ]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def main(out: Path | None = None, md: Path | None = None, ledger: Ledger | None = None) -> int:
+    rows = context_rows((ledger or Ledger()).rows())
+    if not rows:
+        print("no trials in results.tsv yet: nothing to report")
+        return 1
+    out = out or paths.repo_root() / "progress.png"
+    plot(rows, out)
+    table = kept_table(rows)
+    print(f"wrote {out}\n")
+    print(table)
+    if md is not None:
+        md.write_text(table + "\n")
+    return 0

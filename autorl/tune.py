@@ -1,0 +1,272 @@
+"""`autorl tune`: the non-LLM reference tuner (Optuna TPE over train.toml keys).
+
+Each Optuna trial writes its values into the config with tomlkit (comments, order and layout stay), runs
+the same runner as any trial (`python run.py --description "tune: ..."`, a subprocess: budget, eval,
+statistics and the results.tsv row are the runner's), reads eval_score and verdict from the summary, and
+marks the row like the agent protocol does (keep when `verdict: improved`, else discard; crash for crashes).
+The first trial re-runs the current config (its values that lie in the space): the baseline on a fresh
+ledger, otherwise one more repeat for the noise floor. At the end the config holds the best trial of this
+session with `verdict: improved`, or the original config when none improved. Interrupted (Ctrl-C), the
+original config is restored.
+
+space.toml (one table per parameter):
+    [lr]
+    key = "trainer.optim.lr"       # dotted key in the config
+    low = 1e-6                     # float/int range ...
+    high = 1e-3
+    log = true
+    [group_size]
+    key = "orchestrator.group_size"
+    choices = [4, 8, 16]           # ... or categorical
+    [batch_size]
+    key = "orchestrator.batch_size"
+    choices = [16, 32, 64]
+    multiple_of = "group_size"     # rounded up to a multiple of that parameter (batch_size % group_size == 0)
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import subprocess
+import sys
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import optuna
+import tomlkit
+from tomlkit.items import Table
+
+from autorl import paths
+from autorl.ledger import Ledger, LedgerError
+
+SUMMARY_LINE = re.compile(r"^([A-Za-z_][\w/.\-]*): (.*)$")
+
+
+class SpaceError(Exception):
+    pass
+
+
+@dataclass
+class Param:
+    name: str
+    key: str
+    kind: str  # float | int | categorical
+    low: float | None = None
+    high: float | None = None
+    log: bool = False
+    step: int | None = None
+    choices: list[Any] = field(default_factory=list)
+    multiple_of: str | None = None
+
+
+def load_space(path: Path) -> list[Param]:
+    """Parse space.toml; errors name the parameter and the problem."""
+    try:
+        data = tomllib.loads(Path(path).read_text())
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise SpaceError(f"{path}: {exc}") from exc
+    params = []
+    for name, spec in data.items():
+        if not isinstance(spec, dict) or "key" not in spec:
+            raise SpaceError(f"{path}: [{name}] needs a `key` (the dotted train.toml key)")
+        if "choices" in spec:
+            if not spec["choices"]:
+                raise SpaceError(f"{path}: [{name}] choices is empty")
+            params.append(Param(name, spec["key"], "categorical", choices=list(spec["choices"])))
+        elif "low" in spec and "high" in spec:
+            low, high = spec["low"], spec["high"]
+            if not low < high:
+                raise SpaceError(f"{path}: [{name}] needs low < high")
+            if spec.get("log") and low <= 0:
+                raise SpaceError(f"{path}: [{name}] log range needs low > 0")
+            kind = "int" if isinstance(low, int) and isinstance(high, int) else "float"
+            params.append(
+                Param(name, spec["key"], kind, low, high, bool(spec.get("log", False)), spec.get("step"))
+            )
+        else:
+            raise SpaceError(f"{path}: [{name}] needs `choices` or `low` and `high`")
+        params[-1].multiple_of = spec.get("multiple_of")
+    names = {p.name for p in params}
+    for p in params:
+        if p.multiple_of is not None and p.multiple_of not in names:
+            raise SpaceError(f"{path}: [{p.name}] multiple_of names unknown parameter {p.multiple_of!r}")
+    return params
+
+
+def suggest(trial: optuna.Trial, params: list[Param]) -> dict[str, Any]:
+    """Values for one trial; `multiple_of` constraints are enforced by rounding up."""
+    values: dict[str, Any] = {}
+    for p in params:
+        if p.kind == "categorical":
+            values[p.name] = trial.suggest_categorical(p.name, p.choices)
+        elif p.kind == "int":
+            values[p.name] = trial.suggest_int(p.name, int(p.low), int(p.high), step=p.step or 1, log=p.log)
+        else:
+            values[p.name] = trial.suggest_float(p.name, float(p.low), float(p.high), log=p.log)
+    for p in params:
+        if p.multiple_of is not None:
+            m = int(values[p.multiple_of])
+            values[p.name] = int(math.ceil(int(values[p.name]) / m) * m)
+    return values
+
+
+def set_key(doc: tomlkit.TOMLDocument, dotted: str, value: Any) -> list[Table]:
+    """Set `a.b.c = value`, creating tables that do not exist yet (appended); returns the tables created."""
+    parts = dotted.split(".")
+    node: Any = doc
+    created = []
+    for part in parts[:-1]:
+        if part not in node:
+            node[part] = tomlkit.table()
+            created.append(node[part])
+        node = node[part]
+        if not isinstance(node, (Table, dict)):
+            raise SpaceError(f"cannot set {dotted}: {part} is not a table")
+    node[parts[-1]] = value
+    return created
+
+
+def render(original: str, params: list[Param], values: dict[str, Any]) -> str:
+    """The original config text with the values set; floats to 4 significant digits (readable diffs)."""
+    doc = tomlkit.parse(original)
+    created: list[Table] = []
+    for p in params:
+        v = values[p.name]
+        created += set_key(doc, p.key, float(f"{v:.4g}") if p.kind == "float" else v)
+    for table in created:
+        if any(not isinstance(v, Table) for v in table.values()):
+            table.add(tomlkit.nl())  # a blank line after a new table, like a hand-written file
+    return tomlkit.dumps(doc)
+
+
+def current_values(text: str, params: list[Param]) -> dict[str, Any]:
+    """The config's present values of the searched keys that lie inside the space."""
+    data = tomllib.loads(text)
+    out: dict[str, Any] = {}
+    for p in params:
+        node: Any = data
+        for part in p.key.split("."):
+            node = node.get(part) if isinstance(node, dict) else None
+        if p.kind == "categorical" and node in p.choices:
+            out[p.name] = node
+        elif p.kind != "categorical" and isinstance(node, (int, float)) and not isinstance(node, bool):
+            if p.low <= node <= p.high:
+                out[p.name] = node
+    return out
+
+
+def parse_summary(text: str) -> dict[str, str]:
+    """`key: value` lines after the last `---` line of run.py's output."""
+    lines = text.splitlines()
+    starts = [i for i, line in enumerate(lines) if line.strip() == "---"]
+    out: dict[str, str] = {}
+    for line in lines[starts[-1] + 1 :] if starts else []:
+        m = SUMMARY_LINE.match(line.strip())
+        if m:
+            out[m.group(1)] = m.group(2).strip()
+    return out
+
+
+def _float(text: str | None) -> float | None:
+    try:
+        v = float(text) if text is not None else math.nan
+    except ValueError:
+        return None
+    return None if math.isnan(v) else v
+
+
+def _short(v: Any) -> str:
+    return f"{v:.3g}" if isinstance(v, float) else str(v)
+
+
+def describe(values: dict[str, Any]) -> str:
+    return "tune: " + " ".join(
+        f"{k}={v:.3g}" if isinstance(v, float) else f"{k}={v}" for k, v in values.items()
+    )
+
+
+def run_tune(
+    trials: int,
+    space: Path | None = None,
+    budget: float | None = None,
+    config: Path | None = None,
+    track: str = "llm",
+    seed: int = 0,
+    runner: list[str] | None = None,
+    extra_args: list[str] | None = None,
+) -> int:
+    root = paths.repo_root()
+    space = space or root / "space.toml"
+    config = config or root / ("classic.toml" if track == "classic" else "train.toml")
+    params = load_space(space)
+    original = config.read_text()
+    runner = runner or [sys.executable, str(root / "run.py")]
+    ledger = Ledger(paths.results_file())
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    study = optuna.create_study(direction="maximize", sampler=optuna.samplers.TPESampler(seed=seed))
+    start = current_values(original, params)
+    if start:  # the first trial re-runs the current config: a baseline, or one more noise-floor repeat
+        study.enqueue_trial(start)
+    best: tuple[float, str, dict[str, Any]] | None = None  # best kept: (score, run_id, values)
+    print(f"[tune] {trials} trials over {len(params)} parameters from {space}; config {config}", flush=True)
+    try:
+        for n in range(trials):
+            trial = study.ask()
+            values = suggest(trial, params)
+            config.write_text(render(original, params, values))
+            desc = describe(values)
+            cmd = [*runner, "--config", str(config), "--description", desc]
+            if track != "llm":
+                cmd += ["--track", track]
+            if budget is not None:
+                cmd += ["--budget", f"{budget:g}"]
+            cmd += extra_args or []
+            print(f"[tune] trial {n + 1}/{trials}: {desc}", flush=True)
+            proc = subprocess.run(cmd, cwd=root, capture_output=True, text=True)
+            summary = parse_summary(proc.stdout)
+            score, status = _float(summary.get("eval_score")), summary.get("status", "crash")
+            verdict, run_id = summary.get("verdict", ""), Path(summary.get("run_dir", "")).name
+            if proc.returncode == 2 or not summary:  # invalid config: nothing was recorded
+                tail = (proc.stdout + proc.stderr).strip().splitlines()[-3:]
+                print(
+                    f"[tune]   invalid or no summary (exit {proc.returncode}): {' | '.join(tail)}", flush=True
+                )
+                study.tell(trial, state=optuna.trial.TrialState.FAIL)
+                continue
+            if status != "ok" or score is None:
+                study.tell(trial, state=optuna.trial.TrialState.FAIL)
+                decision = "crash"
+            else:
+                study.tell(trial, score)
+                decision = "keep" if verdict in ("improved", "baseline") else "discard"
+            _mark(ledger, decision, run_id, f"tune trial {n + 1}: verdict {verdict or '-'}")
+            print(
+                f"[tune]   eval_score {summary.get('eval_score', '-')} verdict {verdict or '-'} "
+                f"status {status} -> {decision} ({run_id})",
+                flush=True,
+            )
+            if verdict == "improved" and (best is None or score > best[0]):
+                best = (score, run_id, values)
+    except BaseException:
+        config.write_text(original)  # never leave a half-tuned config behind
+        raise
+    if best is None:
+        config.write_text(original)
+        print("[tune] no trial beat the reference (verdict improved): the original config is restored")
+    else:
+        config.write_text(render(original, params, best[2]))
+        print(f"[tune] best improved trial {best[1]}: eval_score {best[0]:.4f}; {config.name} now holds:")
+        print("       " + describe(best[2]))
+    return 0
+
+
+def _mark(ledger: Ledger, decision: str, run_id: str, lesson: str) -> None:
+    if not run_id:
+        return
+    try:
+        ledger.mark(decision, run_id=run_id, lesson=lesson)
+    except LedgerError as exc:
+        print(f"[tune]   could not mark {run_id}: {exc}", flush=True)

@@ -1,0 +1,173 @@
+"""GSM8K: loading the problems and the reward. Pure Python (datasets, math-verify), no verifiers.
+
+Data: ``openai/gsm8k`` (config ``main``) through ``datasets.load_dataset`` when the hub is reachable, or a
+local file / directory given as ``data_path`` (JSONL, JSON or parquet rows with ``question`` and ``answer``,
+the hub's own layout). The gold answer is the text after ``####`` in the dataset's answer.
+
+Reward: the text after the last ``####`` of the completion and the gold answer are each wrapped in
+``\\boxed{}`` and compared with math-verify (so ``1,000`` equals ``1000`` and ``72.0`` equals ``72``),
+the check upstream verifiers' gsm8k runs in a uv script, here in-process.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import random
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Literal
+
+HUB_DATASET = ("openai/gsm8k", "main")
+SPLITS = ("train", "test")
+SYSTEM = (
+    "Solve the grade-school math problem. Reason step by step, then give the final "
+    "answer as a single number on the last line, prefixed with '#### ' (e.g. '#### 42')."
+)
+
+Split = Literal["train", "test"]
+
+
+class GSM8KDataError(RuntimeError):
+    """The data could not be loaded (no hub, bad data_path)."""
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The taskset fields (the verifiers TasksetConfig declares the same ones, same defaults)."""
+
+    split: Split = "train"
+    # Local data instead of the hub: a .jsonl/.json/.parquet file with question/answer rows, or a directory
+    # holding `<split>.jsonl`, `<split>.parquet` or the hub layout `main/<split>-*.parquet`.
+    data_path: str | None = None
+    num_examples: int = -1  # tasks the verifiers Taskset yields (-1: the whole split)
+
+    def __post_init__(self) -> None:
+        if self.split not in SPLITS:
+            raise ValueError(f"split must be one of {SPLITS}, got {self.split!r}")
+
+
+def settings_from_fields(values: dict) -> Settings:
+    """Settings from taskset fields (as written in a TOML table); unknown names are an error."""
+    known = {f.name for f in fields(Settings)}
+    unknown = sorted(set(values) - known)
+    if unknown:
+        raise ValueError(f"unknown autorl-gsm8k field(s) {unknown}; valid fields: {sorted(known)}")
+    return Settings(**values)
+
+
+@dataclass(frozen=True)
+class Problem:
+    id: str
+    prompt: str
+    answer: str
+
+
+def gold_answer(solution: str) -> str:
+    """The final answer of a GSM8K solution: the text after its ``####``."""
+    return solution.split("####")[-1].strip()
+
+
+def make_prompt(question: str) -> str:
+    return f"{SYSTEM}\n\n{question}"
+
+
+def _read_file(path: Path) -> list[dict]:
+    if path.suffix == ".parquet":
+        import pyarrow.parquet as pq
+
+        return pq.read_table(path).to_pylist()
+    text = path.read_text()
+    if path.suffix == ".json" and text.lstrip().startswith("["):
+        return json.loads(text)
+    return [json.loads(line) for line in text.splitlines() if line.strip()]
+
+
+def _local_files(root: Path, split: str) -> list[Path]:
+    if root.is_file():
+        return [root]
+    candidates = [root / f"{split}.jsonl", root / f"{split}.json", root / f"{split}.parquet"]
+    found = [p for p in candidates if p.is_file()]
+    return found[:1] or sorted(root.glob(f"{split}-*.parquet")) or sorted(root.glob(f"main/{split}-*.parquet"))
+
+
+@functools.lru_cache(maxsize=8)
+def load_rows(split: str, data_path: str | None = None) -> tuple[tuple[str, str], ...]:
+    """(question, solution) rows of one split, from ``data_path`` or else the hub. Cached per process."""
+    if data_path is not None:
+        root = Path(data_path).expanduser()
+        files = _local_files(root, split) if root.exists() else []
+        if not files:
+            raise GSM8KDataError(
+                f"autorl-gsm8k: data_path {str(root)!r} has no {split} data (expected a .jsonl/.json/.parquet "
+                f"file, or a directory with {split}.jsonl, {split}.parquet or main/{split}-*.parquet)"
+            )
+        raw = [row for f in files for row in _read_file(f)]
+    else:
+        try:
+            from datasets import load_dataset
+
+            raw = list(load_dataset(*HUB_DATASET, split=split))
+        except Exception as e:  # no network, no cache, hub error: all mean "give me a local path"
+            raise GSM8KDataError(
+                f"autorl-gsm8k: could not load {HUB_DATASET[0]} ({HUB_DATASET[1]}, split {split}) from the "
+                f"Hugging Face hub ({type(e).__name__}: {e}). Set the taskset field `data_path` to a local "
+                f"JSONL/parquet file or directory with `question` and `answer` fields."
+            ) from e
+    try:
+        rows = tuple((str(r["question"]), str(r["answer"])) for r in raw)
+    except KeyError as e:
+        raise GSM8KDataError(f"autorl-gsm8k: every row needs `question` and `answer` fields; missing {e}") from e
+    if not rows:
+        raise GSM8KDataError(f"autorl-gsm8k: no rows for split {split} ({data_path or HUB_DATASET[0]})")
+    return rows
+
+
+def dataset(s: Settings) -> list[Problem]:
+    """The split's problems in file order; ids are ``<split>-<row index>``."""
+    return [
+        Problem(id=f"{s.split}-{i}", prompt=make_prompt(q), answer=gold_answer(a))
+        for i, (q, a) in enumerate(load_rows(s.split, s.data_path))
+    ]
+
+
+# The interface every environment core offers to autorl.envs: settings_from_fields, stream, first, score.
+
+
+def stream(s: Settings, seed: int) -> Iterator[Problem]:
+    """Training: endless epochs over the split, each in a fresh seeded order."""
+    order = dataset(s)
+    rng = random.Random(f"autorl-gsm8k-train-{seed}")
+    while True:
+        rng.shuffle(order)
+        yield from order
+
+
+def first(s: Settings, n: int) -> list[Problem]:
+    """The first ``n`` problems of the split in file order (evaluation)."""
+    problems = dataset(s)
+    if n > len(problems):
+        raise ValueError(f"autorl-gsm8k: asked for {n} examples, split {s.split} has {len(problems)}")
+    return problems[:n]
+
+
+_ANSWER = re.compile(r"####\s*(.+)")
+
+
+def extract_answer(completion: str) -> str | None:
+    matches = _ANSWER.findall(completion)
+    return matches[-1].strip() if matches else None
+
+
+def score(completion: str, answer: str) -> float:
+    """1.0 when the text after the last '####' is mathematically equal to the answer (math-verify)."""
+    from math_verify import parse, verify
+
+    found = extract_answer(completion)
+    if found is None:
+        return 0.0
+    gold = parse(f"\\boxed{{{answer}}}")
+    pred = parse(f"\\boxed{{{found}}}")
+    return float(bool(gold) and bool(pred) and verify(gold, pred))

@@ -1,0 +1,224 @@
+"""Time to solve CartPole-v1: this PPO (shipped classic.toml) vs SB3 PPO (rl-baselines3-zoo) vs CleanRL defaults.
+
+    uv run --extra bench python scripts/bench_classic.py [--seeds 5] [--cap 120] [--config classic.toml]
+
+Three contenders, each over the same seeds, interleaved seed by seed so that load on the machine hits all
+of them alike, all in this one process with torch.set_num_threads(1):
+- ours: autorl.classic.ppo with the shipped classic.toml;
+- sb3-zoo: stable-baselines3 PPO with rl-baselines3-zoo's tuned CartPole-v1 hyperparameters (8 envs,
+  n_steps 32, batch 256, 20 epochs, gamma 0.98, lambda 0.8, lr and clip linearly annealed from 1e-3 and
+  0.2 over 1e5 steps, ent 0), on SB3's DummyVecEnv as the zoo runs it;
+- cleanrl-defaults: CleanRL ppo.py's default hyperparameters (4 envs, 128 steps, lr 2.5e-4 annealed over
+  5e5 steps, 4 epochs x 4 minibatches, gamma 0.99, lambda 0.95, clip 0.2, ent 0.01, vf 0.5, max grad norm
+  0.5, 64x64 tanh) run through *our* implementation (so it isolates the hyperparameters, not the code).
+
+Solve criterion, identical for all: autorl.classic.evaluate.train_eval (100 CartPole episodes, fixed
+seeds, deterministic policy) reaches a mean return of 475. It runs on the harness's in-training cadence
+(autorl.classic.evaluate.next_train_eval: gaps of 10% of the training time so far, at least 0.1 s), with
+evaluation time excluded from the clock. Time to solve = training-clock seconds at
+the first passing evaluation; runs that do not solve within --cap seconds count as not solved (inf).
+Both wall-clock (the target) and process CPU seconds (robust when other jobs share the cores) are shown.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import statistics
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from autorl.classic.config import ClassicConfig, load_classic_config
+from autorl.classic.evaluate import SOLVED_AT, next_train_eval, train_eval, train_eval_envs
+from autorl.classic.ppo import PPO
+
+ENV_ID = "CartPole-v1"
+THRESHOLD = SOLVED_AT[ENV_ID]
+
+# CleanRL ppo.py defaults (docs.cleanrl.dev, ppo.py Args), in classic.toml keys.
+CLEANRL_DEFAULTS = dict(
+    env_id=ENV_ID,
+    total_env_steps=500_000,
+    num_envs=4,
+    num_steps=128,
+    learning_rate=2.5e-4,
+    lr_schedule="linear",
+    adam_eps=1e-5,
+    max_grad_norm=0.5,
+    update_epochs=4,
+    num_minibatches=4,
+    gamma=0.99,
+    gae_lambda=0.95,
+    clip_coef=0.2,
+    clip_vloss=True,
+    vf_coef=0.5,
+    ent_coef=0.01,
+    target_kl=0.0,
+    norm_adv=True,
+    norm_obs=False,
+    norm_reward=False,
+    hidden_width=64,
+    hidden_depth=2,
+    activation="tanh",
+    layer_norm=False,
+    hidden_gain=2**0.5,
+    actor_gain=0.01,
+    critic_gain=1.0,
+)
+
+
+class Clock:
+    """Training clock (wall and CPU) that excludes evaluations."""
+
+    def __init__(self) -> None:
+        self.wall = self.cpu = 0.0
+        self._w = self._c = 0.0
+
+    def start(self) -> None:
+        self._w, self._c = time.perf_counter(), time.process_time()
+
+    def stop(self) -> None:
+        self.wall += time.perf_counter() - self._w
+        self.cpu += time.process_time() - self._c
+
+
+class SolveWatch:
+    """Evaluates at the fixed cadence (wall training clock); records the first time the threshold is met."""
+
+    def __init__(self, cap_s: float):
+        self.envs = train_eval_envs(ENV_ID)
+        self.clock = Clock()
+        self.cap_s = cap_s
+        self.next_eval = next_train_eval(ENV_ID, 0.0)
+        self.solved_at: tuple[float, float] | None = None  # (wall, cpu)
+        self.env_steps = 0  # at the solve (or at the end)
+        self.evals = 0
+
+    def check(self, act: Callable[[np.ndarray], np.ndarray], env_steps: int) -> bool:
+        """Call with the clock running, at a point where the policy is complete; True = stop training."""
+        self.clock.stop()
+        self.env_steps = env_steps
+        if self.clock.wall >= self.next_eval:
+            self.evals += 1
+            self.next_eval = next_train_eval(ENV_ID, self.clock.wall)
+            if train_eval(ENV_ID, self.envs, act) >= THRESHOLD:
+                self.solved_at = (self.clock.wall, self.clock.cpu)
+        done = self.solved_at is not None or self.clock.wall >= self.cap_s
+        self.clock.start()
+        return done
+
+
+def run_ours(cfg: ClassicConfig, seed: int, cap_s: float) -> SolveWatch:
+    ppo = PPO(cfg, seed)
+    watch = SolveWatch(cap_s)
+    watch.clock.start()
+    for u in ppo.run():
+        if watch.check(ppo.act_fn(), u.env_steps):
+            break
+    watch.clock.stop()
+    ppo.close()
+    return watch
+
+
+def run_sb3_zoo(seed: int, cap_s: float) -> SolveWatch:
+    from stable_baselines3 import PPO as SB3PPO
+    from stable_baselines3.common.callbacks import BaseCallback
+    from stable_baselines3.common.env_util import make_vec_env
+
+    def linear(start: float) -> Callable[[float], float]:
+        return lambda progress_remaining: progress_remaining * start  # the zoo's lin_<x>
+
+    env = make_vec_env(ENV_ID, n_envs=8, seed=seed)
+    model = SB3PPO(
+        "MlpPolicy",
+        env,
+        n_steps=32,
+        batch_size=256,
+        gae_lambda=0.8,
+        gamma=0.98,
+        n_epochs=20,
+        ent_coef=0.0,
+        learning_rate=linear(1e-3),
+        clip_range=linear(0.2),
+        seed=seed,
+        device="cpu",
+        verbose=0,
+    )
+    watch = SolveWatch(cap_s)
+
+    def act(obs: np.ndarray) -> np.ndarray:
+        return model.predict(obs, deterministic=True)[0]
+
+    class Watch(BaseCallback):
+        def _on_step(self) -> bool:  # after every vector step; the policy changes only between rollouts
+            return not watch.check(act, self.num_timesteps)
+
+    watch.clock.start()
+    model.learn(total_timesteps=100_000, callback=Watch())
+    watch.clock.stop()
+    env.close()
+    return watch
+
+
+def fmt(x: float) -> str:
+    return "not solved" if math.isinf(x) else f"{x:6.2f}"
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--seeds", type=int, default=5)
+    p.add_argument("--cap", type=float, default=120.0, help="training seconds before a run counts unsolved")
+    p.add_argument("--config", type=Path, default=Path("classic.toml"))
+    p.add_argument("--only", default="ours,sb3-zoo,cleanrl-defaults", help="comma-separated contenders")
+    args = p.parse_args()
+    torch.set_num_threads(1)
+
+    ours = load_classic_config(args.config).model
+    if ours.env_id != ENV_ID:
+        raise SystemExit(f"{args.config} trains {ours.env_id}; this benchmark is for {ENV_ID}")
+    contenders: dict[str, Callable[[int], SolveWatch]] = {
+        "ours": lambda seed: run_ours(ours, seed, args.cap),
+        "sb3-zoo": lambda seed: run_sb3_zoo(seed, args.cap),
+        "cleanrl-defaults": lambda seed: run_ours(ClassicConfig(**CLEANRL_DEFAULTS), seed, args.cap),
+    }
+    names = [n for n in args.only.split(",") if n]
+    results: dict[str, list[tuple[float, float]]] = {n: [] for n in names}
+    print(f"# CartPole-v1 time to solve (train_eval >= {THRESHOLD:g}, evaluated off the clock)")
+    print(f"# torch {torch.__version__}, {torch.get_num_threads()} thread(s); seeds 1..{args.seeds}")
+    for seed in range(1, args.seeds + 1):
+        for name in names:
+            watch = contenders[name](seed)
+            solved = watch.solved_at or (math.inf, math.inf)
+            results[name].append(solved)
+            print(
+                f"seed {seed} {name:17s} wall {fmt(solved[0])} s  cpu {fmt(solved[1])} s  "
+                f"env steps {watch.env_steps:6d}  (clock {watch.clock.wall:.1f} s, {watch.evals} evals)",
+                flush=True,
+            )
+
+    print("\n| contender | solved | median wall s | median cpu s |")
+    print("|---|---|---|---|")
+    medians: dict[str, tuple[float, float]] = {}
+    for name in names:
+        walls, cpus = [r[0] for r in results[name]], [r[1] for r in results[name]]
+        medians[name] = (statistics.median(walls), statistics.median(cpus))
+        n_solved = sum(not math.isinf(w) for w in walls)
+        print(f"| {name} | {n_solved}/{len(walls)} | {fmt(medians[name][0])} | {fmt(medians[name][1])} |")
+    if "ours" in medians:
+        peers = {n: m for n, m in medians.items() if n != "ours"}
+        for name, (wall, cpu) in peers.items():
+            print(
+                f"ratio {name} / ours: wall {wall / medians['ours'][0]:.1f}x, cpu {cpu / medians['ours'][1]:.1f}x"
+            )
+        if peers:
+            best = min(peers, key=lambda n: peers[n][0])
+            print(f"speed-up vs the best peer ({best}): {peers[best][0] / medians['ours'][0]:.1f}x (target >= 5x)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,182 @@
+"""Samples/s of the embedded GRPO trainer vs TRL's GRPOTrainer: same model, data, batch shape and machine.
+
+    uv run --extra bench python scripts/bench_trl.py                  # the default train.toml
+    uv run --extra bench python scripts/bench_trl.py --steps 20 --threads 2
+
+Both trainers run in this process one after the other, with the same torch thread count, on the model,
+environment and batch shape of the config: ``batch_size`` rollouts per optimizer step, ``group_size``
+completions per prompt, the same temperature and ``max_completion_tokens``, one optimizer step per batch.
+TRL is set up to do the same work as prime-rl's GRPO: ``num_generations = group_size``,
+``per_device_train_batch_size = batch_size``, ``num_iterations = 1`` (no extra old-policy forward), ``beta = 0``
+(no reference model), ``scale_rewards = "none"``, token-level loss (``dapo``), top_p 1, no top_k.
+
+samples/s = rollouts trained per wall-clock second, measured from the end of the warm-up steps to the end of
+the last step (the first steps pay one-time costs: lazy imports, allocator warm-up). The ratio is ours / TRL's.
+Run it on an otherwise idle machine; `uptime` load is printed next to the figures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+
+def load_spec(config: Path):
+    from autorl.backends.embedded import build_spec
+    from autorl.config import load_train_config
+
+    return build_spec(load_train_config(config, backend="embedded"))
+
+
+def bench_embedded(spec, steps: int, warmup: int, seed: int, threads: int) -> dict:
+    import torch
+
+    from autorl.backends.embedded.train import Trainer
+
+    run_dir = Path(tempfile.mkdtemp(prefix="bench-embedded-"))
+    spec = spec.model_copy(update={"max_steps": warmup + steps, "save_interval_s": 1e9})
+    trainer = Trainer(spec, run_dir, seed)
+    torch.set_num_threads(threads)
+    times: list[float] = []
+    original = trainer.train_step  # stamp the end of every optimizer step (empty batches take no step)
+
+    def timed(batch):
+        out = original(batch)
+        if out is not None and not out.get("empty"):
+            times.append(time.perf_counter())
+        return out
+
+    trainer.train_step = timed  # type: ignore[method-assign]
+    _quiet(trainer.run)
+    rows = [json.loads(x) for x in (run_dir / "metrics.jsonl").read_text().splitlines()]
+    shutil.rmtree(run_dir, ignore_errors=True)
+    seconds = times[-1] - times[warmup - 1]
+    return {
+        "samples_per_s": steps * spec.batch_size / seconds,
+        "seconds_per_step": seconds / steps,
+        "reward_mean": sum(r["reward_mean"] for r in rows) / len(rows),
+        "completion_len_mean": sum(r["completion_len_mean"] for r in rows) / len(rows),
+    }
+
+
+def bench_trl(spec, steps: int, warmup: int, seed: int, threads: int) -> dict:
+    import torch
+    from datasets import Dataset
+    from transformers import AutoModelForCausalLM, TrainerCallback
+    from trl import GRPOConfig, GRPOTrainer
+
+    from autorl.backends.embedded.train import load_tokenizer
+    from autorl.envs import load_env
+
+    torch.set_num_threads(threads)
+    source = spec.sources[0]
+    env = load_env(source.taskset_id, dict(source.taskset_fields))
+    prompts_needed = (warmup + steps) * spec.batch_size // source.group_size
+    stream = iter(env.train_examples(seed))
+    examples = [next(stream) for _ in range(prompts_needed)]
+    by_prompt = {ex.prompt: ex for ex in examples}
+    dataset = Dataset.from_list([{"prompt": ex.prompt} for ex in examples])
+
+    def reward(prompts, completions, **_):
+        return [float(env.score(c, by_prompt[p])) for p, c in zip(prompts, completions, strict=True)]
+
+    times: list[float] = []
+
+    class Clock(TrainerCallback):
+        def on_step_end(self, args, state, control, **kwargs):
+            times.append(time.perf_counter())
+
+    out_dir = Path(tempfile.mkdtemp(prefix="bench-trl-"))
+    args = GRPOConfig(
+        output_dir=str(out_dir),
+        per_device_train_batch_size=spec.batch_size,
+        num_generations=source.group_size,
+        max_completion_length=source.max_completion_tokens or spec.seq_len,
+        temperature=source.temperature,
+        top_p=1.0,
+        top_k=0,
+        learning_rate=spec.optim.lr,
+        weight_decay=spec.optim.weight_decay,
+        adam_beta1=spec.optim.betas1,
+        adam_beta2=spec.optim.betas2,
+        max_grad_norm=spec.optim.max_norm or 0.0,
+        lr_scheduler_type="constant",
+        beta=0.0,
+        num_iterations=1,
+        scale_rewards="none",
+        loss_type="dapo",
+        max_steps=warmup + steps,
+        use_cpu=not torch.cuda.is_available(),
+        bf16=torch.cuda.is_available(),
+        save_strategy="no",
+        report_to="none",
+        logging_steps=10**6,
+        disable_tqdm=True,
+        shuffle_dataset=False,
+        seed=seed,
+    )
+    tokenizer = load_tokenizer(spec.model_path)
+    model = AutoModelForCausalLM.from_pretrained(spec.model_path)
+    trainer = GRPOTrainer(
+        model=model,
+        reward_funcs=[reward],
+        args=args,
+        train_dataset=dataset,
+        processing_class=tokenizer,
+        callbacks=[Clock()],
+    )
+    _quiet(trainer.train)
+    shutil.rmtree(out_dir, ignore_errors=True)
+    seconds = times[-1] - times[warmup - 1]
+    return {"samples_per_s": steps * spec.batch_size / seconds, "seconds_per_step": seconds / steps}
+
+
+def _quiet(fn):
+    """Run fn with stdout silenced (the trainer's progress lines), keeping stderr."""
+    import contextlib
+    import io
+
+    with contextlib.redirect_stdout(io.StringIO()):
+        return fn()
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--config", type=Path, default=REPO / "train.toml")
+    ap.add_argument("--steps", type=int, default=10, help="measured optimizer steps per trainer")
+    ap.add_argument("--warmup", type=int, default=2, help="steps run before the clock starts")
+    ap.add_argument("--threads", type=int, default=len(os.sched_getaffinity(0)))
+    ap.add_argument("--seed", type=int, default=0)
+    args = ap.parse_args()
+    assert args.warmup >= 1, "at least one warm-up step"
+
+    spec = load_spec(args.config)
+    src = spec.sources[0]
+    print(
+        f"model {spec.model_path}\nbatch: {spec.batch_size} rollouts = {spec.batch_size // src.group_size} prompts "
+        f"x {src.group_size}, temperature {src.temperature}, max_completion_tokens {src.max_completion_tokens}; "
+        f"{args.steps} steps after {args.warmup} warm-up; {args.threads} threads; load {os.getloadavg()[0]:.2f}"
+    )
+    ours = bench_embedded(spec, args.steps, args.warmup, args.seed, args.threads)
+    print(
+        f"embedded: {ours['samples_per_s']:8.1f} samples/s  ({ours['seconds_per_step']:.3f} s/step)",
+        flush=True,
+    )
+    trl = bench_trl(spec, args.steps, args.warmup, args.seed, args.threads)
+    print(f"TRL     : {trl['samples_per_s']:8.1f} samples/s  ({trl['seconds_per_step']:.3f} s/step)")
+    print(
+        f"ratio embedded/TRL: {ours['samples_per_s'] / trl['samples_per_s']:.2f}x  (load {os.getloadavg()[0]:.2f})"
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,276 @@
+"""Classic track: classic.toml validation, the fixed evaluator, PPO learning, the training child, summary rows."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from autorl import progress
+from autorl.backends.base import TrainOutcome
+from autorl.classic.backend import ClassicBackend, classic_summary
+from autorl.classic.config import ClassicConfig, ConfigError, load_classic_config
+from autorl.classic.evaluate import evaluate, main as evaluate_main, train_eval, train_eval_envs
+from autorl.classic.ppo import PPO, load_policy
+from autorl.paths import REPO_ROOT
+
+SHIPPED = REPO_ROOT / "classic.toml"
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "classic.toml"
+    path.write_text(text)
+    return path
+
+
+# --- config ------------------------------------------------------------------------------------------
+
+
+def test_shipped_config_is_valid_and_trains_cartpole():
+    cfg = load_classic_config(SHIPPED)
+    assert cfg.model.env_id == "CartPole-v1"
+    assert cfg.model.num_updates >= 1
+    assert len(cfg.config_hash) == 12
+
+
+def test_unknown_key_names_file_line_and_nearest_key(tmp_path):
+    path = write(tmp_path, 'env_id = "CartPole-v1"\n\nlearning_rat = 0.001\n')
+    with pytest.raises(ConfigError) as exc:
+        load_classic_config(path)
+    msg = str(exc.value)
+    assert "classic.toml:3" in msg and "learning_rat" in msg and "learning_rate" in msg
+
+
+def test_out_of_range_and_wrong_type_are_refused(tmp_path):
+    path = write(tmp_path, "gamma = 1.5\nnum_envs = 0\nactivation = \"sigmoid\"\n")
+    with pytest.raises(ConfigError) as exc:
+        load_classic_config(path)
+    msg = str(exc.value)
+    assert "classic.toml:1" in msg and "gamma" in msg
+    assert "classic.toml:2" in msg and "num_envs" in msg
+    assert "classic.toml:3" in msg and "activation" in msg
+
+
+def test_minibatches_must_fit_the_rollout(tmp_path):
+    path = write(tmp_path, "num_envs = 2\nnum_steps = 4\nnum_minibatches = 16\n")
+    with pytest.raises(ConfigError, match="num_minibatches.*<= num_envs \\* num_steps = 8"):
+        load_classic_config(path)
+
+
+@pytest.mark.parametrize("key", ["seed", "eval_episodes", "device"])
+def test_harness_owned_keys_are_refused(tmp_path, key):
+    path = write(tmp_path, f'env_id = "CartPole-v1"\n{key} = 1\n')
+    with pytest.raises(ConfigError) as exc:
+        load_classic_config(path)
+    assert f"classic.toml:2: `{key}` is harness-owned" in str(exc.value)
+
+
+def test_unknown_env_is_refused(tmp_path):
+    with pytest.raises(ConfigError, match="env_id"):
+        load_classic_config(write(tmp_path, 'env_id = "LunarLander-v3"\n'))
+
+
+# --- the fixed evaluator -----------------------------------------------------------------------------
+
+
+def small_cfg(**over) -> ClassicConfig:
+    base = dict(total_env_steps=20_000, num_envs=16, num_steps=32, learning_rate=3e-3, gamma=0.98, gae_lambda=0.8)
+    return ClassicConfig(**{**base, **over})
+
+
+def save_untrained_policy(tmp_path: Path, seed: int) -> Path:
+    ppo = PPO(small_cfg(norm_obs=True), seed)
+    ppo.obs_norm(torch.randn(64, 4), update=True)  # non-trivial statistics travel with the weights
+    path = tmp_path / f"policy-{seed}.pt"
+    torch.save(ppo.policy_state(0, 0), path)
+    return path
+
+
+def read_scores(path: Path) -> list[float]:
+    rows = [json.loads(line) for line in path.read_text().splitlines()]
+    assert [r["example_id"] for r in rows] == [f"episode-{i}" for i in range(100)]
+    assert {r["env"] for r in rows} == {"CartPole-v1"} and {r["sample"] for r in rows} == {0}
+    return [r["score"] for r in rows]
+
+
+def test_evaluator_is_deterministic(tmp_path):
+    weights = save_untrained_policy(tmp_path, seed=3)
+    argv = ["--weights", str(weights), "--env", "CartPole-v1", "--out"]
+    assert evaluate_main([*argv, str(tmp_path / "a.jsonl")]) == 0
+    assert evaluate_main([*argv, str(tmp_path / "b.jsonl")]) == 0
+    a, b = read_scores(tmp_path / "a.jsonl"), read_scores(tmp_path / "b.jsonl")
+    assert a == b
+    assert len(set(a)) > 1  # the 100 fixed seeds really are different episodes
+    # A different policy gets different returns on the same episodes (the evaluator reads the weights).
+    other = save_untrained_policy(tmp_path, seed=4)
+    assert evaluate_main(["--weights", str(other), "--env", "CartPole-v1", "--out", str(tmp_path / "c.jsonl")]) == 0
+    assert read_scores(tmp_path / "c.jsonl") != a
+
+
+def test_random_policy_baseline_is_deterministic(tmp_path):
+    for name in ("r1", "r2"):
+        assert evaluate_main(["--weights", "none", "--env", "CartPole-v1", "--out", str(tmp_path / name)]) == 0
+    r1, r2 = read_scores(tmp_path / "r1"), read_scores(tmp_path / "r2")
+    assert r1 == r2 and 10 < np.mean(r1) < 40  # a random CartPole policy lasts ~22 steps
+
+
+def test_evaluator_refuses_weights_of_another_env(tmp_path):
+    weights = save_untrained_policy(tmp_path, seed=1)
+    out = tmp_path / "x.jsonl"
+    assert evaluate_main(["--weights", str(weights), "--env", "BipedalWalker-v3", "--out", str(out)]) == 2
+    assert not out.exists()
+
+
+# --- PPO learns --------------------------------------------------------------------------------------
+
+
+def test_short_cartpole_run_learns():
+    torch.set_num_threads(1)
+    cfg = small_cfg()
+    ppo = PPO(cfg, seed=1)
+    envs = train_eval_envs("CartPole-v1")
+    before = train_eval("CartPole-v1", envs, ppo.act_fn())
+    returns = [u.episodic_return for u in ppo.run() if u.episodic_return is not None]
+    after = train_eval("CartPole-v1", envs, ppo.act_fn())
+    assert before < 100
+    assert after > before + 150, (before, after)
+    assert np.mean(returns[-3:]) > 2 * np.mean(returns[:3])  # the training return rises too
+
+
+def test_continuous_policy_runs_on_bipedalwalker(tmp_path):
+    cfg = ClassicConfig(
+        env_id="BipedalWalker-v3", total_env_steps=1_000, num_envs=2, num_steps=64, num_minibatches=2,
+        norm_obs=True, norm_reward=True, update_epochs=2, layer_norm=True, log_std_init=-0.5,
+    )
+    ppo = PPO(cfg, seed=0)
+    updates = list(ppo.run())
+    assert len(updates) == cfg.num_updates and all(np.isfinite(u.loss) for u in updates)
+    path = tmp_path / "walker.pt"
+    torch.save(ppo.policy_state(len(updates), updates[-1].env_steps), path)
+    returns = evaluate("BipedalWalker-v3", lambda envs: load_policy(str(path), envs), episodes=2)
+    assert returns.shape == (2,) and np.all(np.isfinite(returns))
+
+
+# --- the training child ------------------------------------------------------------------------------
+
+
+def start_child(tmp_path: Path, **over) -> tuple[subprocess.Popen, Path]:
+    cfg = load_classic_config(write(tmp_path, "\n".join(f"{k} = {json.dumps(v)}" for k, v in over.items())))
+    run_dir = tmp_path / "seed-0"
+    run_dir.mkdir()
+    launch = ClassicBackend().launch(cfg, run_dir, seed=5)
+    proc = subprocess.Popen(
+        launch.argv, cwd=launch.cwd, env={**os.environ, **launch.env}, stdout=subprocess.PIPE, text=True
+    )
+    return proc, run_dir
+
+
+def test_training_child_protocol_metrics_and_weights(tmp_path):
+    proc, run_dir = start_child(tmp_path, total_env_steps=6_144, num_envs=16, num_steps=64)
+    out, _ = proc.communicate(timeout=120)
+    assert proc.returncode == 0, out
+    events = [e for e in map(progress.parse, out.splitlines()) if e]
+    kinds = [e["event"] for e in events]
+    assert kinds[0] == "ready" and kinds[-1] == "done" and "saved" in kinds
+    steps = [e for e in events if e["event"] == "step"]
+    assert [e["step"] for e in steps] == [1, 2, 3, 4, 5, 6]
+    rows = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
+    assert len(rows) == 6
+    for key in ("step", "reward_mean", "loss", "lr", "seconds", "samples_per_s", "env_steps"):
+        assert key in rows[-1]
+    assert rows[-1]["env_steps"] == 6_144
+    state = json.loads((run_dir / "train_state.json").read_text())
+    assert state["finished"] is True and state["updates"] == 6 and state["seed"] == 5
+    outcome = ClassicBackend().collect(load_classic_config(tmp_path / "classic.toml"), run_dir)
+    assert outcome.weights_dir == run_dir / "weights" and outcome.steps == 6
+    assert (outcome.weights_dir / "policy.pt").exists()
+
+
+def test_training_child_saves_and_exits_zero_on_sigterm(tmp_path):
+    proc, run_dir = start_child(tmp_path, total_env_steps=50_000_000)
+    assert proc.stdout is not None
+    deadline = time.monotonic() + 120
+    for line in proc.stdout:  # wait until training runs
+        event = progress.parse(line)
+        if event and event["event"] == "step" and event["step"] >= 2:
+            break
+        assert time.monotonic() < deadline
+    proc.send_signal(signal.SIGTERM)
+    rest, _ = proc.communicate(timeout=60)
+    assert proc.returncode == 0
+    assert any((e := progress.parse(line)) and e["event"] == "saved" for line in rest.splitlines())
+    state = json.loads((run_dir / "train_state.json").read_text())
+    assert state["finished"] is False and state["updates"] >= 2
+    assert (run_dir / "weights" / "policy.pt").exists() and not (run_dir / "weights" / "policy.pt.tmp").exists()
+
+
+# --- backend and summary rows ------------------------------------------------------------------------
+
+
+def test_backend_commands_and_resolved_config(tmp_path):
+    cfg = load_classic_config(SHIPPED)
+    backend = ClassicBackend()
+    resolved = backend.resolve(cfg, tmp_path, seed=9)
+    assert resolved["seed"] == 9 and resolved["ppo"] == cfg.model.model_dump()
+    assert resolved["harness"]["eval_episodes"] == 100 and resolved["harness"]["solved_threshold"] == 475
+    launch = backend.eval_command(cfg, tmp_path / "weights", tmp_path / "eval.jsonl")
+    assert launch.argv[1:3] == ["-m", "autorl.classic.evaluate"]
+    assert launch.argv[launch.argv.index("--weights") + 1] == str(tmp_path / "weights" / "policy.pt")
+    base = backend.eval_command(cfg, None, tmp_path / "base.jsonl")
+    assert base.argv[base.argv.index("--weights") + 1] == "none"
+    assert backend.collect(cfg, tmp_path).weights_dir is None  # nothing saved yet
+
+
+def rows_for(seed: int, scores: list[float]) -> list[dict]:
+    return [
+        {"env": "CartPole-v1", "example_id": f"episode-{i}", "sample": 0, "score": s, "seed": seed}
+        for i, s in enumerate(scores)
+    ]
+
+
+def test_summary_extras_on_constructed_data():
+    outcomes = [
+        TrainOutcome(weights_dir=Path("w"), extras={"seed": 10, "time_to_solve_seconds": 2.0}),
+        TrainOutcome(weights_dir=Path("w"), extras={"seed": 11, "time_to_solve_seconds": 4.0}),
+        TrainOutcome(weights_dir=Path("w"), extras={"seed": 12, "time_to_solve_seconds": None}),
+    ]
+    rows = rows_for(10, [500.0] * 100) + rows_for(11, [480.0] * 50 + [470.0] * 50) + rows_for(12, [200.0] * 100)
+    lines = classic_summary("CartPole-v1", outcomes, rows)
+    assert lines["solved_seeds"] == "2/3"
+    assert lines["time_to_solve_seconds"] == "3.00"  # median over the seeds that solved
+    assert lines["time_to_solve_per_seed"] == "10=2.00,11=4.00,12=none"
+    assert lines["seed_returns"] == "10=500.0,11=475.0,12=200.0"
+    assert lines["seed_return_range"] == "200.0..500.0"
+    assert lines["eval_normalised"] == f"{(500 + 475 + 200) / 3 / 500:.4f}"
+    assert lines["solved"] == "no"  # mean 391.7 < 475
+    assert float(lines["seed_return_std"]) == pytest.approx(np.std([500, 475, 200], ddof=1), abs=0.01)
+
+    walker = classic_summary(
+        "BipedalWalker-v3", outcomes[:1], [{**r, "env": "BipedalWalker-v3"} for r in rows_for(10, [310.0] * 100)]
+    )
+    assert walker["solved"] == "yes" and walker["solved_seeds"] == "1/1"
+    assert walker["eval_normalised"] == f"{310 / 300:.4f}"
+
+
+def test_summary_extras_when_nothing_solved():
+    outcomes = [TrainOutcome(weights_dir=Path("w"), extras={"seed": 1, "time_to_solve_seconds": None})]
+    lines = ClassicBackend().summary_extras(load_classic_config(SHIPPED), outcomes, rows_for(1, [30.0] * 100))
+    assert lines["solved"] == "no" and lines["solved_seeds"] == "0/1"
+    assert lines["time_to_solve_seconds"] == "none" and lines["seed_return_std"] == "0.00"
+
+
+def test_modules_the_runner_imports_before_validation_stay_light():
+    code = (
+        "import sys; import autorl.classic.backend, autorl.classic.config, autorl.classic.evaluate; "
+        "print(sorted(m for m in ('torch', 'gymnasium') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=REPO_ROOT)
+    assert out.stdout.strip() == "[]"

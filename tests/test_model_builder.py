@@ -1,0 +1,62 @@
+"""The tiny base model: builds without a hub, saves in HF format, reloads offline, generates; idempotent."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+from transformers import AutoModelForCausalLM, AutoTokenizer
+
+from autorl import model_builder as mb
+
+TINY = dict(hidden_size=32, intermediate_size=64, num_hidden_layers=1, num_attention_heads=2, num_key_value_heads=2)
+
+
+@pytest.fixture(scope="module")
+def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("models") / "tiny"
+    return mb.build_base_model(out, steps=20, batch_size=16, progress=False, **TINY)
+
+
+def test_tokenizer_round_trips_characters() -> None:
+    tok = mb.build_tokenizer()
+    text = "What is 347 + 586?\n#### 933"
+    ids = tok(text, add_special_tokens=False)["input_ids"]
+    assert len(ids) == len(text)  # one token per character
+    assert tok.decode(ids) == text
+    assert tok.pad_token_id != tok.eos_token_id
+    assert tok.decode([tok.eos_token_id, *ids[:4]], skip_special_tokens=True) == "What"
+
+
+def test_build_saves_and_reloads_offline(tiny_model: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    assert mb.is_complete(tiny_model)
+    info = json.loads((tiny_model / mb.MARKER).read_text())
+    assert info["steps"] == 20
+    tok = AutoTokenizer.from_pretrained(tiny_model)
+    model = AutoModelForCausalLM.from_pretrained(tiny_model)
+    assert model.config.model_type == "qwen2" and model.config.hidden_size == 32
+    assert tok.eos_token == mb.EOS_TOKEN and tok.pad_token == mb.PAD_TOKEN and tok.padding_side == "left"
+    batch = tok(["What is 1 + 2?\n", "What is 10 - 3?\n"], return_tensors="pt", padding=True)
+    out = model.generate(**batch, max_new_tokens=5, do_sample=False)
+    assert out.shape[0] == 2 and out.shape[1] <= batch["input_ids"].shape[1] + 5
+    # the warm-start moved the weights away from the random init: the loss on the format went down
+    fresh = AutoModelForCausalLM.from_config(mb.build_config(tok, **TINY))
+    ids = tok("What is 1 + 2?\n#### 3", return_tensors="pt")["input_ids"]
+    with torch.no_grad():
+        assert model(ids, labels=ids).loss < fresh(ids, labels=ids).loss
+
+
+def test_build_is_deterministic_and_idempotent(tiny_model: Path, tmp_path: Path) -> None:
+    again = mb.build_base_model(tmp_path / "again", steps=20, batch_size=16, progress=False, **TINY)
+    a = AutoModelForCausalLM.from_pretrained(tiny_model).state_dict()
+    b = AutoModelForCausalLM.from_pretrained(again).state_dict()
+    assert all(torch.equal(a[k], b[k]) for k in a)
+    stamp = (again / "model.safetensors").stat().st_mtime_ns
+    mb.build_base_model(again, steps=20, batch_size=16, progress=False, **TINY)  # complete: skipped
+    assert (again / "model.safetensors").stat().st_mtime_ns == stamp
+    (again / mb.MARKER).unlink()  # an interrupted build (no marker) is redone
+    mb.build_base_model(again, steps=20, batch_size=16, progress=False, **TINY)
+    assert mb.is_complete(again)

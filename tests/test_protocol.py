@@ -1,0 +1,325 @@
+"""The research protocol tools: mark, status, loop stop conditions, tune, report, program.md."""
+
+from __future__ import annotations
+
+import json
+import shlex
+import subprocess
+import sys
+import time
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from autorl import cli, loop, report, status, tune
+from autorl.ledger import Ledger
+
+REPO = Path(__file__).resolve().parent.parent
+FAKE_RUN = Path(__file__).resolve().parent / "fake_run.py"
+
+
+@pytest.fixture
+def root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("AUTORL_ROOT", str(tmp_path))
+    return tmp_path
+
+
+def add(ledger: Ledger, run_id: str, score: float | None, decision: str = "pending", **kw) -> None:
+    row = {
+        "run_id": run_id,
+        "commit": "c0ffee1",
+        "track": "llm",
+        "eval_score": score,
+        "eval_ci_low": None if score is None else score - 0.03,
+        "eval_ci_high": None if score is None else score + 0.03,
+        "status": "ok" if score is not None else "crash",
+        "decision": decision,
+        "config_hash": run_id,
+        "harness_hash": "h",
+        "eval_hash": "e",
+        "description": f"try {run_id}",
+    }
+    row.update(kw)
+    ledger.append(row)
+
+
+# ---- mark and status ----------------------------------------------------------------------------------
+
+
+def test_mark_cli(root: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    ledger = Ledger(root / "results.tsv")
+    add(ledger, "r1", 0.5, verdict="baseline")
+    add(ledger, "r2", 0.52, verdict="inconclusive")
+    assert cli.main(["mark", "discard", "--lesson", "no gain\tat all"]) == 0
+    assert cli.main(["mark", "keep", "--run", "r1", "--lesson", "baseline"]) == 0
+    out = capsys.readouterr()
+    assert "r2: decision discard; lesson: no gain at all" in out.out
+    rows = ledger.rows()
+    assert [(r["decision"], r["lesson"]) for r in rows] == [
+        ("keep", "baseline"),
+        ("discard", "no gain at all"),
+    ]
+    assert cli.main(["mark", "keep", "--run", "r2"]) == 0
+    assert "program.md keeps only improved" in capsys.readouterr().err  # kept an inconclusive trial
+    assert cli.main(["mark", "keep", "--run", "missing"]) == 2
+    assert "no trial with run id" in capsys.readouterr().err
+
+
+def test_status_is_bounded_and_counts(root: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    ledger = Ledger(root / "results.tsv")
+    add(ledger, "old-eval", 0.9, "keep", eval_hash="other")  # another eval set: not shown
+    add(ledger, "base", 0.40, "keep", config_hash="B", verdict="baseline")
+    add(ledger, "base2", 0.46, "discard", config_hash="B")  # the repeat: noise floor df 1
+    add(ledger, "k1", 0.55, "keep", verdict="improved", lesson="lr 3e-6 helps")
+    add(ledger, "c1", None, "crash", lesson="OOM")
+    for i in range(40):
+        add(ledger, f"d{i:02d}", 0.5, "discard", description="x" * 300)
+    add(ledger, "p1", 0.56, "pending")
+    st = status.collect(ledger.rows(), last=8)
+    assert st["best"]["run_id"] == "k1" and st["best_is_kept"]
+    assert st["context"]["trials"] == 45 and st["context"]["other_trials"] == 1
+    assert st["keep_rate"] == {"kept": 2, "decided": 43}
+    assert st["since_last_keep"] == 42 and st["not_kept_streak"] == 42
+    assert st["crashes"] == 1 and st["pending"] == ["p1"]
+    assert st["noise_floor"]["df"] == 1 and st["noise_floor"]["measured_sd"] == pytest.approx(0.06 / 2**0.5)
+    assert [r["run_id"] for r in st["last"]][-1] == "p1" and len(st["last"]) == 8
+    text = status.render(st)
+    assert len(text.splitlines()) <= 30 and max(len(line) for line in text.splitlines()) < 200
+    assert "k1" in text and "WARNING" in text and "diagnose" in text
+    assert cli.main(["status", "--json", "--last", "100"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert len(data["last"]) == status.MAX_LAST
+
+
+def test_status_before_anything_is_kept(root: Path) -> None:
+    ledger = Ledger(root / "results.tsv")
+    assert "no trials yet" in status.render(status.collect([]))
+    add(ledger, "base", 0.40, verdict="baseline")
+    st = status.collect(ledger.rows())
+    assert st["best"]["run_id"] == "base" and not st["best_is_kept"]
+    assert "reference (nothing kept yet" in status.render(st)
+    assert "default prior" in st["noise_floor"]["text"]
+
+
+# ---- loop -----------------------------------------------------------------------------------------------
+
+# A stand-in agent: records the prompt it got, appends one trial to results.tsv, optionally sleeps/STOPs.
+AGENT = """
+import os, sys, time
+from pathlib import Path
+from autorl.ledger import Ledger
+root = Path(os.environ["AUTORL_ROOT"])
+with open(root / "prompts.txt", "a") as f:
+    f.write(sys.argv[-1].replace("\\n", " ") + "\\n")
+n = len(Ledger(root / "results.tsv").rows())
+Ledger(root / "results.tsv").append({"run_id": f"agent-{n}", "status": "ok", "eval_score": 0.5,
+                                       "track": "llm", "description": "agent trial"})
+if os.environ.get("AGENT_STOP_AFTER") and n + 1 >= int(os.environ["AGENT_STOP_AFTER"]):
+    (root / "STOP").write_text("")
+time.sleep(float(os.environ.get("AGENT_SLEEP", "0")))
+"""
+
+
+def agent_cmd(root: Path) -> str:
+    script = root / "agent.py"
+    script.write_text(AGENT)
+    return f"{shlex.quote(sys.executable)} {shlex.quote(str(script))}"
+
+
+def test_loop_stops_at_trial_limit_and_passes_the_prompt(root: Path) -> None:
+    (root / "program.md").write_text("# p\n<!-- loop-prompt -->\nKeep going, agent.\n<!-- /loop-prompt -->\n")
+    assert loop.main(agent_cmd(root), max_trials=3) == 0
+    assert len(Ledger(root / "results.tsv").rows()) == 3
+    assert (root / "prompts.txt").read_text().splitlines() == ["Keep going, agent."] * 3
+    log = (root / ".autorl" / "loop.log").read_text()
+    assert "stop: trial limit (3); 3 new trials; 3 invocations" in log
+    assert len(list((root / ".autorl" / "loop").glob("*.log"))) == 3  # the agent's output per invocation
+
+
+def test_loop_stops_on_stop_file(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AGENT_STOP_AFTER", "2")
+    assert loop.main(agent_cmd(root), max_trials=50) == 0
+    assert len(Ledger(root / "results.tsv").rows()) == 2
+    assert "stop: STOP file" in (root / ".autorl" / "loop.log").read_text()
+    assert loop.main(agent_cmd(root)) == 2  # refuses to start while STOP exists
+
+
+def test_loop_time_limit_ends_a_running_agent(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AGENT_SLEEP", "60")
+    started = time.monotonic()
+    assert loop.main(agent_cmd(root), hours=3 / 3600) == 0  # 3 seconds
+    assert time.monotonic() - started < 20
+    log = (root / ".autorl" / "loop.log").read_text()
+    assert "stopped (time limit)" in log and "stop: time limit" in log
+
+
+def test_loop_gives_up_on_a_command_that_keeps_failing(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(loop, "MAX_FAST_EXITS", 3)
+    monkeypatch.setattr(loop, "BACKOFF_S", 0.0)
+    assert loop.main("exit 3") == 1
+    log = (root / ".autorl" / "loop.log").read_text()
+    assert log.count("exit 3 after") == 3 and "check the command" in log
+
+
+def test_loop_refuses_a_dirty_harness(root: Path) -> None:
+    git = ["git", "-c", "user.email=t@t", "-c", "user.name=t", "-c", "commit.gpgsign=false"]
+    (root / "autorl").mkdir()
+    (root / "autorl" / "x.py").write_text("A = 1\n")
+    subprocess.run([*git, "init", "-q"], cwd=root, check=True)
+    subprocess.run([*git, "add", "."], cwd=root, check=True)
+    subprocess.run([*git, "commit", "-qm", "init"], cwd=root, check=True)
+    (root / "autorl" / "x.py").write_text("A = 2\n")
+    assert loop.main("true", max_trials=1) == 2
+    assert not (root / ".autorl" / "loop.log").exists()
+
+
+def test_shipped_program_md_has_the_loop_prompt() -> None:
+    prompt = loop.loop_prompt(REPO)
+    assert prompt != loop.DEFAULT_PROMPT and "autorl status" in prompt
+    text = (REPO / "program.md").read_text()
+    assert 'grep -E "^(eval_score|eval_ci|delta|p_value|verdict|status):" run.log' in text
+    assert "autorl mark keep" in text and "git reset --hard HEAD~1" in text
+
+
+# ---- tune -----------------------------------------------------------------------------------------------
+
+TRAIN = """\
+# A small sample train.toml: comments and layout must survive tuning.
+max_steps = "None"  # train until the budget
+
+[[orchestrator.train.source]]
+# the training environment
+[orchestrator.train.source.env.taskset]
+id = "arithmetic"
+
+[trainer.optim]
+lr = 1e-6  # peak learning rate
+"""
+
+
+def test_tune_writes_valid_config_keeping_comments(tmp_path: Path) -> None:
+    params = tune.load_space(REPO / "space.toml")
+    values = {"lr": 3.14159e-5, "group_size": 8, "batch_size": 32, "temperature": 0.9, "dppo_mask_low": 0.1}
+    values |= {"dppo_mask_high": 0.3, "kl_tau": 1e-3}
+    text = tune.render(TRAIN, params, values)
+    for line in TRAIN.splitlines():
+        if line.startswith("#") or "#" in line and "lr" not in line:
+            assert line in text
+    assert "lr = 3.142e-05  # peak learning rate" in text
+    data = tomllib.loads(text)
+    assert data["orchestrator"]["group_size"] == 8
+    assert data["orchestrator"]["train"]["sampling"]["temperature"] == 0.9
+    assert data["orchestrator"]["train"]["source"][0]["env"]["taskset"]["id"] == "arithmetic"
+    assert data["trainer"]["loss"] == {"dppo_mask_low": 0.1, "dppo_mask_high": 0.3, "kl_tau": 1e-3}
+    from autorl.config import load_train_config
+
+    path = tmp_path / "train.toml"
+    path.write_text(text)
+    cfg = load_train_config(path)  # the harness accepts every key the default space writes
+    assert cfg.model.trainer.optim.lr == pytest.approx(3.142e-5)
+
+
+def test_suggest_respects_multiple_of() -> None:
+    import optuna
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    params = tune.load_space(REPO / "space.toml")
+    study = optuna.create_study(sampler=optuna.samplers.RandomSampler(seed=1))
+    for _ in range(50):
+        v = tune.suggest(study.ask(), params)
+        assert v["batch_size"] % v["group_size"] == 0 and v["batch_size"] >= 16
+
+
+def test_space_errors_name_the_parameter(tmp_path: Path) -> None:
+    bad = tmp_path / "space.toml"
+    for text, words in [
+        ("[lr]\nlow = 1\nhigh = 2\n", "needs a `key`"),
+        ('[lr]\nkey = "a"\nlow = 2\nhigh = 1\n', "low < high"),
+        ('[lr]\nkey = "a"\nlow = 0.0\nhigh = 1.0\nlog = true\n', "low > 0"),
+        ('[b]\nkey = "a"\nchoices = [1]\nmultiple_of = "g"\n', "unknown parameter"),
+    ]:
+        bad.write_text(text)
+        with pytest.raises(tune.SpaceError, match=words):
+            tune.load_space(bad)
+
+
+def test_tune_runs_trials_through_the_runner(root: Path) -> None:
+    (root / "train.toml").write_text(TRAIN)
+    (root / "space.toml").write_text(
+        '[lr]\nkey = "trainer.optim.lr"  # searched\nlow = 1e-6\nhigh = 1e-2\nlog = true\n'
+    )
+    runner = [sys.executable, str(FAKE_RUN)]
+    assert tune.run_tune(3, budget=1, runner=runner) == 0
+    rows = Ledger(root / "results.tsv").rows()
+    assert len(rows) == 3 and all(r["description"].startswith("tune: lr=") for r in rows)
+    assert rows[0]["verdict"] == "baseline" and rows[0]["decision"] == "keep"  # the current config first
+    assert tomllib.loads((root / "runs" / rows[0]["run_id"] / "config.toml").read_text())["trainer"] == {
+        "optim": {"lr": 1e-6}
+    }
+    assert all(
+        r["decision"] == ("keep" if r["verdict"] in ("improved", "baseline") else "discard") for r in rows
+    )
+    final = (root / "train.toml").read_text()
+    assert "# peak learning rate" in final and "# the training environment" in final
+    improved = [r for r in rows if r["verdict"] == "improved"]
+    if improved:
+        best = max(improved, key=lambda r: float(r["eval_score"]))
+        best_cfg = (root / "runs" / best["run_id"] / "config.toml").read_text()
+        assert tomllib.loads(final) == tomllib.loads(best_cfg)
+    else:
+        assert final == TRAIN
+
+
+def test_tune_crashes_are_marked_and_config_restored(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("FAKE_RUN_CRASH", "1")
+    (root / "train.toml").write_text(TRAIN)
+    runner = [sys.executable, str(FAKE_RUN)]
+    (root / "space.toml").write_text('[lr]\nkey = "trainer.optim.lr"\nchoices = [0.0]\n')
+    assert tune.run_tune(1, budget=1, runner=runner) == 0  # lr = 0 is an invalid config: no row
+    assert not (root / "results.tsv").exists()
+    (root / "space.toml").write_text('[lr]\nkey = "trainer.optim.lr"\nchoices = [1e-4]\n')
+    assert tune.run_tune(2, budget=1, runner=runner) == 0
+    rows = Ledger(root / "results.tsv").rows()
+    assert len(rows) == 2 and all(r["status"] == "crash" and r["decision"] == "crash" for r in rows)
+    assert (root / "train.toml").read_text() == TRAIN
+
+
+# ---- report ---------------------------------------------------------------------------------------------
+
+
+def test_report_png_and_kept_table(root: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    ledger = Ledger(root / "results.tsv")
+    trials = [
+        ("base", 0.40, "keep", 1e-6),
+        ("t1", 0.42, "discard", 2e-6),
+        ("t2", 0.55, "keep", 1e-5),
+        ("t3", None, "crash", 1e-2),
+        ("t4", 0.50, "discard", 3e-5),
+        ("t5", 0.61, "keep", 5e-5),
+        ("t6", 0.60, "pending", 6e-5),
+    ]
+    for run_id, score, decision, lr in trials:
+        (root / "runs" / run_id).mkdir(parents=True)
+        (root / "runs" / run_id / "config.toml").write_text(TRAIN.replace("lr = 1e-6", f"lr = {lr}"))
+        add(ledger, run_id, score, decision, delta=None if score is None else score - 0.4)
+    out = root / "progress.png"
+    assert cli.main(["report", "--out", str(out), "--md", str(root / "kept.md")]) == 0
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and out.stat().st_size > 10_000
+    table = (root / "kept.md").read_text()
+    lines = table.splitlines()
+    assert len(lines) == 2 + 3  # header, rule, baseline + two kept trials
+    assert "(baseline)" in lines[2]
+    assert "trainer.optim.lr: 1e-06 -> 1e-05" in lines[3] and "trainer.optim.lr: 1e-06 -> 5e-05" in lines[4]
+    assert "| 6 | t5 | 0.6100 |" in lines[4]
+    assert table.strip() in capsys.readouterr().out
+
+
+def test_report_reads_config_diff_when_configs_are_missing(root: Path) -> None:
+    ledger = Ledger(root / "results.tsv")
+    add(ledger, "base", 0.40, "keep")
+    add(ledger, "t1", 0.50, "keep")
+    (root / "runs" / "t1").mkdir(parents=True)
+    (root / "runs" / "t1" / "config.diff").write_text("--- a\n+++ b\n@@ -1 +1 @@\n-lr = 1e-6\n+lr = 1e-5\n")
+    table = report.kept_table(ledger.rows())
+    assert "-lr = 1e-6; +lr = 1e-5" in table
