@@ -63,7 +63,7 @@ class EnvSpec(BaseModel):
     @classmethod
     def _has_id(cls, value: dict[str, Any]) -> dict[str, Any]:
         if not isinstance(value.get("id"), str):
-            raise ValueError("[env.taskset] needs an `id` (e.g. id = \"autorl-arithmetic\")")
+            raise ValueError('[env.taskset] needs an `id` (e.g. id = "autorl-arithmetic")')
         return value
 
     @property
@@ -192,7 +192,9 @@ class HFGenerator:
         results: list[list[str]] = [[] for _ in prompts]
         for b, start in enumerate(range(0, len(order), self.batch_size)):
             idx = order[start : start + self.batch_size]
-            batch = self.tokenizer.pad({"input_ids": [ids[i] for i in idx]}, return_tensors="pt").to(self.device)
+            batch = self.tokenizer.pad({"input_ids": [ids[i] for i in idx]}, return_tensors="pt").to(
+                self.device
+            )
             torch.manual_seed(spec.seed + b)  # seeded sampling, independent of earlier batches
             out = self.model.generate(**batch, generation_config=config)
             new = out[:, batch["input_ids"].shape[1] :]
@@ -307,7 +309,9 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description="The fixed evaluation (eval.toml) of one set of weights.")
     parser.add_argument("--weights", type=Path, required=True, help="Hugging Face model directory")
     parser.add_argument("--out", type=Path, required=True, help="eval.jsonl to write")
-    parser.add_argument("--base-model", default=None, help="tokenizer/config source when --weights lacks them")
+    parser.add_argument(
+        "--base-model", default=None, help="tokenizer/config source when --weights lacks them"
+    )
     parser.add_argument("--spec", type=Path, default=None, help="eval spec (default: the repo's eval.toml)")
     parser.add_argument("--engine", choices=["auto", "hf", "vllm"], default="auto")
     parser.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto")

@@ -16,26 +16,25 @@ import argparse
 import json
 import math
 import shutil
-import string
 import sys
 import time
 from pathlib import Path
 
 import torch
 from autorl_arithmetic import core as arithmetic
-from tokenizers import Tokenizer, decoders, models
-from transformers import PreTrainedTokenizerFast, Qwen2Config, Qwen2ForCausalLM
+from tokenizers import pre_tokenizers
+from transformers import PreTrainedTokenizerFast, Qwen2Config, Qwen2ForCausalLM, Qwen2Tokenizer
 
 from autorl import paths
 
 MODEL_NAME = "tiny-arith"
 MARKER = "autorl-model.json"  # written last; its presence means the build completed
 
-# Tokenizer: one token per printable ASCII character (plus tab and newline), three special tokens.
+# Tokenizer: one token per byte (256 byte-level symbols, no merges) plus two special tokens. It is built as a
+# Qwen2Tokenizer because that is what AutoTokenizer returns for a qwen2 model whatever tokenizer_config.json
+# says: building the same class guarantees that every reload (eval, trainer, vLLM) tokenizes identically.
 PAD_TOKEN = "<|pad|>"
 EOS_TOKEN = "<|endoftext|>"
-UNK_TOKEN = "<|unk|>"
-CHARS = [c for c in string.printable if c not in "\r\x0b\x0c"]
 
 # Model (Qwen2). ~0.8M parameters: small enough that a GRPO step on 2 CPU cores takes well under a second.
 HIDDEN_SIZE = 128
@@ -46,27 +45,27 @@ NUM_KV_HEADS = 4
 MAX_POSITIONS = 256  # prompt + completion of the arithmetic task are < 40 characters
 
 # Supervised warm-start on the arithmetic train split (never sees an eval problem: see core.py).
-TASK_FIELDS: dict = {}  # arithmetic.Settings defaults: 1-3 digit operands, + and -
-SFT_STEPS = 600  # calibrated: see docs/environments.md (greedy eval score ~0.3-0.4)
+TASK_FIELDS: dict = {}  # the autorl-arithmetic defaults = the default train.toml source and eval.toml
+SFT_STEPS = 500  # calibrated: see docs/environments.md (greedy eval score ~0.3-0.4)
 SFT_BATCH_SIZE = 64
 SFT_LR = 3e-3
 SFT_WARMUP_STEPS = 30
 SFT_WEIGHT_DECAY = 0.01
 SFT_SEED = 0
-SFT_THREADS = 2  # the build is meant for a 2-core laptop; more threads barely help at this size
+SFT_THREADS = 1  # deterministic everywhere; 2 threads are ~6x *slower* when other processes share the cores
 
 
 def build_tokenizer() -> PreTrainedTokenizerFast:
-    """A character-level tokenizer: a BPE model with no merges is exactly one token per character."""
-    specials = [PAD_TOKEN, EOS_TOKEN, UNK_TOKEN]
-    vocab = {tok: i for i, tok in enumerate(specials + CHARS)}
-    tok = Tokenizer(models.BPE(vocab=vocab, merges=[], unk_token=UNK_TOKEN))
-    tok.decoder = decoders.Fuse()  # concatenate characters back, no spaces in between
-    return PreTrainedTokenizerFast(
-        tokenizer_object=tok,
-        pad_token=PAD_TOKEN,
+    """A character-level tokenizer: byte-level BPE with an alphabet-only vocabulary and no merges, so every
+    ASCII character is one token (and any text round-trips). Qwen2's own pre-tokenizer/decoder pipeline."""
+    alphabet = sorted(pre_tokenizers.ByteLevel.alphabet())
+    vocab = {tok: i for i, tok in enumerate([PAD_TOKEN, EOS_TOKEN, *alphabet])}
+    return Qwen2Tokenizer(
+        vocab=vocab,
+        merges=[],
         eos_token=EOS_TOKEN,
-        unk_token=UNK_TOKEN,
+        pad_token=PAD_TOKEN,
+        unk_token=EOS_TOKEN,  # unused: every byte is in the vocabulary
         padding_side="left",  # generation pads on the left
         clean_up_tokenization_spaces=False,
         model_max_length=MAX_POSITIONS,

@@ -1,4 +1,4 @@
-"""Time to solve CartPole-v1: this PPO (shipped classic.toml) vs SB3 PPO (rl-baselines3-zoo) vs CleanRL defaults.
+"""Time to solve CartPole-v1: this PPO (classic.toml) vs SB3 PPO (rl-baselines3-zoo) vs CleanRL defaults.
 
     uv run --extra bench python scripts/bench_classic.py [--seeds 5] [--cap 120] [--config classic.toml]
 
@@ -28,7 +28,6 @@ import statistics
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import torch
@@ -213,11 +212,15 @@ def main() -> None:
         peers = {n: m for n, m in medians.items() if n != "ours"}
         for name, (wall, cpu) in peers.items():
             print(
-                f"ratio {name} / ours: wall {wall / medians['ours'][0]:.1f}x, cpu {cpu / medians['ours'][1]:.1f}x"
+                f"ratio {name} / ours: wall {wall / medians['ours'][0]:.1f}x, "
+                f"cpu {cpu / medians['ours'][1]:.1f}x"
             )
         if peers:
             best = min(peers, key=lambda n: peers[n][0])
-            print(f"speed-up vs the best peer ({best}): {peers[best][0] / medians['ours'][0]:.1f}x (target >= 5x)")
+            print(
+                f"speed-up vs the best peer ({best}): "
+                f"{peers[best][0] / medians['ours'][0]:.1f}x (target >= 5x)"
+            )
 
 
 if __name__ == "__main__":

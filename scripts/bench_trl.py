@@ -7,11 +7,11 @@ Both trainers run in this process one after the other, with the same torch threa
 environment and batch shape of the config: ``batch_size`` rollouts per optimizer step, ``group_size``
 completions per prompt, the same temperature and ``max_completion_tokens``, one optimizer step per batch.
 TRL is set up to do the same work as prime-rl's GRPO: ``num_generations = group_size``,
-``per_device_train_batch_size = batch_size``, ``num_iterations = 1`` (no extra old-policy forward), ``beta = 0``
-(no reference model), ``scale_rewards = "none"``, token-level loss (``dapo``), top_p 1, no top_k.
+``per_device_train_batch_size = batch_size``, ``num_iterations = 1`` (no extra old-policy forward),
+``beta = 0`` (no reference model), ``scale_rewards = "none"``, token-level loss (``dapo``), top_p 1, no top_k.
 
-samples/s = rollouts trained per wall-clock second, measured from the end of the warm-up steps to the end of
-the last step (the first steps pay one-time costs: lazy imports, allocator warm-up). The ratio is ours / TRL's.
+samples/s = rollouts trained per wall-clock second, from the end of the warm-up steps to the end of the last
+step (the first steps pay one-time costs: lazy imports, allocator warm-up). The ratio is ours / TRL's.
 Run it on an otherwise idle machine; `uptime` load is printed next to the figures.
 """
 
@@ -28,6 +28,9 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
+# As the harness runs its children (EmbeddedBackend.launch): idle OpenMP threads sleep instead of spinning.
+# Must be set before torch is imported; it applies to both trainers alike.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 
 def load_spec(config: Path):
@@ -156,15 +159,25 @@ def main() -> None:
     ap.add_argument("--warmup", type=int, default=2, help="steps run before the clock starts")
     ap.add_argument("--threads", type=int, default=len(os.sched_getaffinity(0)))
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument(
+        "--no-filter",
+        action="store_true",
+        help="train every rollout (filter_zero_advantages = false), as TRL does: compares raw compute only",
+    )
     args = ap.parse_args()
     assert args.warmup >= 1, "at least one warm-up step"
 
     spec = load_spec(args.config)
+    if args.no_filter:
+        spec = spec.model_copy(update={"filter_zero_advantages": False})
     src = spec.sources[0]
+    prompts = spec.batch_size // src.group_size
+    print(f"model {spec.model_path}")
     print(
-        f"model {spec.model_path}\nbatch: {spec.batch_size} rollouts = {spec.batch_size // src.group_size} prompts "
-        f"x {src.group_size}, temperature {src.temperature}, max_completion_tokens {src.max_completion_tokens}; "
-        f"{args.steps} steps after {args.warmup} warm-up; {args.threads} threads; load {os.getloadavg()[0]:.2f}"
+        f"batch: {spec.batch_size} rollouts = {prompts} prompts x {src.group_size}, temperature "
+        f"{src.temperature}, max_completion_tokens {src.max_completion_tokens}; {args.steps} steps after "
+        f"{args.warmup} warm-up; {args.threads} threads; filter_zero_advantages "
+        f"{spec.filter_zero_advantages}; load {os.getloadavg()[0]:.2f}"
     )
     ours = bench_embedded(spec, args.steps, args.warmup, args.seed, args.threads)
     print(
@@ -173,9 +186,8 @@ def main() -> None:
     )
     trl = bench_trl(spec, args.steps, args.warmup, args.seed, args.threads)
     print(f"TRL     : {trl['samples_per_s']:8.1f} samples/s  ({trl['seconds_per_step']:.3f} s/step)")
-    print(
-        f"ratio embedded/TRL: {ours['samples_per_s'] / trl['samples_per_s']:.2f}x  (load {os.getloadavg()[0]:.2f})"
-    )
+    ratio = ours["samples_per_s"] / trl["samples_per_s"]
+    print(f"ratio embedded/TRL: {ratio:.2f}x  (load {os.getloadavg()[0]:.2f})")
 
 
 if __name__ == "__main__":

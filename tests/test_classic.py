@@ -1,4 +1,4 @@
-"""Classic track: classic.toml validation, the fixed evaluator, PPO learning, the training child, summary rows."""
+"""Classic track: classic.toml validation, fixed evaluator, PPO learning, training child, summary rows."""
 
 from __future__ import annotations
 
@@ -18,7 +18,8 @@ from autorl import progress
 from autorl.backends.base import TrainOutcome
 from autorl.classic.backend import ClassicBackend, classic_summary
 from autorl.classic.config import ClassicConfig, ConfigError, load_classic_config
-from autorl.classic.evaluate import evaluate, main as evaluate_main, train_eval, train_eval_envs
+from autorl.classic.evaluate import evaluate, train_eval, train_eval_envs
+from autorl.classic.evaluate import main as evaluate_main
 from autorl.classic.ppo import PPO, load_policy
 from autorl.paths import REPO_ROOT
 
@@ -50,7 +51,7 @@ def test_unknown_key_names_file_line_and_nearest_key(tmp_path):
 
 
 def test_out_of_range_and_wrong_type_are_refused(tmp_path):
-    path = write(tmp_path, "gamma = 1.5\nnum_envs = 0\nactivation = \"sigmoid\"\n")
+    path = write(tmp_path, 'gamma = 1.5\nnum_envs = 0\nactivation = "sigmoid"\n')
     with pytest.raises(ConfigError) as exc:
         load_classic_config(path)
     msg = str(exc.value)
@@ -82,7 +83,9 @@ def test_unknown_env_is_refused(tmp_path):
 
 
 def small_cfg(**over) -> ClassicConfig:
-    base = dict(total_env_steps=20_000, num_envs=16, num_steps=32, learning_rate=3e-3, gamma=0.98, gae_lambda=0.8)
+    base = dict(
+        total_env_steps=20_000, num_envs=16, num_steps=32, learning_rate=3e-3, gamma=0.98, gae_lambda=0.8
+    )
     return ClassicConfig(**{**base, **over})
 
 
@@ -111,13 +114,18 @@ def test_evaluator_is_deterministic(tmp_path):
     assert len(set(a)) > 1  # the 100 fixed seeds really are different episodes
     # A different policy gets different returns on the same episodes (the evaluator reads the weights).
     other = save_untrained_policy(tmp_path, seed=4)
-    assert evaluate_main(["--weights", str(other), "--env", "CartPole-v1", "--out", str(tmp_path / "c.jsonl")]) == 0
+    assert (
+        evaluate_main(["--weights", str(other), "--env", "CartPole-v1", "--out", str(tmp_path / "c.jsonl")])
+        == 0
+    )
     assert read_scores(tmp_path / "c.jsonl") != a
 
 
 def test_random_policy_baseline_is_deterministic(tmp_path):
     for name in ("r1", "r2"):
-        assert evaluate_main(["--weights", "none", "--env", "CartPole-v1", "--out", str(tmp_path / name)]) == 0
+        assert (
+            evaluate_main(["--weights", "none", "--env", "CartPole-v1", "--out", str(tmp_path / name)]) == 0
+        )
     r1, r2 = read_scores(tmp_path / "r1"), read_scores(tmp_path / "r2")
     assert r1 == r2 and 10 < np.mean(r1) < 40  # a random CartPole policy lasts ~22 steps
 
@@ -147,8 +155,16 @@ def test_short_cartpole_run_learns():
 
 def test_continuous_policy_runs_on_bipedalwalker(tmp_path):
     cfg = ClassicConfig(
-        env_id="BipedalWalker-v3", total_env_steps=1_000, num_envs=2, num_steps=64, num_minibatches=2,
-        norm_obs=True, norm_reward=True, update_epochs=2, layer_norm=True, log_std_init=-0.5,
+        env_id="BipedalWalker-v3",
+        total_env_steps=1_000,
+        num_envs=2,
+        num_steps=64,
+        num_minibatches=2,
+        norm_obs=True,
+        norm_reward=True,
+        update_epochs=2,
+        layer_norm=True,
+        log_std_init=-0.5,
     )
     ppo = PPO(cfg, seed=0)
     updates = list(ppo.run())
@@ -209,7 +225,9 @@ def test_training_child_saves_and_exits_zero_on_sigterm(tmp_path):
     assert any((e := progress.parse(line)) and e["event"] == "saved" for line in rest.splitlines())
     state = json.loads((run_dir / "train_state.json").read_text())
     assert state["finished"] is False and state["updates"] >= 2
-    assert (run_dir / "weights" / "policy.pt").exists() and not (run_dir / "weights" / "policy.pt.tmp").exists()
+    assert (run_dir / "weights" / "policy.pt").exists() and not (
+        run_dir / "weights" / "policy.pt.tmp"
+    ).exists()
 
 
 # --- backend and summary rows ------------------------------------------------------------------------
@@ -242,7 +260,9 @@ def test_summary_extras_on_constructed_data():
         TrainOutcome(weights_dir=Path("w"), extras={"seed": 11, "time_to_solve_seconds": 4.0}),
         TrainOutcome(weights_dir=Path("w"), extras={"seed": 12, "time_to_solve_seconds": None}),
     ]
-    rows = rows_for(10, [500.0] * 100) + rows_for(11, [480.0] * 50 + [470.0] * 50) + rows_for(12, [200.0] * 100)
+    rows = (
+        rows_for(10, [500.0] * 100) + rows_for(11, [480.0] * 50 + [470.0] * 50) + rows_for(12, [200.0] * 100)
+    )
     lines = classic_summary("CartPole-v1", outcomes, rows)
     assert lines["solved_seeds"] == "2/3"
     assert lines["time_to_solve_seconds"] == "3.00"  # median over the seeds that solved
@@ -254,7 +274,9 @@ def test_summary_extras_on_constructed_data():
     assert float(lines["seed_return_std"]) == pytest.approx(np.std([500, 475, 200], ddof=1), abs=0.01)
 
     walker = classic_summary(
-        "BipedalWalker-v3", outcomes[:1], [{**r, "env": "BipedalWalker-v3"} for r in rows_for(10, [310.0] * 100)]
+        "BipedalWalker-v3",
+        outcomes[:1],
+        [{**r, "env": "BipedalWalker-v3"} for r in rows_for(10, [310.0] * 100)],
     )
     assert walker["solved"] == "yes" and walker["solved_seeds"] == "1/1"
     assert walker["eval_normalised"] == f"{310 / 300:.4f}"
@@ -272,5 +294,7 @@ def test_modules_the_runner_imports_before_validation_stay_light():
         "import sys; import autorl.classic.backend, autorl.classic.config, autorl.classic.evaluate; "
         "print(sorted(m for m in ('torch', 'gymnasium') if m in sys.modules))"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=REPO_ROOT)
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=REPO_ROOT
+    )
     assert out.stdout.strip() == "[]"

@@ -178,7 +178,7 @@ def test_group_size_shapes_the_groups(tiny_model, tmp_path):
 
 
 def test_on_policy_step_matches_sampler_and_masks_nothing(tiny_model, tmp_path):
-    """max_off_policy_steps = 0: the trainer recomputes the sampler's logprobs (ratio 1), no token is masked."""
+    """max_off_policy_steps = 0: the trainer recomputes the sampling logprobs (ratio 1), nothing is masked."""
     trainer = make_trainer(
         tiny_model, tmp_path, max_steps=2, loss={"dppo_mask_high": 1e-4, "dppo_mask_low": 1e-4}
     )
@@ -402,3 +402,132 @@ def test_shared_prompt_forward_equals_a_full_forward_per_row(tiny_model, tmp_pat
     total.backward()
     for shared, full in zip(shared_grads, trainer.model.parameters(), strict=True):
         torch.testing.assert_close(shared, full.grad, atol=1e-5, rtol=1e-4)
+
+
+# ---------------------------------------------------------------------------------------------- child process
+
+CHILD_TOML = """
+max_steps = 1000
+seq_len = 48
+[model]
+name = "{model}"
+[trainer.optim]
+lr = 1e-3
+[orchestrator]
+batch_size = 8
+group_size = 4
+[orchestrator.train]
+filter_zero_advantages = false   # a random model never scores on arithmetic: keep training anyway
+[orchestrator.train.sampling]
+temperature = 1.0
+max_completion_tokens = 6
+[[orchestrator.train.source]]
+name = "arith"
+[orchestrator.train.source.env.taskset]
+id = "autorl-arithmetic"
+"""
+
+
+def test_child_saves_weights_and_exits_cleanly_on_sigterm(tiny_model, tmp_path):
+    """The real child, started as the runner starts it, stopped mid-run by SIGTERM: it saves the weights of
+    its last completed step (atomically, marked complete), says so, and exits 0."""
+    from autorl.config import load_train_config
+
+    (tmp_path / "train.toml").write_text(CHILD_TOML.format(model=tiny_model))
+    cfg = load_train_config(tmp_path / "train.toml", backend="embedded")
+    backend = EmbeddedBackend()
+    backend.check(cfg)
+    run_dir = tmp_path / "seed-0"
+    launch = backend.launch(cfg, run_dir, 0)
+    proc = subprocess.Popen(
+        launch.argv, cwd=launch.cwd, env={**os.environ, **launch.env}, stdout=subprocess.PIPE, text=True
+    )
+    events = []
+    deadline = time.monotonic() + 240
+    try:
+        for line in proc.stdout:
+            event = launch.parse_line(line.rstrip("\n"))
+            if event is not None:
+                events.append(event)
+            if sum(e["event"] == "step" for e in events) >= 3:
+                proc.send_signal(signal.SIGTERM)
+                break
+            assert time.monotonic() < deadline, "child too slow"
+        rest = proc.communicate(timeout=120)[0]
+    finally:
+        proc.kill()
+    events += [e for e in map(progress.parse, rest.splitlines()) if e is not None]
+    assert proc.returncode == 0
+    names = [e["event"] for e in events]
+    assert names[0] == "ready" and names[-1] == "done" and "saved" in names
+    last_step = max(e["step"] for e in events if e["event"] == "step")
+    saved = [e for e in events if e["event"] == "saved"][-1]
+    assert saved["step"] == last_step
+    outcome = backend.collect(cfg, run_dir)
+    assert outcome.weights_dir == run_dir / "weights" and outcome.steps == last_step
+    assert json.loads((run_dir / "weights" / COMPLETE_MARKER).read_text())["step"] == last_step
+    assert outcome.peak_memory_gb is not None and outcome.peak_memory_gb > 0
+    rows = metrics(run_dir)
+    assert [r["step"] for r in rows] == list(range(1, last_step + 1))
+    for key in ("step", "reward_mean", "loss", "lr", "seconds", "samples_per_s"):
+        assert key in rows[0]
+
+
+def test_vllm_sampler_up_to_the_engine_boundary(monkeypatch, tiny_model):
+    """vLLM is not installable here: a stand-in `vllm` module checks what VLLMSampler asks of the engine
+    (processed logprobs, top_p 1, seeded params, weights pushed after a step) and how it reads the outputs."""
+    import types
+
+    calls: dict = {"loaded": None, "reset": 0}
+
+    class LLM:
+        def __init__(self, **kwargs):
+            calls["init"] = kwargs
+
+        def generate(self, prompts, params, use_tqdm=False):
+            calls["params"] = params
+            outs = []
+            for i in range(len(prompts)):
+                ids = [5, 6, 1] if i == 0 else [7]  # row 0 stops with EOS (1), row 1 hits the limit
+                lps = [{t: SimpleNamespace(logprob=-0.1 * (j + 1))} for j, t in enumerate(ids)]
+                reason = "stop" if i == 0 else "length"
+                outs.append(
+                    SimpleNamespace(
+                        outputs=[SimpleNamespace(token_ids=ids, logprobs=lps, finish_reason=reason)]
+                    )
+                )
+            return outs
+
+        def apply_model(self, fn):
+            model = SimpleNamespace(load_weights=lambda weights: calls.__setitem__("loaded", dict(weights)))
+            fn(model)
+
+        def reset_prefix_cache(self):
+            calls["reset"] += 1
+
+    class SamplingParams:
+        def __init__(self, **kwargs):
+            self.kwargs = kwargs
+
+    vllm = types.ModuleType("vllm")
+    vllm.LLM, vllm.SamplingParams = LLM, SamplingParams
+    inputs = types.ModuleType("vllm.inputs")
+    inputs.TokensPrompt = lambda prompt_token_ids: {"prompt_token_ids": prompt_token_ids}
+    monkeypatch.setitem(sys.modules, "vllm", vllm)
+    monkeypatch.setitem(sys.modules, "vllm.inputs", inputs)
+    from autorl.backends.embedded.generation import VLLMSampler
+
+    sampler = VLLMSampler(str(tiny_model), pad_id=0, seed=3, max_model_len=64, device="cpu")
+    assert calls["init"]["logprobs_mode"] == "processed_logprobs"
+    roll = sampler.sample([[10, 11, 12], [10, 11]], 0.7, 4, torch.Generator().manual_seed(0))
+    params = [p.kwargs for p in calls["params"]]
+    assert all(p["temperature"] == 0.7 and p["top_p"] == 1.0 and p["max_tokens"] == 4 for p in params)
+    assert all(p["logprobs"] == 0 for p in params) and len({p["seed"] for p in params}) == 2
+    assert roll.completion_token_lists() == [[5, 6, 1], [7]]
+    assert roll.completion_mask.tolist() == [[True, True, True], [True, False, False]]
+    torch.testing.assert_close(roll.logprobs[0], torch.tensor([-0.1, -0.2, -0.3]))
+    assert roll.truncated.tolist() == [False, True]
+    assert roll.prompt_mask.tolist() == [[True, True, True], [False, True, True]]
+    model = Qwen2ForCausalLM.from_pretrained(tiny_model)
+    sampler.sync_weights(model)
+    assert set(calls["loaded"]) == set(model.state_dict()) and calls["reset"] == 1

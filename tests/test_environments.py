@@ -6,6 +6,7 @@ import asyncio
 import dataclasses
 import itertools
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -22,7 +23,7 @@ from autorl import envs
     [
         ("#### 933", 1.0),
         ("#### 933\n", 1.0),
-        ("347 + 586 = 933\n#### 933", 1.0),
+        ("347+586=933\n#### 933", 1.0),
         ("####933", 1.0),
         ("#### 933.", 1.0),
         ("#### 9,33", 1.0),  # separators are tolerated (only the digits count)
@@ -41,26 +42,43 @@ def test_arithmetic_score(completion: str, expected: float) -> None:
     assert arith.score(completion, "933") == expected
 
 
+def expression(prompt: str) -> str:
+    """The arithmetic in a prompt, with single spaces around operators: "3+4=" -> "3 + 4"."""
+    if prompt.startswith("What is "):
+        return prompt.removeprefix("What is ").split("?")[0]
+    return re.sub(r"([+-])", r" \1 ", prompt.removesuffix("="))
+
+
 def test_arithmetic_answers_are_correct() -> None:
-    for p in arith.first(arith.Settings(split="eval"), 200):
-        a, op, b = p.prompt.removeprefix("What is ").removesuffix("?\n").split(" ")
-        assert int(p.answer) == (int(a) + int(b) if op == "+" else int(a) - int(b)) >= 0
-        assert arith.score(arith.format_answer(p.answer), p.answer) == 1.0
+    for settings in (arith.Settings(split="eval"), arith.Settings(min_terms=2, max_terms=5, max_digits=2)):
+        for p in arith.first(settings, 200):
+            assert int(p.answer) == eval(expression(p.prompt)) >= 0  # Python evaluates the same text
+            assert arith.score(arith.format_answer(p.answer), p.answer) == 1.0
 
 
-def test_arithmetic_splits_are_deterministic_and_disjoint() -> None:
-    s = arith.Settings(max_digits=2)  # a small problem space makes collisions likely if splits leaked
-    eval_set = arith.first(dataclasses.replace(s, split="eval"), 400)
-    assert eval_set == arith.first(dataclasses.replace(s, split="eval"), 400)
-    assert arith.first(dataclasses.replace(s, split="eval"), 50) == eval_set[:50]  # prefixes agree
-    eval_keys = {p.prompt for p in eval_set}
-    assert len(eval_keys) == len(eval_set)  # distinct problems
+def canonical(prompt: str) -> tuple:
+    """Reorderings of one problem (3 + 5 - 2 and 5 - 2 + 3) map to the same key."""
+    tokens = ["+", *expression(prompt).split(" ")]
+    return (
+        tuple(sorted(int(n) for op, n in zip(tokens[::2], tokens[1::2], strict=True) if op == "+")),
+        tuple(sorted(int(n) for op, n in zip(tokens[::2], tokens[1::2], strict=True) if op == "-")),
+    )
+
+
+@pytest.mark.parametrize("fields", [{"max_digits": 2}, {"max_digits": 1, "max_terms": 3}])
+def test_arithmetic_splits_are_deterministic_and_disjoint(fields: dict) -> None:
+    # small problem spaces make collisions likely if the splits leaked
+    s = arith.Settings(**fields)
+    eval_s = dataclasses.replace(s, split="eval")
+    eval_set = arith.first(eval_s, 300)
+    assert eval_set == arith.first(eval_s, 300)
+    assert arith.first(eval_s, 50) == eval_set[:50]  # prefixes agree
+    eval_keys = {canonical(p.prompt) for p in eval_set}
+    assert len(eval_keys) == len(eval_set)  # distinct problems, reorderings included
     assert len({p.id for p in eval_set}) == len(eval_set)
-    # the eval split holds whole problems: b + a never lands in train when a + b is in eval
-    flipped = {f"What is {b} + {a}?\n" for a, _, b in (p.prompt[8:-2].split(" ") for p in eval_set if "+" in p.prompt)}
     for seed in (0, 1, 2):
         train = list(itertools.islice(arith.stream(s, seed), 5000))
-        assert not ({p.prompt for p in train} & (eval_keys | flipped))
+        assert not {canonical(p.prompt) for p in train} & eval_keys
     a = list(itertools.islice(arith.stream(s, 7), 100))
     assert a == list(itertools.islice(arith.stream(s, 7), 100))
     assert a != list(itertools.islice(arith.stream(s, 8), 100))
@@ -75,9 +93,16 @@ def test_arithmetic_settings_validation() -> None:
         arith.settings_from_fields({"min_digits": 3, "max_digits": 2})
     with pytest.raises(ValueError, match="ops"):
         arith.settings_from_fields({"ops": "*"})
+    with pytest.raises(ValueError, match="terms"):
+        arith.settings_from_fields({"max_terms": 1})
     p = arith.first(arith.settings_from_fields({"split": "eval", "min_digits": 4, "max_digits": 4}), 5)
-    assert all(len(x) == 4 for q in p for x in q.prompt[8:-2].split(" ")[::2])
-    assert arith.INSTRUCTION in arith.first(arith.Settings(instruction=True), 1)[0].prompt
+    assert all(len(x) == 4 for q in p for x in expression(q.prompt).split(" ")[::2])
+    p = arith.first(arith.settings_from_fields({"min_terms": 3, "max_terms": 3, "ops": "+"}), 5)
+    assert all(expression(q.prompt).count("+") == 2 for q in p)
+    chat = arith.first(arith.Settings(instruction=True), 3)
+    assert all(p.prompt.startswith("What is ") and arith.INSTRUCTION in p.prompt for p in chat)
+    assert [eval(expression(p.prompt)) for p in chat] == [int(p.answer) for p in chat]
+    assert arith.first(arith.Settings(), 1)[0].prompt.endswith("=")
 
 
 # ---------------------------------------------------------------- gsm8k
@@ -170,7 +195,9 @@ def _trace(task, reply: str):
     return trace
 
 
-@pytest.mark.parametrize(("taskset_id", "fields"), [("autorl-arithmetic", {"split": "eval", "num_examples": 20})])
+@pytest.mark.parametrize(
+    ("taskset_id", "fields"), [("autorl-arithmetic", {"split": "eval", "num_examples": 20})]
+)
 def test_taskset_loads_through_verifiers_and_scores_like_core(taskset_id: str, fields: dict) -> None:
     import verifiers.v1 as vf
 
@@ -179,7 +206,11 @@ def test_taskset_loads_through_verifiers_and_scores_like_core(taskset_id: str, f
     env = envs.load_env(taskset_id, fields)
     expected = env.eval_examples(20)
     assert [(t.data.prompt, t.data.answer) for t in tasks] == [(e.prompt, e.answer) for e in expected]
-    for task, reply in [(tasks[0], f"#### {tasks[0].data.answer}"), (tasks[1], "#### 123456"), (tasks[2], "x")]:
+    for task, reply in [
+        (tasks[0], f"#### {tasks[0].data.answer}"),
+        (tasks[1], "#### 123456"),
+        (tasks[2], "x"),
+    ]:
         trace = _trace(task, reply)
         assert trace.last_reply == reply
         asyncio.run(task.score(trace))  # no runtime: the reward is trace-only, so it still runs

@@ -10,7 +10,9 @@ import pytest
 from autorl import eval as ev
 from autorl import model_builder as mb
 
-TINY = dict(hidden_size=32, intermediate_size=64, num_hidden_layers=1, num_attention_heads=2, num_key_value_heads=2)
+TINY = dict(
+    hidden_size=32, intermediate_size=64, num_hidden_layers=1, num_attention_heads=2, num_key_value_heads=2
+)
 
 SPEC = """
 [[env]]
@@ -33,7 +35,9 @@ def write_spec(path: Path, n: int = 24, k: int = 1, t: float = 0.0) -> Path:
 
 @pytest.fixture(scope="module")
 def weights(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return mb.build_base_model(tmp_path_factory.mktemp("m") / "tiny", steps=30, batch_size=16, progress=False, **TINY)
+    return mb.build_base_model(
+        tmp_path_factory.mktemp("m") / "tiny", steps=30, batch_size=16, progress=False, **TINY
+    )
 
 
 def read(path: Path) -> list[dict]:
@@ -90,7 +94,9 @@ def test_sampled_eval_is_seeded(weights: Path, tmp_path: Path) -> None:
     assert len({r["completion"] for r in rows}) > 1  # actually sampled
 
 
-def test_scores_come_from_the_env_scorer(weights: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_scores_come_from_the_env_scorer(
+    weights: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     # A generator that answers perfectly on even examples and wrongly on odd ones -> exactly 0.5.
     from autorl_arithmetic import core
 
@@ -106,7 +112,18 @@ def test_scores_come_from_the_env_scorer(weights: Path, tmp_path: Path, monkeypa
 
 def test_cli_prints_summary(weights: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     spec = write_spec(tmp_path / "eval.toml", n=4)
-    ev.main(["--weights", str(weights), "--out", str(tmp_path / "o.jsonl"), "--spec", str(spec), "--device", "cpu"])
+    ev.main(
+        [
+            "--weights",
+            str(weights),
+            "--out",
+            str(tmp_path / "o.jsonl"),
+            "--spec",
+            str(spec),
+            "--device",
+            "cpu",
+        ]
+    )
     summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert set(summary) >= {"eval_score", "per_env", "seconds"} and summary["engine"] == "hf"
 

@@ -11,7 +11,9 @@ from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from autorl import model_builder as mb
 
-TINY = dict(hidden_size=32, intermediate_size=64, num_hidden_layers=1, num_attention_heads=2, num_key_value_heads=2)
+TINY = dict(
+    hidden_size=32, intermediate_size=64, num_hidden_layers=1, num_attention_heads=2, num_key_value_heads=2
+)
 
 
 @pytest.fixture(scope="module")
@@ -28,6 +30,7 @@ def test_tokenizer_round_trips_characters() -> None:
     assert tok.decode(ids) == text
     assert tok.pad_token_id != tok.eos_token_id
     assert tok.decode([tok.eos_token_id, *ids[:4]], skip_special_tokens=True) == "What"
+    assert tok.decode(tok("naïve €5\t", add_special_tokens=False)["input_ids"]) == "naïve €5\t"  # any text
 
 
 def test_build_saves_and_reloads_offline(tiny_model: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -39,6 +42,11 @@ def test_build_saves_and_reloads_offline(tiny_model: Path, monkeypatch: pytest.M
     model = AutoModelForCausalLM.from_pretrained(tiny_model)
     assert model.config.model_type == "qwen2" and model.config.hidden_size == 32
     assert tok.eos_token == mb.EOS_TOKEN and tok.pad_token == mb.PAD_TOKEN and tok.padding_side == "left"
+    # AutoTokenizer must rebuild exactly the tokenizer the warm-start used (one token per character)
+    text = "What is 3 - 7 + 9?\n#### 5"
+    assert tok(text)["input_ids"] == mb.build_tokenizer()(text)["input_ids"]
+    assert tok.decode(tok(text)["input_ids"]) == text and len(tok(text)["input_ids"]) == len(text)
+    assert tok.chat_template is None  # raw prompts
     batch = tok(["What is 1 + 2?\n", "What is 10 - 3?\n"], return_tensors="pt", padding=True)
     out = model.generate(**batch, max_new_tokens=5, do_sample=False)
     assert out.shape[0] == 2 and out.shape[1] <= batch["input_ids"].shape[1] + 5

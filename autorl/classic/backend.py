@@ -84,7 +84,11 @@ class ClassicBackend:
         note = (
             f"policy after {state['updates']} updates / {state['env_steps']} env steps "
             f"({'finished' if state.get('finished') else 'stopped at the budget'}); "
-            + (f"in-training eval solved at {tts:.2f} s" if tts is not None else "in-training eval never solved")
+            + (
+                f"in-training eval solved at {tts:.2f} s"
+                if tts is not None
+                else "in-training eval never solved"
+            )
         )
         return TrainOutcome(
             weights_dir=weights,

@@ -24,7 +24,7 @@ REFUSED: dict[str, str] = {
     "seeds": "is harness-owned: use `run.py --seeds N`",
     "torch_deterministic": "is harness-owned (the run is seeded by the runner)",
     "eval_episodes": "is harness-owned: the fixed evaluator runs 100 episodes with fixed seeds",
-    "eval_every": "is harness-owned: the in-training evaluation cadence is fixed so that time_to_solve compares",
+    "eval_every": "is harness-owned: a fixed in-training eval cadence keeps time_to_solve comparable",
     "eval_seeds": "is harness-owned: the evaluation seeds are fixed",
     "solved_threshold": "is harness-owned: CartPole-v1 is solved at 475, BipedalWalker-v3 at 300",
     "device": "is harness-owned: the classic track runs on CPU (small MLPs are fastest there)",

@@ -146,7 +146,9 @@ def main(argv: list[str] | None = None) -> int:
     tmp = args.out.with_name(args.out.name + ".tmp")
     with open(tmp, "w") as f:
         for i, ret in enumerate(returns):
-            f.write(json.dumps({"env": args.env, "example_id": f"episode-{i}", "sample": 0, "score": float(ret)}))
+            f.write(
+                json.dumps({"env": args.env, "example_id": f"episode-{i}", "sample": 0, "score": float(ret)})
+            )
             f.write("\n")
     tmp.replace(args.out)
     mean = float(returns.mean())

@@ -9,8 +9,8 @@ Speed: CartPole uses gymnasium's numpy-vectorised env (one numpy op per step for
 costs a few tensor ops per *vector* step and nothing per env step. Sampling, log-probs and entropies are
 written out (no torch.distributions objects in the hot loop).
 
-Autoreset: gymnasium >= 1.0 vector envs reset a finished env on the *next* step ("next-step" autoreset). So the
-observation returned on the step an episode ends is the true final observation (its value bootstraps a
+Autoreset: gymnasium >= 1.0 vector envs reset a finished env on the *next* step ("next-step" autoreset).
+So the observation returned on the step an episode ends is the true final observation (its value bootstraps a
 time-limit truncation), and the following transition (final obs -> reset obs, action ignored, reward 0) is
 not a real one: it is masked out of GAE and of the loss.
 """
@@ -28,21 +28,22 @@ import numpy as np
 import torch
 from gymnasium.vector import AutoresetMode
 from torch import nn
+from torch.nn import functional as F
 
 from autorl.classic.config import ClassicConfig
 
-ACTIVATIONS: dict[str, type[nn.Module]] = {
-    "tanh": nn.Tanh,
-    "relu": nn.ReLU,
-    "elu": nn.ELU,
-    "gelu": nn.GELU,
-    "silu": nn.SiLU,
+ACTIVATIONS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
+    "tanh": torch.tanh,
+    "relu": torch.relu,
+    "elu": F.elu,
+    "gelu": F.gelu,
+    "silu": F.silu,
 }
 LOG_2PI = math.log(2 * math.pi)
 
 
 def make_vec_env(env_id: str, num_envs: int) -> gym.vector.VectorEnv:
-    """CartPole: gymnasium's numpy-vectorised env (~8x SyncVectorEnv); others: the standard sync vector env."""
+    """CartPole: gymnasium's numpy-vectorised env (~8x SyncVectorEnv); others: the standard sync one."""
     if env_id == "CartPole-v1":
         envs = gym.make_vec(env_id, num_envs=num_envs, vectorization_mode="vector_entry_point")
     else:
@@ -120,16 +121,31 @@ def linear(n_in: int, n_out: int, gain: float) -> nn.Linear:
     return layer
 
 
-def mlp(n_in: int, n_out: int, arch: dict[str, Any], out_gain: float) -> nn.Sequential:
-    layers: list[nn.Module] = []
-    width = arch["hidden_width"]
-    for i in range(arch["hidden_depth"]):
-        layers.append(linear(n_in if i == 0 else width, width, arch["hidden_gain"]))
-        if arch["layer_norm"]:
-            layers.append(nn.LayerNorm(width))
-        layers.append(ACTIVATIONS[arch["activation"]]())
-    layers.append(linear(width, n_out, out_gain))
-    return nn.Sequential(*layers)
+class MLP(nn.Module):
+    """hidden_depth x (Linear [-> LayerNorm] -> activation), then a linear head.
+
+    forward() calls the layers functionally: on these tiny tensors the per-module call overhead of an
+    nn.Sequential would be a large part of the cost of a step.
+    """
+
+    def __init__(self, n_in: int, n_out: int, arch: dict[str, Any], out_gain: float):
+        super().__init__()
+        width, depth = arch["hidden_width"], arch["hidden_depth"]
+        self.hidden = nn.ModuleList(
+            linear(n_in if i == 0 else width, width, arch["hidden_gain"]) for i in range(depth)
+        )
+        self.norms = nn.ModuleList(nn.LayerNorm(width) for _ in range(depth)) if arch["layer_norm"] else None
+        self.head = linear(width, n_out, out_gain)
+        self.activation = ACTIVATIONS[arch["activation"]]
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        for i, layer in enumerate(self.hidden):
+            x = F.linear(x, layer.weight, layer.bias)
+            if self.norms is not None:
+                norm = self.norms[i]
+                x = F.layer_norm(x, norm.normalized_shape, norm.weight, norm.bias, norm.eps)
+            x = self.activation(x)
+        return F.linear(x, self.head.weight, self.head.bias)
 
 
 def agent_arch(cfg: ClassicConfig, obs_dim: int, act_dim: int, discrete: bool) -> dict[str, Any]:
@@ -156,8 +172,8 @@ class Agent(nn.Module):
         super().__init__()
         self.arch = dict(arch)
         self.discrete = bool(arch["discrete"])
-        self.actor = mlp(arch["obs_dim"], arch["act_dim"], arch, arch["actor_gain"])
-        self.critic = mlp(arch["obs_dim"], 1, arch, arch["critic_gain"])
+        self.actor = MLP(arch["obs_dim"], arch["act_dim"], arch, arch["actor_gain"])
+        self.critic = MLP(arch["obs_dim"], 1, arch, arch["critic_gain"])
         if not self.discrete:
             self.log_std = nn.Parameter(torch.full((arch["act_dim"],), float(arch["log_std_init"])))
 
@@ -237,26 +253,26 @@ class PPO:
         self.discrete = isinstance(space, gym.spaces.Discrete)
         obs_dim = int(np.prod(self.envs.single_observation_space.shape))
         act_dim = int(space.n) if self.discrete else int(np.prod(space.shape))
-        if not self.discrete:
-            self.act_low = space.low.astype(np.float32)
-            self.act_high = space.high.astype(np.float32)
+        # Continuous actions are sampled unbounded and clipped to the box only when sent to the env.
+        self.act_low = None if self.discrete else space.low.astype(np.float32)
+        self.act_high = None if self.discrete else space.high.astype(np.float32)
         self.agent = Agent(agent_arch(cfg, obs_dim, act_dim, self.discrete))
+        self.params = list(self.agent.parameters())
         # fused: one kernel for all parameters (CPU fused Adam is ~1.5x faster on these tiny tensors)
-        self.optimizer = torch.optim.Adam(
-            self.agent.parameters(), lr=cfg.learning_rate, eps=cfg.adam_eps, fused=True
-        )
+        self.optimizer = torch.optim.Adam(self.params, lr=cfg.learning_rate, eps=cfg.adam_eps, fused=True)
         self.obs_norm = ObsNormaliser(obs_dim, cfg.clip_obs, cfg.norm_obs)
         self.return_rms = RunningMeanStd(())  # of the discounted return, for reward scaling
-        # Rollout buffers, (num_steps, num_envs, ...), allocated once.
+        # Rollout buffers, (num_steps, num_envs, ...), allocated once. What the env returns stays in numpy
+        # (GAE runs in numpy: a numpy op on a few dozen floats costs a fraction of a torch op).
         T, N = cfg.num_steps, cfg.num_envs
         self.obs = torch.zeros((T, N, obs_dim))
         self.actions = torch.zeros((T, N) if self.discrete else (T, N, act_dim))
         self.logprobs = torch.zeros((T, N))
-        self.rewards = torch.zeros((T, N))
-        self.terminated = torch.zeros((T, N))
-        self.dones = torch.zeros((T, N))  # terminated or truncated
         self.values = torch.zeros((T, N))
-        self.valid = torch.zeros((T, N), dtype=torch.bool)  # False for the autoreset transition
+        self.rewards = np.zeros((T, N), dtype=np.float32)
+        self.terminated = np.zeros((T, N), dtype=np.float32)
+        self.dones = np.zeros((T, N), dtype=np.float32)  # terminated or truncated
+        self.valid = np.zeros((T, N), dtype=bool)  # False for the autoreset transition
 
     def policy_state(self, update: int, env_steps: int) -> dict[str, Any]:
         """What the evaluator needs: architecture, weights, frozen observation statistics."""
@@ -272,16 +288,14 @@ class PPO:
 
     def act_fn(self) -> Callable[[np.ndarray], np.ndarray]:
         """Deterministic policy on raw observations with the *current* (frozen) statistics."""
-        norm_state = self.obs_norm.state()
-        return make_act_fn(self.agent, norm_state, self.discrete, getattr(self, "act_low", None),
-                           getattr(self, "act_high", None))
+        return make_act_fn(self.agent, self.obs_norm.state(), self.discrete, self.act_low, self.act_high)
 
     def run(self, stop: Callable[[], bool] = lambda: False) -> Iterator[Update]:
         cfg, agent, envs = self.cfg, self.agent, self.envs
         T, N = cfg.num_steps, cfg.num_envs
         num_updates = cfg.num_updates
         next_obs = torch.from_numpy(np.asarray(envs.reset(seed=self.seed)[0], dtype=np.float32))
-        prev_done = torch.zeros(N, dtype=torch.bool)
+        prev_done = np.zeros(N, dtype=bool)
         ep_return = np.zeros(N)  # raw return of the running episode of each env
         disc_return = np.zeros(N)  # discounted return, for reward scaling
         env_steps = 0
@@ -321,38 +335,40 @@ class PPO:
                         ep_return[done] = 0.0
                     if cfg.norm_reward:  # scale by the std of the discounted return (not centred)
                         disc_return = disc_return * cfg.gamma + reward
-                        self.return_rms.update(torch.from_numpy(disc_return[~prev_done.numpy()]))
+                        self.return_rms.update(torch.from_numpy(disc_return[~prev_done]))
                         disc_return[done] = 0.0
                         reward = np.clip(
                             reward / math.sqrt(self.return_rms.var.item() + 1e-8),
                             -cfg.clip_reward,
                             cfg.clip_reward,
                         )
-                    self.rewards[t] = torch.from_numpy(reward)
-                    self.terminated[t] = torch.from_numpy(term)
-                    prev_done = torch.from_numpy(done)
-                    self.dones[t] = prev_done
+                    self.rewards[t] = reward
+                    self.terminated[t] = term
+                    self.dones[t] = done
+                    prev_done = done
                     next_obs = torch.from_numpy(np.asarray(obs, dtype=np.float32))
                 env_steps += T * N
 
-                # --- GAE(lambda), bootstrapping truncated episodes from the final observation -------
-                next_value = agent.value(self.obs_norm(next_obs))
-                advantages = torch.zeros((T, N))
-                last = torch.zeros(N)
-                for t in reversed(range(T)):
-                    v_next = next_value if t == T - 1 else self.values[t + 1]
-                    delta = self.rewards[t] + cfg.gamma * v_next * (1.0 - self.terminated[t]) - self.values[t]
-                    last = delta + cfg.gamma * cfg.gae_lambda * (1.0 - self.dones[t]) * last
-                    advantages[t] = last
-                returns = advantages + self.values
+                next_value = agent.value(self.obs_norm(next_obs)).numpy()
+
+            # --- GAE(lambda), bootstrapping truncated episodes from the final observation -----------
+            values = self.values.numpy()
+            advantages = np.zeros((T, N), dtype=np.float32)
+            last = np.zeros(N, dtype=np.float32)
+            for t in reversed(range(T)):
+                v_next = next_value if t == T - 1 else values[t + 1]
+                delta = self.rewards[t] + cfg.gamma * v_next * (1.0 - self.terminated[t]) - values[t]
+                last = delta + cfg.gamma * cfg.gae_lambda * (1.0 - self.dones[t]) * last
+                advantages[t] = last
+            returns = advantages + values
 
             # --- flatten the real transitions ---------------------------------------------------
-            idx = self.valid.flatten().nonzero().squeeze(-1)
+            idx = torch.from_numpy(np.flatnonzero(self.valid))
             b_obs = self.obs.flatten(0, 1)[idx]
             b_actions = self.actions.flatten(0, 1)[idx]
             b_logprobs = self.logprobs.flatten()[idx]
-            b_adv = advantages.flatten()[idx]
-            b_returns = returns.flatten()[idx]
+            b_adv = torch.from_numpy(advantages).flatten()[idx]
+            b_returns = torch.from_numpy(returns).flatten()[idx]
             b_values = self.values.flatten()[idx]
             t1 = time.perf_counter()
 
@@ -381,10 +397,15 @@ class PPO:
                     ).mean()
 
                     if cfg.clip_vloss:
-                        v_clipped = b_values[mb] + (new_value - b_values[mb]).clamp(-cfg.clip_coef, cfg.clip_coef)
-                        v_loss = 0.5 * torch.max(
-                            (new_value - b_returns[mb]).square(), (v_clipped - b_returns[mb]).square()
-                        ).mean()
+                        v_clipped = b_values[mb] + (new_value - b_values[mb]).clamp(
+                            -cfg.clip_coef, cfg.clip_coef
+                        )
+                        v_loss = (
+                            0.5
+                            * torch.max(
+                                (new_value - b_returns[mb]).square(), (v_clipped - b_returns[mb]).square()
+                            ).mean()
+                        )
                     else:
                         v_loss = 0.5 * (new_value - b_returns[mb]).square().mean()
 
@@ -392,15 +413,13 @@ class PPO:
                     loss = pg_loss - cfg.ent_coef * entropy + cfg.vf_coef * v_loss
                     self.optimizer.zero_grad(set_to_none=True)
                     loss.backward()
-                    nn.utils.clip_grad_norm_(agent.parameters(), cfg.max_grad_norm, foreach=True)
+                    nn.utils.clip_grad_norm_(self.params, cfg.max_grad_norm, foreach=True)
                     self.optimizer.step()
                 if cfg.target_kl > 0 and approx_kl.item() > cfg.target_kl:
                     break  # the policy moved far enough from the one that collected the data
 
             var_y = b_returns.var().item() if B > 1 else 0.0
-            explained_var = (
-                float("nan") if var_y == 0 else 1.0 - (b_returns - b_values).var().item() / var_y
-            )
+            explained_var = float("nan") if var_y == 0 else 1.0 - (b_returns - b_values).var().item() / var_y
             t2 = time.perf_counter()
             returns_done = np.concatenate(finished) if finished else np.zeros(0)
             yield Update(

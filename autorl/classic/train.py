@@ -1,4 +1,6 @@
-"""The classic-track training child: `python -m autorl.classic.train --config resolved.json --run-dir D --seed K`.
+"""The classic-track training child.
+
+    python -m autorl.classic.train --config resolved.json --run-dir DIR --seed K
 
 Runs autorl.classic.ppo under the runner's protocol (autorl.progress): `ready` when the envs and the agent
 exist (the budget clock starts), one `step` event and one metrics.jsonl row per PPO update, `pause`/`resume`
@@ -128,7 +130,7 @@ def main(argv: list[str] | None = None) -> int:
             seconds = clock.seconds()
             if u.episodic_return is not None:
                 last_return = u.episodic_return
-            sps = (u.env_steps // u.update) / max(u.rollout_s + u.update_s, 1e-9)
+            sps = cfg.batch_size / max(u.rollout_s + u.update_s, 1e-9)  # env steps per second of this update
             row: dict[str, Any] = {
                 "step": update,
                 "reward_mean": last_return,
@@ -180,7 +182,9 @@ def main(argv: list[str] | None = None) -> int:
     save(update, env_steps)
     ppo.close()
     eval_envs.close()
-    progress.emit("done", step=update, env_steps=env_steps, time_to_solve_seconds=state["time_to_solve_seconds"])
+    progress.emit(
+        "done", step=update, env_steps=env_steps, time_to_solve_seconds=state["time_to_solve_seconds"]
+    )
     return 0
 
 

@@ -108,7 +108,7 @@ class RunSpec(_Spec):
     num_threads: int = 0  # torch CPU threads; 0 = every core this process may use
     sampler: str = "auto"  # auto = vllm when importable on a GPU, else hf
     save_interval_s: float = 30.0  # periodic weight saves (plus one at SIGTERM and at max_steps)
-    micro_batch_tokens: int = 16384  # trainer forward/backward in chunks of at most this many tokens
+    micro_batch_tokens: int = 0  # trainer forward/backward chunks (tokens); 0 = 16384 on CPU, 4096 on GPU
     vllm_gpu_memory_utilization: float = 0.3
 
 
@@ -144,11 +144,20 @@ def _max_norm(optim: Any) -> float | None:
 
 
 def resolve_model_path(name: str) -> str:
-    """A local directory (absolute, or relative to the repo root) if one exists, else the name as given."""
+    """A local directory: the path itself (absolute, or relative to the repo root), or for a hub id its
+    snapshot in the local Hugging Face cache (prepare.py downloads it), so the child never needs the
+    network. A hub id that is not cached is returned as given."""
     candidate = Path(name).expanduser()
     if not candidate.is_absolute():
         candidate = paths.repo_root() / candidate
-    return str(candidate.resolve()) if candidate.exists() or name.startswith((".", "/", "~")) else name
+    if candidate.exists() or name.startswith((".", "/", "~")):
+        return str(candidate.resolve())
+    try:
+        from huggingface_hub import snapshot_download
+
+        return snapshot_download(repo_id=name, local_files_only=True)
+    except Exception:  # not cached (or not a valid repo id): from_pretrained will say what is wrong
+        return name
 
 
 def build_spec(cfg: Any) -> RunSpec:

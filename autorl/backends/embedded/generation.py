@@ -209,6 +209,7 @@ class VLLMSampler:
         max_model_len: int,
         gpu_memory_utilization: float = 0.3,
         dtype: str = "bfloat16",
+        device: str = "cuda",
     ):
         # The engine core must live in this process so that sync_weights can reach the model directly.
         os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
@@ -217,6 +218,7 @@ class VLLMSampler:
 
         self.pad_id = pad_id
         self.seed = seed
+        self.device = torch.device(device)
         self.calls = 0
         self.llm = LLM(
             model=model_path,
@@ -274,7 +276,7 @@ class VLLMSampler:
             completions.append(ids)
             lps.append([step[tok].logprob for step, tok in zip(sample.logprobs, ids, strict=True)])
             truncated.append(sample.finish_reason == "length")
-        device = torch.device("cuda")
+        device = self.device
         prompt_ids, prompt_mask = left_pad(prompts, self.pad_id, device)
         width = max(1, max(len(c) for c in completions))
         comp = torch.full((len(prompts), width), self.pad_id, dtype=torch.long)

@@ -49,6 +49,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import importlib.util
 import json
 import os
 import random
@@ -68,7 +69,13 @@ import torch
 
 from autorl import progress
 from autorl.backends.embedded import COMPLETE_MARKER, RunSpec, SourceSpec, grpo
-from autorl.backends.embedded.generation import HFSampler, Rollouts, VLLMSampler, shared_prefill, vllm_available
+from autorl.backends.embedded.generation import (
+    HFSampler,
+    Rollouts,
+    VLLMSampler,
+    shared_prefill,
+    vllm_available,
+)
 from autorl.backends.embedded.scheduler import build_scheduler
 
 # prime-rl's orchestrator aborts after this many consecutive empty train batches (orchestrator.py).
@@ -116,6 +123,13 @@ def peak_memory_gb(device: torch.device) -> float:
     # ru_maxrss is in KiB on Linux (bytes on macOS).
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return rss / (1024**3 if sys.platform == "darwin" else 1024**2)
+
+
+def attention_implementation(device: torch.device) -> str:
+    """flash_attention_2 on a GPU when the `flash-attn` extra is installed, else PyTorch's sdpa."""
+    if device.type == "cuda" and importlib.util.find_spec("flash_attn") is not None:
+        return "flash_attention_2"
+    return "sdpa"
 
 
 def encode_prompt(tokenizer: Any, prompt: str) -> list[int]:
@@ -175,7 +189,9 @@ class Trainer:
         self.autocast_dtype = torch.bfloat16 if self.device.type == "cuda" else None
 
         self.tokenizer = load_tokenizer(spec.model_path)
-        model = AutoModelForCausalLM.from_pretrained(spec.model_path, dtype=torch.float32)
+        model = AutoModelForCausalLM.from_pretrained(
+            spec.model_path, dtype=torch.float32, attn_implementation=attention_implementation(self.device)
+        )
         self.model = model.to(self.device)
         self.model.train()
         self.model.config.use_cache = False  # training forwards never need the KV cache
@@ -221,13 +237,16 @@ class Trainer:
                 spec.model_path,
                 self.pad_id,
                 seed,
-                max_model_len=spec.seq_len,
+                # room for any prompt up to seq_len plus a full completion (the trainer cuts at seq_len)
+                max_model_len=spec.seq_len + max(s.max_completion_tokens or 0 for s in spec.sources),
                 gpu_memory_utilization=spec.vllm_gpu_memory_utilization,
             )
         else:
             self.sampler = HFSampler(self.model, self.pad_id, self.eos_ids)
         self.sampler_name = "vllm" if use_vllm else "hf"
 
+        # Big vocabularies make the logits the largest activation: smaller chunks on a GPU.
+        self.micro_batch_tokens = spec.micro_batch_tokens or (4096 if self.device.type == "cuda" else 16384)
         self.lag = 1 if spec.max_off_policy_steps >= 1 else 0
         self.empty_batches = 0
         self.queue: deque[Sample] = deque()
@@ -344,7 +363,7 @@ class Trainer:
     # ------------------------------------------------------------------ training
 
     def _micro_batches(self, rows: list[tuple[Sample, int]]) -> list[list[tuple[Sample, int]]]:
-        """Consecutive chunks of at most ``micro_batch_tokens`` (distinct prompts once, completions per row)."""
+        """Consecutive chunks of at most ``micro_batch_tokens`` tokens (distinct prompts + completions)."""
         chunks: list[list[tuple[Sample, int]]] = []
         current: list[tuple[Sample, int]] = []
         prompts: set[tuple[int, ...]] = set()
@@ -353,7 +372,7 @@ class Trainer:
             key = tuple(row[0].prompt_ids)
             new_p, new_c = max(max_p, len(key)), max(max_c, row[1])
             n_prompts = len(prompts | {key})
-            if current and n_prompts * new_p + (len(current) + 1) * new_c > self.spec.micro_batch_tokens:
+            if current and n_prompts * new_p + (len(current) + 1) * new_c > self.micro_batch_tokens:
                 chunks.append(current)
                 current, prompts, new_p, new_c = [], set(), len(key), row[1]
             current.append(row)

@@ -8,8 +8,9 @@ bucket 0 belongs to the eval split only, the others to train. So whatever seed t
 never produce an eval problem, and the eval set is a fixed, deduplicated sequence drawn from ``EVAL_SEED``.
 
 Format (shared with GSM8K): the answer is the number after ``#### `` on the last line of the completion.
-The default prompt is short because the default model is a character-level model whose cost grows with
-every character; ``instruction=True`` appends the format instruction for real chat models.
+The default prompt is terse (``347+586=``) because the default model is a character-level model whose cost
+grows with every character; ``instruction=True`` asks a question with the format instruction, for chat models
+(``What is 347 + 586? Give the final answer ...``).
 """
 
 from __future__ import annotations
@@ -35,17 +36,26 @@ class Settings:
     """The taskset fields (the verifiers TasksetConfig declares the same ones, same defaults)."""
 
     split: Split = "train"
-    min_digits: int = 1  # digits of each operand, drawn uniformly in [min_digits, max_digits]
-    max_digits: int = 3
-    ops: str = "+-"  # subtraction keeps a >= b, so answers are never negative
-    instruction: bool = False  # append INSTRUCTION to the prompt (for chat models)
+    # The defaults are the default task (sums of 2-4 one-digit numbers), calibrated with the tiny base model.
+    min_terms: int = 2  # numbers per problem, drawn uniformly in [min_terms, max_terms]
+    max_terms: int = 4
+    min_digits: int = 1  # digits of each number, drawn uniformly in [min_digits, max_digits]
+    max_digits: int = 1
+    ops: str = "+-"  # operators to draw from; problems with a negative result are redrawn
+    instruction: bool = False  # ask "What is 3 + 4? <INSTRUCTION>" (for chat models) instead of "3+4="
     num_examples: int = 10_000  # tasks the verifiers Taskset yields (the embedded train stream is endless)
 
     def __post_init__(self) -> None:
         if self.split not in SPLITS:
             raise ValueError(f"split must be one of {SPLITS}, got {self.split!r}")
+        if not 2 <= self.min_terms <= self.max_terms <= 10:
+            raise ValueError(
+                f"need 2 <= min_terms <= max_terms <= 10, got {self.min_terms}, {self.max_terms}"
+            )
         if not 1 <= self.min_digits <= self.max_digits <= 18:
-            raise ValueError(f"need 1 <= min_digits <= max_digits <= 18, got {self.min_digits}, {self.max_digits}")
+            raise ValueError(
+                f"need 1 <= min_digits <= max_digits <= 18, got {self.min_digits}, {self.max_digits}"
+            )
         if not self.ops or set(self.ops) - {"+", "-"}:
             raise ValueError(f"ops must be a non-empty combination of '+' and '-', got {self.ops!r}")
         if self.num_examples < 1:
@@ -68,22 +78,38 @@ class Problem:
     answer: str  # the exact integer, as a string without separators
 
 
-def problem_key(a: int, op: str, b: int) -> str:
-    # a + b and b + a are one problem: they must land in the same split.
-    if op == "+" and b < a:
-        a, b = b, a
-    return f"{a}{op}{b}"
+# A problem is its numbers and the operators between them: 347 + 586 - 12 is ((347, 586, 12), ("+", "-")).
+Terms = tuple[tuple[int, ...], tuple[str, ...]]
 
 
-def is_eval_problem(a: int, op: str, b: int) -> bool:
-    digest = hashlib.sha256(problem_key(a, op, b).encode()).digest()
+def problem_key(terms: Terms) -> str:
+    """Reorderings are one problem (3 + 5 and 5 + 3): added and subtracted numbers, each sorted."""
+    numbers, ops = terms
+    added = sorted([numbers[0]] + [n for n, op in zip(numbers[1:], ops, strict=True) if op == "+"])
+    subtracted = sorted(n for n, op in zip(numbers[1:], ops, strict=True) if op == "-")
+    return "+".join(map(str, added)) + "|" + "-".join(map(str, subtracted))
+
+
+def is_eval_problem(terms: Terms) -> bool:
+    digest = hashlib.sha256(problem_key(terms).encode()).digest()
     return int.from_bytes(digest[:8], "big") % HASH_BUCKETS == 0
 
 
-def make_prompt(a: int, op: str, b: int, instruction: bool = False) -> str:
-    # The trailing newline separates question and answer for a model that sees the raw prompt.
-    text = f"What is {a} {op} {b}?"
-    return f"{text} {INSTRUCTION}\n" if instruction else f"{text}\n"
+def value(terms: Terms) -> int:
+    numbers, ops = terms
+    total = numbers[0]
+    for n, op in zip(numbers[1:], ops, strict=True):
+        total = total + n if op == "+" else total - n
+    return total
+
+
+def make_prompt(terms: Terms, instruction: bool = False) -> str:
+    numbers, ops = terms
+    if instruction:  # a question with the format instruction, for chat models
+        expr = str(numbers[0]) + "".join(f" {op} {n}" for n, op in zip(numbers[1:], ops, strict=True))
+        return f"What is {expr}? {INSTRUCTION}"
+    # Terse by default: every character costs the character-level default model compute.
+    return str(numbers[0]) + "".join(f"{op}{n}" for n, op in zip(numbers[1:], ops, strict=True)) + "="
 
 
 def format_answer(answer: str) -> str:
@@ -91,21 +117,21 @@ def format_answer(answer: str) -> str:
     return f"#### {answer}"
 
 
-def _draw(rng: random.Random, s: Settings) -> tuple[int, str, int]:
+def _draw(rng: random.Random, s: Settings) -> Terms:
     def number() -> int:
         digits = rng.randint(s.min_digits, s.max_digits)
         low = 0 if digits == 1 else 10 ** (digits - 1)
         return rng.randint(low, 10**digits - 1)
 
-    a, b, op = number(), number(), rng.choice(s.ops)
-    if op == "-" and b > a:
-        a, b = b, a
-    return a, op, b
+    while True:
+        count = rng.randint(s.min_terms, s.max_terms)
+        terms = (tuple(number() for _ in range(count)), tuple(rng.choice(s.ops) for _ in range(count - 1)))
+        if value(terms) >= 0:  # answers are never negative
+            return terms
 
 
-def _problem(pid: str, a: int, op: str, b: int, s: Settings) -> Problem:
-    value = a + b if op == "+" else a - b
-    return Problem(id=pid, prompt=make_prompt(a, op, b, s.instruction), answer=str(value))
+def _problem(pid: str, terms: Terms, s: Settings) -> Problem:
+    return Problem(id=pid, prompt=make_prompt(terms, s.instruction), answer=str(value(terms)))
 
 
 def eval_problems(s: Settings) -> Iterator[Problem]:
@@ -113,12 +139,12 @@ def eval_problems(s: Settings) -> Iterator[Problem]:
     rng = random.Random(EVAL_SEED)
     seen: set[str] = set()
     while True:
-        a, op, b = _draw(rng, s)
-        key = problem_key(a, op, b)
-        if key in seen or not is_eval_problem(a, op, b):
+        terms = _draw(rng, s)
+        key = problem_key(terms)
+        if key in seen or not is_eval_problem(terms):
             continue
         seen.add(key)
-        yield _problem(f"eval-{len(seen) - 1}", a, op, b, s)
+        yield _problem(f"eval-{len(seen) - 1}", terms, s)
 
 
 def train_problems(s: Settings, seed: int) -> Iterator[Problem]:
@@ -126,10 +152,10 @@ def train_problems(s: Settings, seed: int) -> Iterator[Problem]:
     rng = random.Random(f"autorl-arithmetic-train-{seed}")
     i = 0
     while True:
-        a, op, b = _draw(rng, s)
-        if is_eval_problem(a, op, b):
+        terms = _draw(rng, s)
+        if is_eval_problem(terms):
             continue
-        yield _problem(f"train-{seed}-{i}", a, op, b, s)
+        yield _problem(f"train-{seed}-{i}", terms, s)
         i += 1
 
 

@@ -1,4 +1,4 @@
-"""The verifiers v1 Taskset for autorl-arithmetic, as prime-rl loads it (``env.taskset.id = "autorl-arithmetic"``).
+"""The verifiers v1 Taskset for autorl-arithmetic, as prime-rl loads it (`env.taskset.id`).
 
 A thin wrapper over ``core``: the problems and the reward are the ones the embedded backend and the fixed
 eval use. The reward is a pure function of the trace (no runtime), so traces can be re-scored offline.

@@ -90,7 +90,9 @@ def _local_files(root: Path, split: str) -> list[Path]:
         return [root]
     candidates = [root / f"{split}.jsonl", root / f"{split}.json", root / f"{split}.parquet"]
     found = [p for p in candidates if p.is_file()]
-    return found[:1] or sorted(root.glob(f"{split}-*.parquet")) or sorted(root.glob(f"main/{split}-*.parquet"))
+    return (
+        found[:1] or sorted(root.glob(f"{split}-*.parquet")) or sorted(root.glob(f"main/{split}-*.parquet"))
+    )
 
 
 @functools.lru_cache(maxsize=8)
@@ -101,8 +103,8 @@ def load_rows(split: str, data_path: str | None = None) -> tuple[tuple[str, str]
         files = _local_files(root, split) if root.exists() else []
         if not files:
             raise GSM8KDataError(
-                f"autorl-gsm8k: data_path {str(root)!r} has no {split} data (expected a .jsonl/.json/.parquet "
-                f"file, or a directory with {split}.jsonl, {split}.parquet or main/{split}-*.parquet)"
+                f"autorl-gsm8k: data_path {str(root)!r} has no {split} data (expected a .jsonl/.json/.parquet"
+                f" file, or a directory with {split}.jsonl, {split}.parquet or main/{split}-*.parquet)"
             )
         raw = [row for f in files for row in _read_file(f)]
     else:
@@ -119,7 +121,9 @@ def load_rows(split: str, data_path: str | None = None) -> tuple[tuple[str, str]
     try:
         rows = tuple((str(r["question"]), str(r["answer"])) for r in raw)
     except KeyError as e:
-        raise GSM8KDataError(f"autorl-gsm8k: every row needs `question` and `answer` fields; missing {e}") from e
+        raise GSM8KDataError(
+            f"autorl-gsm8k: every row needs `question` and `answer` fields; missing {e}"
+        ) from e
     if not rows:
         raise GSM8KDataError(f"autorl-gsm8k: no rows for split {split} ({data_path or HUB_DATASET[0]})")
     return rows

@@ -1,0 +1,94 @@
+"""Does the default config learn? Base vs trained eval_score over several seeds, embedded backend.
+
+    uv run python scripts/bench_learning.py                    # train.toml, 600 s per seed, seeds 0 1 2
+    uv run python scripts/bench_learning.py --budget 300 --seeds 0 1
+
+Drives the same pieces as ``run.py`` (EmbeddedBackend -> budgeted child via autorl.process -> the fixed
+eval of eval.toml), without touching results.tsv: for each seed it trains for ``--budget`` seconds of
+training (model loading excluded, as in a trial), stops the child with SIGTERM, evaluates the saved weights,
+and finally prints base_score, each seed's eval_score, their mean and spread, and the gain over the base.
+Needs the base model (``uv run prepare.py``). Prints the machine load next to the figures: other work on the
+CPU slows training down and so lowers what a fixed budget reaches.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from autorl.backends.embedded import EmbeddedBackend  # noqa: E402
+from autorl.config import load_train_config  # noqa: E402
+from autorl.process import BudgetSpec, run_budgeted  # noqa: E402
+
+
+def run_eval(backend: EmbeddedBackend, cfg, weights: Path | None, out: Path) -> float:
+    launch = backend.eval_command(cfg, weights, out)
+    proc = subprocess.run(
+        launch.argv, cwd=launch.cwd, env={**os.environ, **launch.env}, capture_output=True, text=True
+    )
+    if proc.returncode != 0:
+        raise RuntimeError(f"eval failed ({proc.returncode}):\n{proc.stderr[-2000:]}")
+    return float(json.loads(proc.stdout.strip().splitlines()[-1])["eval_score"])
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--config", type=Path, default=REPO / "train.toml")
+    ap.add_argument("--budget", type=float, default=600.0, help="training seconds per seed (default 600)")
+    ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    ap.add_argument("--out", type=Path, default=None, help="keep run directories here (default: a temp dir)")
+    args = ap.parse_args()
+
+    cfg = load_train_config(args.config, backend="embedded")
+    backend = EmbeddedBackend()
+    backend.check(cfg)
+    out = args.out or Path(tempfile.mkdtemp(prefix="bench-learning-"))
+    out.mkdir(parents=True, exist_ok=True)
+    print(f"config {args.config}, budget {args.budget:g} s, seeds {args.seeds}, runs in {out}", flush=True)
+
+    base = run_eval(backend, cfg, None, out / "base_eval.jsonl")
+    print(f"base_score {base:.4f}", flush=True)
+    scores = []
+    for seed in args.seeds:
+        run_dir = out / f"seed-{seed}"
+        (run_dir / "resolved.json").parent.mkdir(parents=True, exist_ok=True)
+        launch = backend.launch(cfg, run_dir, seed)
+        load_before = os.getloadavg()[0]
+        start = time.monotonic()
+        child = run_budgeted(launch, run_dir / "run.log", BudgetSpec(budget_s=args.budget))
+        outcome = backend.collect(cfg, run_dir)
+        if outcome.weights_dir is None:
+            raise RuntimeError(
+                f"seed {seed}: no weights saved ({child.reason_text}); see {run_dir / 'run.log'}"
+            )
+        score = run_eval(backend, cfg, outcome.weights_dir, run_dir / "eval.jsonl")
+        scores.append(score)
+        print(
+            f"seed {seed}: eval_score {score:.4f} (gain {score - base:+.4f}), {outcome.steps} steps in "
+            f"{child.training_seconds:.0f} s of training ({time.monotonic() - start:.0f} s wall), "
+            f"load {load_before:.1f} -> {os.getloadavg()[0]:.1f}",
+            flush=True,
+        )
+    mean = statistics.fmean(scores)
+    spread = statistics.stdev(scores) if len(scores) > 1 else 0.0
+    print("---")
+    print(f"base_score: {base:.4f}")
+    print(
+        f"eval_score: {mean:.4f} +- {spread:.4f} (mean +- sd over {len(scores)} seeds: "
+        f"{', '.join(f'{s:.4f}' for s in scores)})"
+    )
+    print(f"gain: {mean - base:+.4f} (min {min(scores) - base:+.4f})")
+
+
+if __name__ == "__main__":
+    main()
