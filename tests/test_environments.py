@@ -65,13 +65,13 @@ def canonical(prompt: str) -> tuple:
     )
 
 
-@pytest.mark.parametrize("fields", [{"max_digits": 2}, {"max_digits": 1, "max_terms": 3}])
-def test_arithmetic_splits_are_deterministic_and_disjoint(fields: dict) -> None:
+@pytest.mark.parametrize(("fields", "n"), [({"max_digits": 2}, 300), ({"max_digits": 1, "max_terms": 3}, 50)])
+def test_arithmetic_splits_are_deterministic_and_disjoint(fields: dict, n: int) -> None:
     # small problem spaces make collisions likely if the splits leaked
     s = arith.Settings(**fields)
     eval_s = dataclasses.replace(s, split="eval")
-    eval_set = arith.first(eval_s, 300)
-    assert eval_set == arith.first(eval_s, 300)
+    eval_set = arith.first(eval_s, n)
+    assert eval_set == arith.first(eval_s, n)
     assert arith.first(eval_s, 50) == eval_set[:50]  # prefixes agree
     eval_keys = {canonical(p.prompt) for p in eval_set}
     assert len(eval_keys) == len(eval_set)  # distinct problems, reorderings included
@@ -82,6 +82,12 @@ def test_arithmetic_splits_are_deterministic_and_disjoint(fields: dict) -> None:
     a = list(itertools.islice(arith.stream(s, 7), 100))
     assert a == list(itertools.islice(arith.stream(s, 7), 100))
     assert a != list(itertools.islice(arith.stream(s, 8), 100))
+
+
+def test_exhausted_eval_space_is_an_error_not_a_hang() -> None:
+    tiny = arith.Settings(split="eval", max_digits=1, max_terms=2, ops="+")
+    with pytest.raises(ValueError, match="distinct eval problems"):
+        arith.first(tiny, 1000)
 
 
 def test_arithmetic_settings_validation() -> None:

@@ -24,6 +24,7 @@ from dataclasses import dataclass, fields
 from typing import Literal
 
 SPLITS = ("train", "eval")
+MAX_EVAL_MISSES = 200_000  # draws in a row without a new eval problem before giving up
 EVAL_SEED = 1234  # the fixed eval stream; changing it changes the eval set (and eval_spec_hash)
 HASH_BUCKETS = 10  # 1 bucket of 10 (10% of all problems) is reserved for the eval split
 INSTRUCTION = "Give the final answer as a number on the last line after '#### '."
@@ -138,11 +139,16 @@ def eval_problems(s: Settings) -> Iterator[Problem]:
     """The fixed eval sequence: distinct eval-bucket problems from EVAL_SEED. Any prefix is the same."""
     rng = random.Random(EVAL_SEED)
     seen: set[str] = set()
+    misses = 0
     while True:
         terms = _draw(rng, s)
         key = problem_key(terms)
         if key in seen or not is_eval_problem(terms):
+            misses += 1
+            if misses > MAX_EVAL_MISSES:  # a small problem space has run out of new eval problems
+                raise ValueError(f"these settings have only {len(seen)} distinct eval problems: {s}")
             continue
+        misses = 0
         seen.add(key)
         yield _problem(f"eval-{len(seen) - 1}", terms, s)
 

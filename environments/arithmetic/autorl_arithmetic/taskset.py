@@ -39,6 +39,8 @@ class ArithmeticTask(vf.Task[ArithmeticData]):
 class ArithmeticConfig(vf.TasksetConfig):
     # The same fields and defaults as core.Settings (a test checks they agree).
     split: Literal["train", "eval"] = _DEFAULTS.split
+    min_terms: int = _DEFAULTS.min_terms
+    max_terms: int = _DEFAULTS.max_terms
     min_digits: int = _DEFAULTS.min_digits
     max_digits: int = _DEFAULTS.max_digits
     ops: str = _DEFAULTS.ops
@@ -51,6 +53,8 @@ class ArithmeticTaskset(vf.Taskset[ArithmeticTask, ArithmeticConfig]):
         c = self.config
         settings = core.Settings(
             split=c.split,
+            min_terms=c.min_terms,
+            max_terms=c.max_terms,
             min_digits=c.min_digits,
             max_digits=c.max_digits,
             ops=c.ops,
