@@ -175,15 +175,14 @@ class HFGenerator:
 
         k = spec.samples_per_example
         greedy = spec.temperature == 0.0
-        config = GenerationConfig(
+        sampling = {} if greedy else dict(temperature=spec.temperature, top_p=spec.top_p, top_k=0)
+        config = GenerationConfig(  # top_k=0: no top-k, the settings of eval.toml are the whole story
             max_new_tokens=spec.max_tokens,
             do_sample=not greedy,
-            temperature=spec.temperature if not greedy else 1.0,
-            top_p=spec.top_p,
-            top_k=0,  # no top-k: the sampling settings of eval.toml are the whole story
             num_return_sequences=1 if greedy else k,
             eos_token_id=self.eos_ids,
             pad_token_id=self.tokenizer.pad_token_id,
+            **sampling,
         )
         texts = [format_prompt(self.tokenizer, p) for p in prompts]
         ids = [self.tokenizer(t, add_special_tokens=False)["input_ids"] for t in texts]
