@@ -24,7 +24,9 @@ from dataclasses import dataclass, fields
 from typing import Literal
 
 SPLITS = ("train", "eval")
-MAX_EVAL_MISSES = 200_000  # draws in a row without a new eval problem before giving up
+# A small problem space runs out of distinct eval problems (the default task has 544): after this many
+# draws in a row without a new one, the eval sequence ends.
+MAX_EVAL_MISSES = 200_000
 EVAL_SEED = 1234  # the fixed eval stream; changing it changes the eval set (and eval_spec_hash)
 HASH_BUCKETS = 10  # 1 bucket of 10 (10% of all problems) is reserved for the eval split
 INSTRUCTION = "Give the final answer as a number on the last line after '#### '."
@@ -136,17 +138,16 @@ def _problem(pid: str, terms: Terms, s: Settings) -> Problem:
 
 
 def eval_problems(s: Settings) -> Iterator[Problem]:
-    """The fixed eval sequence: distinct eval-bucket problems from EVAL_SEED. Any prefix is the same."""
+    """The fixed eval sequence: distinct eval-bucket problems from EVAL_SEED (any prefix is the same). It ends
+    when the problem space has no new eval problem left."""
     rng = random.Random(EVAL_SEED)
     seen: set[str] = set()
     misses = 0
-    while True:
+    while misses < MAX_EVAL_MISSES:
         terms = _draw(rng, s)
         key = problem_key(terms)
         if key in seen or not is_eval_problem(terms):
             misses += 1
-            if misses > MAX_EVAL_MISSES:  # a small problem space has run out of new eval problems
-                raise ValueError(f"these settings have only {len(seen)} distinct eval problems: {s}")
             continue
         misses = 0
         seen.add(key)
@@ -171,16 +172,27 @@ def train_problems(s: Settings, seed: int) -> Iterator[Problem]:
 def stream(s: Settings, seed: int) -> Iterator[Problem]:
     """Training: an endless random stream of the split's problems for one seed."""
     if s.split == "eval":  # a fixed finite set, cycled in a seeded order
-        pool = first(s, s.num_examples)
+        pool = head(s, s.num_examples)
         rng = random.Random(f"autorl-arithmetic-eval-order-{seed}")
         return (pool[rng.randrange(len(pool))] for _ in itertools.count())
     return train_problems(s, seed)
 
 
-def first(s: Settings, n: int) -> list[Problem]:
-    """The first ``n`` problems of the split in its fixed order (evaluation; the train split uses seed 0)."""
+def head(s: Settings, n: int) -> list[Problem]:
+    """Up to ``n`` problems of the split in its fixed order (fewer when the eval split runs out)."""
     source = eval_problems(s) if s.split == "eval" else train_problems(s, 0)
     return list(itertools.islice(source, n))
+
+
+def first(s: Settings, n: int) -> list[Problem]:
+    """Exactly the first ``n`` problems of the split in its fixed order (evaluation)."""
+    problems = head(s, n)
+    if len(problems) < n:
+        raise ValueError(
+            f"autorl-arithmetic: asked for {n} examples, but split {s.split!r} of these settings has only "
+            f"{len(problems)} distinct problems (use more terms/digits, or fewer examples): {s}"
+        )
+    return problems
 
 
 # The answer is whatever follows the last '####' on its line; thousands separators and a final period
