@@ -39,6 +39,9 @@ from autorl import envs, paths
 
 HF_BATCH_SIZE_CPU = 256  # prompts per generate call; the tiny model's whole batch fits easily
 HF_BATCH_SIZE_GPU = 64
+# One CPU thread: the eval is deterministic whatever the machine, and for the tiny model 2 threads are not
+# faster (and ~6x slower when other processes share the cores: OpenMP threads wait on each other).
+CPU_THREADS = 1
 PROGRESS_EVERY_S = 10.0  # seconds between progress lines on stderr
 
 Engine = Literal["auto", "hf", "vllm"]
@@ -99,11 +102,21 @@ def load_eval_spec(path: Path | None = None) -> EvalSpec:
     return spec
 
 
-def eval_spec_hash(spec: EvalSpec) -> str:
-    """Identifies the eval set: the spec plus the content of every eval example (12 hex digits)."""
-    h = hashlib.sha256(json.dumps(spec.model_dump(mode="json"), sort_keys=True).encode())
+def eval_examples(spec: EvalSpec) -> list[tuple[EnvSpec, envs.Env, list[envs.Example]]]:
+    """Each eval environment with its fixed examples."""
+    out = []
     for env_spec in spec.env:
-        for ex in env_spec.load_env().eval_examples(env_spec.num_examples):
+        env = env_spec.load_env()
+        out.append((env_spec, env, env.eval_examples(env_spec.num_examples)))
+    return out
+
+
+def eval_spec_hash(spec: EvalSpec, examples: list | None = None) -> str:
+    """Identifies the eval set: the spec plus the content of every eval example (12 hex digits).
+    ``examples`` (from ``eval_examples(spec)``) saves recomputing them."""
+    h = hashlib.sha256(json.dumps(spec.model_dump(mode="json"), sort_keys=True).encode())
+    for _, _, exs in examples if examples is not None else eval_examples(spec):
+        for ex in exs:
             h.update(json.dumps([ex.id, ex.prompt, ex.answer]).encode())
     return h.hexdigest()[:12]
 
@@ -156,6 +169,8 @@ class HFGenerator:
         from transformers import AutoConfig, AutoModelForCausalLM
 
         self.device = device
+        if device == "cpu":
+            torch.set_num_threads(CPU_THREADS)
         self.tokenizer = _load_tokenizer(weights, base_model)
         config = None
         if not (weights / "config.json").exists() and base_model is not None:
@@ -278,10 +293,9 @@ def evaluate(
     num_samples = 0
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
+    all_examples = eval_examples(spec)
     with out.open("w") as f:
-        for env_spec in spec.env:
-            env = env_spec.load_env()
-            examples = env.eval_examples(env_spec.num_examples)
+        for env_spec, env, examples in all_examples:
             on_batch = _progress(env_spec.label, len(examples), start)
             completions = generator.generate([ex.prompt for ex in examples], env_spec, on_batch)
             scores = []
@@ -298,7 +312,7 @@ def evaluate(
         "per_env": per_env,
         "seconds": round(time.perf_counter() - start, 2),
         "num_samples": num_samples,
-        "eval_spec_hash": eval_spec_hash(spec),
+        "eval_spec_hash": eval_spec_hash(spec, all_examples),
         "engine": engine,
         "device": device,
     }

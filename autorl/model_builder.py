@@ -36,10 +36,11 @@ MARKER = "autorl-model.json"  # written last; its presence means the build compl
 PAD_TOKEN = "<|pad|>"
 EOS_TOKEN = "<|endoftext|>"
 
-# Model (Qwen2). ~0.8M parameters: small enough that a GRPO step on 2 CPU cores takes well under a second.
-HIDDEN_SIZE = 128
-INTERMEDIATE_SIZE = 512
-NUM_LAYERS = 4
+# Model (Qwen2), ~0.21M parameters. Calibrated: per warm-start step it learns the task as fast as 0.47M and
+# 1.08M variants did (greedy eval 0.65 after 1000 steps), at 2x / 4x less compute per step (SFT and GRPO).
+HIDDEN_SIZE = 64
+INTERMEDIATE_SIZE = 256
+NUM_LAYERS = 3
 NUM_HEADS = 4
 NUM_KV_HEADS = 4
 MAX_POSITIONS = 256  # prompt + completion of the arithmetic task are < 40 characters

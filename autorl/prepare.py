@@ -119,7 +119,7 @@ def prepare(config: Path, prime_rl_dir: str | None = None, skip_model: bool = Fa
     sources = [
         (s.env.taskset.id, _taskset_fields(s.env.taskset)) for s in cfg.model.orchestrator.train.source
     ]
-    evals = [(e.id, dict(e.fields)) for e in spec.envs]
+    evals = [(e.taskset["id"], {k: v for k, v in e.taskset.items() if k != "id"}) for e in spec.env]
     problems = prepare_data(sources, evals)
     if problems:
         raise PrepareError("data missing:\n  " + "\n  ".join(problems))

@@ -141,16 +141,17 @@ def test_evaluator_refuses_weights_of_another_env(tmp_path):
 
 
 def test_short_cartpole_run_learns():
+    """30k env steps of the shipped hyperparameters (about a second): the stochastic training return rises
+    from the random policy's ~20 to > 200 on every seed tried (1-8), the greedy eval return by > 100."""
     torch.set_num_threads(1)
-    cfg = small_cfg()
-    ppo = PPO(cfg, seed=1)
+    ppo = PPO(load_classic_config(SHIPPED).model.model_copy(update={"total_env_steps": 30_000}), seed=2)
     envs = train_eval_envs("CartPole-v1")
     before = train_eval("CartPole-v1", envs, ppo.act_fn())
     returns = [u.episodic_return for u in ppo.run() if u.episodic_return is not None]
     after = train_eval("CartPole-v1", envs, ppo.act_fn())
+    assert np.mean(returns[:3]) < 40 and np.mean(returns[-3:]) > 5 * np.mean(returns[:3]), returns
     # An untrained net can balance for a while by chance (seen: 228), so compare with the trained one.
-    assert after > max(before, 100.0) + 100, (before, after)
-    assert np.mean(returns[-3:]) > 2 * np.mean(returns[:3])  # the training return rises too
+    assert after > before + 100, (before, after)
 
 
 def test_continuous_policy_runs_on_bipedalwalker(tmp_path):

@@ -211,6 +211,8 @@ def test_one_step_lag_and_lower_dppo_mask_high_masks_more(tiny_model, tmp_path):
 def test_filter_zero_advantages_drops_their_tokens(tiny_model, tmp_path):
     trainer = make_trainer(tiny_model, tmp_path)
     batch = trainer.sample_batch()
+    for s in batch[2:]:
+        s.advantage = s.advantage or 0.5  # a reward can equal its group's mean: keep only our two at zero
     batch[0].advantage = batch[1].advantage = 0.0  # as if their group had equal rewards
     all_tokens = sum(len(s.completion_ids) for s in batch)
     zero_tokens = len(batch[0].completion_ids) + len(batch[1].completion_ids)
