@@ -38,7 +38,7 @@ COLUMNS: list[str] = [
     "env_scores",  # env=score pairs, space separated
     "delta",  # eval_score - reference eval_score, on the common eval examples
     "p_value",  # one-sided p for "candidate better than reference"
-    "verdict",  # improved | worse | inconclusive | (empty: no reference yet)
+    "verdict",  # improved | worse | inconclusive | baseline (no reference yet) | n/a (no score)
     "reference_run",  # run_id of the trial compared against
     "training_seconds",
     "startup_seconds",

@@ -1,11 +1,12 @@
 """Build the default base model without any hub: a tiny Qwen2 LM, a character tokenizer, a short warm-start.
 
 The model is a Qwen2-architecture causal LM (transformers.Qwen2Config) over single characters, trained with a
-few hundred supervised steps on the arithmetic task's format (``What is 347 + 586?\\n`` -> ``#### 933``).
+few hundred supervised steps on the arithmetic task's format (``47+38=`` -> ``#### 85``).
 The step count is calibrated so the model is *partially* competent: it always writes the format and gets a
-part of the problems right (greedy eval score ~0.3-0.4), so RL has room to improve it. Deterministic for a
+part of the problems right (greedy eval score ~0.35), so RL has room to improve it. Deterministic for a
 fixed seed (CPU, float32). Saved in Hugging Face format with ``save_pretrained``; a marker file written last
-makes the build idempotent (a complete model is never rebuilt, a half-written one is).
+makes the build idempotent (a complete model built from the same recipe is never rebuilt; a half-written one,
+or one built from another recipe, is).
 
     uv run python -m autorl.model_builder            # builds .autorl/models/tiny-arith
 """
@@ -36,8 +37,8 @@ MARKER = "autorl-model.json"  # written last; its presence means the build compl
 PAD_TOKEN = "<|pad|>"
 EOS_TOKEN = "<|endoftext|>"
 
-# Model (Qwen2), ~0.21M parameters. Calibrated: per warm-start step it learns the task as fast as 0.47M and
-# 1.08M variants did (greedy eval 0.65 after 1000 steps), at 2x / 4x less compute per step (SFT and GRPO).
+# Model (Qwen2), ~0.21M parameters: small, so that a 600 s CPU trial makes thousands of GRPO steps (each
+# trial's metrics.jsonl records the seconds per step).
 HIDDEN_SIZE = 64
 INTERMEDIATE_SIZE = 256
 NUM_LAYERS = 3
@@ -47,7 +48,10 @@ MAX_POSITIONS = 256  # prompt + completion of the arithmetic task are < 40 chara
 
 # Supervised warm-start on the arithmetic train split (never sees an eval problem: see core.py).
 TASK_FIELDS: dict = {}  # the autorl-arithmetic defaults = the default train.toml source and eval.toml
-SFT_STEPS = 500  # calibrated: see docs/environments.md (greedy eval score ~0.3-0.4)
+# Calibrated for base_score ~0.35 on the default eval (greedy): 300 steps give 0.04, 500 give 0.24, 800 give
+# 0.35 (`uv run python -m autorl.model_builder --out DIR --steps N`, then
+# `uv run python -m autorl.eval --weights DIR --out eval.jsonl`).
+SFT_STEPS = 800
 SFT_BATCH_SIZE = 64
 SFT_LR = 3e-3
 SFT_WARMUP_STEPS = 30
@@ -73,7 +77,7 @@ def build_tokenizer() -> PreTrainedTokenizerFast:
     )
 
 
-def build_config(tokenizer: PreTrainedTokenizerFast, **overrides) -> Qwen2Config:
+def model_dims(**overrides) -> dict:
     dims = dict(
         hidden_size=HIDDEN_SIZE,
         intermediate_size=INTERMEDIATE_SIZE,
@@ -82,14 +86,17 @@ def build_config(tokenizer: PreTrainedTokenizerFast, **overrides) -> Qwen2Config
         num_key_value_heads=NUM_KV_HEADS,
         max_position_embeddings=MAX_POSITIONS,
     )
-    dims.update(overrides)
+    return {**dims, **overrides}
+
+
+def build_config(tokenizer: PreTrainedTokenizerFast, **overrides) -> Qwen2Config:
     return Qwen2Config(
         vocab_size=len(tokenizer),
         tie_word_embeddings=True,
         pad_token_id=tokenizer.pad_token_id,
         eos_token_id=tokenizer.eos_token_id,
         bos_token_id=None,
-        **dims,
+        **model_dims(**overrides),
     )
 
 
@@ -121,8 +128,19 @@ def _lr(step: int, steps: int, warmup: int) -> float:
     return SFT_LR * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * progress)))
 
 
-def is_complete(out_dir: Path) -> bool:
-    return (Path(out_dir) / MARKER).is_file()
+def is_complete(out_dir: Path, recipe: dict | None = None) -> bool:
+    """A finished build is there (and, given ``recipe``, one built from that recipe)."""
+    marker = Path(out_dir) / MARKER
+    if not marker.is_file():
+        return False
+    return recipe is None or json.loads(marker.read_text()).get("recipe") == recipe
+
+
+def build_recipe(steps: int, seed: int, batch_size: int, **model_overrides) -> dict:
+    """Everything that determines the built weights: a model built from another recipe is rebuilt."""
+    sft = dict(steps=steps, seed=seed, batch_size=batch_size, lr=SFT_LR, warmup=SFT_WARMUP_STEPS)
+    sft["weight_decay"] = SFT_WEIGHT_DECAY
+    return {"model": model_dims(**model_overrides), "sft": sft, "task": TASK_FIELDS}
 
 
 def build_base_model(
@@ -139,11 +157,14 @@ def build_base_model(
     Returns the directory; does nothing when a complete model is already there.
     """
     out_dir = Path(out_dir) if out_dir is not None else paths.models_dir() / MODEL_NAME
-    if is_complete(out_dir):
+    steps = SFT_STEPS if steps is None else steps
+    recipe = build_recipe(steps, seed, batch_size, **model_overrides)
+    if is_complete(out_dir, recipe):
         if progress:
             print(f"base model: {out_dir} already built", file=sys.stderr)
         return out_dir
-    steps = SFT_STEPS if steps is None else steps
+    if is_complete(out_dir) and progress:
+        print(f"base model: {out_dir} was built from another recipe: rebuilding", file=sys.stderr)
     start = time.perf_counter()
     torch.set_num_threads(SFT_THREADS)
     torch.manual_seed(seed)
@@ -193,6 +214,7 @@ def build_base_model(
     tokenizer.save_pretrained(out_dir)
     seconds = time.perf_counter() - start
     info = {
+        "recipe": recipe,
         "params": n_params,
         "steps": steps,
         "seed": seed,

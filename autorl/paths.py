@@ -1,4 +1,4 @@
-"""Where things live. Everything generated stays inside the repo, git-ignored, so `git reset` loses nothing."""
+"""Where things live. Everything generated stays inside the repo, git-ignored: `git reset` loses nothing."""
 
 from __future__ import annotations
 

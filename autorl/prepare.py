@@ -42,7 +42,7 @@ def fetch_model(name: str) -> Path:
     if name == BUILTIN_MODEL:
         from autorl.model_builder import build_base_model
 
-        say(f"building the local base model at {name} (once; a few minutes on a CPU)")
+        say(f"building the local base model at {name} (once; about 20 s on a CPU)")
         return build_base_model(paths.repo_root() / BUILTIN_MODEL)
     if local is not None:
         if not (local / "config.json").exists():
@@ -61,6 +61,16 @@ def fetch_model(name: str) -> Path:
             f"Offline? Download it elsewhere (`huggingface-cli download {name} --local-dir DIR`), copy DIR "
             "here, set model.name in train.toml to that directory, and run `uv run prepare.py` again."
         ) from exc
+
+
+def builtin_model_outdated(machine: Machine) -> bool:
+    """The machine uses the builtin model and the code now builds it differently (a harness update)."""
+    if machine.model_name != BUILTIN_MODEL or not machine.model_path:
+        return False
+    from autorl import model_builder as mb
+
+    recipe = mb.build_recipe(mb.SFT_STEPS, mb.SFT_SEED, mb.SFT_BATCH_SIZE)
+    return not mb.is_complete(Path(machine.model_path), recipe)
 
 
 def prepare_data(cfg_sources: list[tuple[str, dict]], eval_envs: list[tuple[str, dict]]) -> list[str]:

@@ -261,11 +261,15 @@ def main(argv: list[str] | None = None) -> int:
             "--allow-dirty-harness exists for developing the harness itself)"
         )
 
-    # 3. Prepare once per machine (llm track).
-    if track == "llm" and machine is None:
-        from autorl.prepare import PrepareError, prepare
+    # 3. Prepare once per machine (llm track), and again when the builtin model's recipe changed.
+    from autorl.prepare import PrepareError, builtin_model_outdated, prepare
 
-        say("no machine file yet: running prepare.py first")
+    if track == "llm" and (machine is None or builtin_model_outdated(machine)):
+        say(
+            "no machine file yet: running prepare.py first"
+            if machine is None
+            else "the builtin base model was built from an older recipe: running prepare.py again"
+        )
         try:
             machine = prepare(config_path)
         except PrepareError as exc:
@@ -291,11 +295,28 @@ def main(argv: list[str] | None = None) -> int:
 def dry_run(backend, cfg, backend_name: str) -> int:
     resolved = backend.resolve(cfg, paths.runs_dir() / "dry-run", 0)
     print(f"# backend: {backend_name}; config {cfg.path} is valid (config_hash {cfg.config_hash})")
-    print(json.dumps(resolved, indent=2, default=str))
+    print(resolved_toml(resolved))
     note = getattr(backend, "availability_note", None)
     if callable(note) and (text := note()):
         print(f"# note: {text}")
     return EXIT_OK
+
+
+def resolved_toml(resolved: dict[str, Any]) -> str:
+    """The resolved config as TOML, the format train.toml and prime-rl's `rl @ file` use (TOML has no null:
+    a None left by a backend is written as prime-rl's "None" string)."""
+    import tomlkit
+
+    def no_null(value: Any) -> Any:
+        if isinstance(value, dict):
+            return {k: no_null(v) for k, v in value.items()}
+        if isinstance(value, list | tuple):
+            return [no_null(v) for v in value]
+        if isinstance(value, Path):
+            return str(value)
+        return "None" if value is None else value
+
+    return tomlkit.dumps(no_null(resolved))
 
 
 def run_trial(args, track: str, backend, backend_name: str, cfg, n_seeds: int, root: Path) -> int:
@@ -357,7 +378,9 @@ def run_trial(args, track: str, backend, backend_name: str, cfg, n_seeds: int, r
         if seed_run.outcome.weights_dir is None:
             if seed_run.status == "ok":
                 seed_run.status = "crash"
-            seed_run.error = (seed_run.error or "") + "no weights were saved: nothing to evaluate"
+            seed_run.error = (seed_run.error or "").rstrip(
+                "\n"
+            ) + "\nno weights were saved: nothing to evaluate"
             say(seed_run.error)
             continue
         say(f"evaluating {seed_run.outcome.weights_dir}")

@@ -3,8 +3,8 @@
 Each Optuna trial writes its values into the config with tomlkit (comments, order and layout stay), runs
 the same runner as any trial (`python run.py --description "tune: ..."`, a subprocess: budget, eval,
 statistics and the results.tsv row are the runner's), reads eval_score and verdict from the summary, and
-marks the row like the agent protocol does (keep when `verdict: improved`, else discard; crash for crashes).
-The first trial re-runs the current config (its values that lie in the space): the baseline on a fresh
+marks the row like the agent protocol does (keep on `verdict: improved` or `baseline`, else discard; crash:
+crash). The first trial re-runs the current config (its values that lie in the space): the baseline on a fresh
 ledger, otherwise one more repeat for the noise floor. At the end the config holds the best trial of this
 session with `verdict: improved`, or the original config when none improved. Interrupted (Ctrl-C), the
 original config is restored.

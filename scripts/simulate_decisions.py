@@ -25,32 +25,21 @@ from __future__ import annotations
 
 import argparse
 import time
-import tomllib
 
 import numpy as np
 from scipy import stats as sps
 
 from autorl import paths
+from autorl.eval import load_eval_spec
 from autorl.stats import ALPHA, PRIOR_DF, NoiseFloor, Table, compare_tables, default_seed_sd
 
 
 def default_eval_size() -> tuple[int, int, int, str]:
-    """(envs, examples per env, samples per example) from eval.toml when it is readable, else 2 x 100 x 1."""
-    spec = paths.eval_spec_file()
-    try:
-        data = tomllib.loads(spec.read_text())
-    except (OSError, tomllib.TOMLDecodeError):
-        return 2, 100, 1, "no eval.toml: assumed 2 envs x 100 examples x 1 sample"
-    envs = data.get("env") or data.get("envs") or data.get("environments") or []
-    if isinstance(envs, dict):
-        envs = list(envs.values())
-    n_env = max(len(envs), 1)
-    sizes = [e.get("num_examples") or e.get("examples") for e in envs if isinstance(e, dict)]
-    sizes = [int(s) for s in sizes if s]
-    n_ex = int(data.get("num_examples") or data.get("examples_per_env") or (min(sizes) if sizes else 100))
-    samples = data.get("samples_per_example") or data.get("samples") or data.get("rollouts_per_example")
-    samples = int(samples or 1)
-    return n_env, n_ex, samples, f"from {spec.name}"
+    """(envs, examples per env, samples per example) of the repo's eval.toml (the smallest env's size)."""
+    spec = load_eval_spec(paths.eval_spec_file())
+    n_ex = min(e.num_examples for e in spec.env)
+    samples = min(e.samples_per_example for e in spec.env)
+    return len(spec.env), n_ex, samples, "from eval.toml"
 
 
 class World:

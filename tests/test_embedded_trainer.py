@@ -533,3 +533,11 @@ def test_vllm_sampler_up_to_the_engine_boundary(monkeypatch, tiny_model):
     model = Qwen2ForCausalLM.from_pretrained(tiny_model)
     sampler.sync_weights(model)
     assert set(calls["loaded"]) == set(model.state_dict()) and calls["reset"] == 1
+
+
+def test_cpu_threads_default_to_one_for_a_tiny_model():
+    from autorl.backends.embedded.train import available_cores, cpu_threads
+
+    assert cpu_threads(0, 200_000) == 1
+    assert cpu_threads(0, 600_000_000) == available_cores()
+    assert cpu_threads(3, 200_000) == 3  # an explicit num_threads wins

@@ -7,6 +7,7 @@ import dataclasses
 import itertools
 import json
 import re
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -73,9 +74,8 @@ def test_arithmetic_splits_are_deterministic_and_disjoint(fields: dict, n: int) 
     eval_set = arith.first(eval_s, n)
     assert eval_set == arith.first(eval_s, n)
     assert arith.first(eval_s, 50) == eval_set[:50]  # prefixes agree
-    eval_keys = {canonical(p.prompt) for p in eval_set}
-    assert len(eval_keys) == len(eval_set)  # distinct problems, reorderings included
     assert len({p.id for p in eval_set}) == len(eval_set)
+    eval_keys = {canonical(p.prompt) for p in eval_set}
     for seed in (0, 1, 2):
         train = list(itertools.islice(arith.stream(s, seed), 5000))
         assert not {canonical(p.prompt) for p in train} & eval_keys
@@ -84,14 +84,22 @@ def test_arithmetic_splits_are_deterministic_and_disjoint(fields: dict, n: int) 
     assert a != list(itertools.islice(arith.stream(s, 8), 100))
 
 
-def test_exhausted_eval_space_is_an_error_not_a_hang(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(arith, "MAX_EVAL_MISSES", 20_000)  # keeps the test fast; same logic
-    tiny = arith.Settings(split="eval", max_digits=1, max_terms=2, ops="+", num_examples=1000)
-    with pytest.raises(ValueError, match="only 5 distinct problems"):
-        arith.first(tiny, 1000)
-    everything = arith.head(tiny, 1000)  # the lenient form (the verifiers Taskset) yields what exists
-    assert len(everything) == 5 and everything == arith.first(tiny, 5)
-    assert {p.id for p in itertools.islice(arith.stream(tiny, 0), 200)} == {p.id for p in everything}
+def test_eval_set_has_the_training_distribution() -> None:
+    """Eval problems are drawn like training ones (term counts uniform), only from the held-out bucket: not a
+    deduplicated set, which for the default task would be ~80% four-term problems."""
+    s = arith.Settings(min_terms=2, max_terms=4, max_digits=1)
+    terms = lambda problems: Counter(len(expression(p.prompt).split(" ")) // 2 + 1 for p in problems)  # noqa: E731
+    eval_counts = terms(arith.first(dataclasses.replace(s, split="eval"), 1500))
+    train_counts = terms(itertools.islice(arith.stream(s, 0), 1500))
+    for k in (2, 3, 4):
+        assert abs(eval_counts[k] - 500) < 80 and abs(train_counts[k] - 500) < 80, (eval_counts, train_counts)
+
+
+def test_settings_without_eval_problems_are_an_error_not_a_hang(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(arith, "MAX_EVAL_MISSES", 2_000)  # keeps the test fast; same logic
+    monkeypatch.setattr(arith, "is_eval_problem", lambda terms: False)  # as in a tiny problem space
+    with pytest.raises(ValueError, match="leave no eval problem"):
+        arith.first(arith.Settings(split="eval"), 10)
 
 
 def test_arithmetic_settings_validation() -> None:

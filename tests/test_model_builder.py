@@ -68,3 +68,12 @@ def test_build_is_deterministic_and_idempotent(tiny_model: Path, tmp_path: Path)
     (again / mb.MARKER).unlink()  # an interrupted build (no marker) is redone
     mb.build_base_model(again, steps=20, batch_size=16, progress=False, **TINY)
     assert mb.is_complete(again)
+
+
+def test_a_model_built_from_another_recipe_is_rebuilt(tiny_model: Path, tmp_path: Path) -> None:
+    out = tmp_path / "m"
+    mb.build_base_model(out, steps=5, batch_size=4, progress=False, **TINY)
+    assert mb.is_complete(out, mb.build_recipe(5, mb.SFT_SEED, 4, **TINY))
+    assert not mb.is_complete(out, mb.build_recipe(6, mb.SFT_SEED, 4, **TINY))
+    mb.build_base_model(out, steps=6, batch_size=4, progress=False, **TINY)  # e.g. after a code update
+    assert json.loads((out / mb.MARKER).read_text())["steps"] == 6

@@ -4,6 +4,7 @@ metrics parsing, weight selection, crash attribution, the not-found path, and fu
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import subprocess
@@ -660,7 +661,9 @@ def test_run_py_dry_run_without_prime_rl_prints_config_and_note(tmp_path, capsys
     )
     out = capsys.readouterr().out
     assert code == 0
-    assert '"num_infer_gpus": 1' in out and '"type": "filesystem"' in out
+    rendered = tomllib.loads(out)  # the TOML that `rl @ file` would get (comment lines aside)
+    assert rendered["deployment"]["num_infer_gpus"] == 1
+    assert rendered["weight_broadcast"]["type"] == "filesystem"
     assert out.rstrip().endswith(f"# note: {NOT_FOUND}")
 
 
@@ -682,3 +685,14 @@ def test_env_server_crash_counts_as_orchestrator_with_the_env_servers_log(tmp_pa
         "12:00:01   ERROR Error: Orchestrator failed with exit code 1\n"
     )
     assert attribute_crash(prime_dir, console) is None
+
+
+def test_render_makes_a_relative_data_path_absolute(tmp_path, monkeypatch):
+    """`rl` runs in prime-rl's checkout: a relative GSM8K data_path must point into our repo there too."""
+    monkeypatch.setenv("AUTORL_ROOT", str(tmp_path))
+    cfg = load(tmp_path, DEFAULT_TOML)
+    data = copy.deepcopy(cfg.data)
+    data["orchestrator"]["train"]["source"][0]["env"]["taskset"]["data_path"] = "data/gsm8k"
+    out = render(data, tmp_path / "run", seed=0)
+    taskset = out["orchestrator"]["train"]["source"][0]["env"]["taskset"]
+    assert taskset["data_path"] == str((tmp_path / "data" / "gsm8k").resolve())

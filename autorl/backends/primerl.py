@@ -379,6 +379,10 @@ def render(data: dict[str, Any], run_dir: Path, seed: int) -> dict[str, Any]:
         # Defaults are the `bash` harness in a remote `prime` sandbox; the harness runs everything locally.
         agent.setdefault("harness", {})["id"] = "null"
         agent.setdefault("runtime", {})["type"] = "subprocess"
+        taskset = source["env"].get("taskset", {})
+        if isinstance(taskset.get("data_path"), str):  # relative to our repo, not prime-rl's checkout
+            data_path = Path(taskset["data_path"]).expanduser()
+            taskset["data_path"] = str((paths.repo_root() / data_path).resolve())
         sampler = source.get("curriculum", {}).get("sampler", {})
         if sampler.get("type") == "difficulty_pool":
             sampler["seed"] = seed

@@ -105,7 +105,7 @@ class RunSpec(_Spec):
     sources: list[SourceSpec]
     # Embedded-only runtime settings (no prime-rl key; not set from train.toml):
     device: str = "auto"  # auto = cuda when available, else cpu
-    num_threads: int = 0  # torch CPU threads; 0 = every core this process may use
+    num_threads: int = 0  # torch CPU threads; 0 = auto (train.cpu_threads: 1 for a tiny model, else all)
     sampler: str = "auto"  # auto = vllm when importable on a GPU, else hf
     save_interval_s: float = 30.0  # periodic weight saves (plus one at SIGTERM and at max_steps)
     micro_batch_tokens: int = 0  # trainer forward/backward chunks (tokens); 0 = 16384 on CPU, 4096 on GPU

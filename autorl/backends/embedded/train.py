@@ -117,6 +117,18 @@ def available_cores() -> int:
         return os.cpu_count() or 1
 
 
+SMALL_MODEL_PARAMS = 20_000_000
+
+
+def cpu_threads(requested: int, n_params: int) -> int:
+    """torch threads: as requested, else 1 for a model under SMALL_MODEL_PARAMS (its ops are too small to
+    split: the default tiny model trains faster on one thread, and a busy neighbour core no longer stalls
+    it), else every core this process may use."""
+    if requested:
+        return requested
+    return 1 if n_params < SMALL_MODEL_PARAMS else available_cores()
+
+
 def peak_memory_gb(device: torch.device) -> float:
     if device.type == "cuda":
         return torch.cuda.max_memory_allocated(device) / 1024**3
@@ -179,7 +191,6 @@ class Trainer:
         self.seed = seed
         self.stop_requested = False
 
-        torch.set_num_threads(spec.num_threads or available_cores())
         seed_everything(seed)
         if spec.device == "auto":
             self.device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
@@ -193,6 +204,7 @@ class Trainer:
             spec.model_path, dtype=torch.float32, attn_implementation=attention_implementation(self.device)
         )
         self.model = model.to(self.device)
+        torch.set_num_threads(cpu_threads(spec.num_threads, sum(p.numel() for p in model.parameters())))
         self.model.train()
         self.model.config.use_cache = False  # training forwards never need the KV cache
         tok = self.tokenizer

@@ -5,7 +5,11 @@ for prime-rl. Nothing is downloaded or shipped: every problem comes from a seede
 
 Splits never overlap: each problem ``a op b`` is hashed (sha256) into one of ``HASH_BUCKETS`` buckets and
 bucket 0 belongs to the eval split only, the others to train. So whatever seed the train stream uses, it can
-never produce an eval problem, and the eval set is a fixed, deduplicated sequence drawn from ``EVAL_SEED``.
+never produce an eval problem. The eval set is a fixed sequence drawn from ``EVAL_SEED`` with the *same*
+distribution as training (term counts uniform, then digits, then operators), restricted to bucket 0. It is not
+deduplicated on purpose: with e.g. 2-4 one-digit terms there are only ~15 distinct two-term eval problems, so
+a deduplicated eval would be almost all four-term problems, a harder task than the one trained on.
+eval_score estimates the accuracy on the task's distribution.
 
 Format (shared with GSM8K): the answer is the number after ``#### `` on the last line of the completion.
 The default prompt is terse (``347+586=``) because the default model is a character-level model whose cost
@@ -24,9 +28,8 @@ from dataclasses import dataclass, fields
 from typing import Literal
 
 SPLITS = ("train", "eval")
-# A small problem space runs out of distinct eval problems (the default task has 544): after this many
-# draws in a row without a new one, the eval sequence ends.
-MAX_EVAL_MISSES = 200_000
+# Settings whose eval bucket is empty (a handful of possible problems) give up after this many draws.
+MAX_EVAL_MISSES = 100_000
 EVAL_SEED = 1234  # the fixed eval stream; changing it changes the eval set (and eval_spec_hash)
 HASH_BUCKETS = 10  # 1 bucket of 10 (10% of all problems) is reserved for the eval split
 INSTRUCTION = "Give the final answer as a number on the last line after '#### '."
@@ -39,11 +42,13 @@ class Settings:
     """The taskset fields (the verifiers TasksetConfig declares the same ones, same defaults)."""
 
     split: Split = "train"
-    # The defaults are the default task (sums of 2-4 one-digit numbers), calibrated with the tiny base model.
+    # The defaults are the default task (a sum or difference of two numbers of 1-2 digits, ~15k distinct
+    # problems: too many for the tiny base model to memorise, so what RL teaches it carries over to the
+    # held-out ones), calibrated with the tiny base model.
     min_terms: int = 2  # numbers per problem, drawn uniformly in [min_terms, max_terms]
-    max_terms: int = 4
+    max_terms: int = 2
     min_digits: int = 1  # digits of each number, drawn uniformly in [min_digits, max_digits]
-    max_digits: int = 1
+    max_digits: int = 2
     ops: str = "+-"  # operators to draw from; problems with a negative result are redrawn
     instruction: bool = False  # ask "What is 3 + 4? <INSTRUCTION>" (for chat models) instead of "3+4="
     num_examples: int = 10_000  # tasks the verifiers Taskset yields (the embedded train stream is endless)
@@ -138,20 +143,18 @@ def _problem(pid: str, terms: Terms, s: Settings) -> Problem:
 
 
 def eval_problems(s: Settings) -> Iterator[Problem]:
-    """The fixed eval sequence: distinct eval-bucket problems from EVAL_SEED (any prefix is the same). It ends
-    when the problem space has no new eval problem left."""
+    """The fixed, endless eval sequence: eval-bucket draws from EVAL_SEED (any prefix is the same)."""
     rng = random.Random(EVAL_SEED)
-    seen: set[str] = set()
-    misses = 0
-    while misses < MAX_EVAL_MISSES:
+    i = misses = 0
+    while True:
         terms = _draw(rng, s)
-        key = problem_key(terms)
-        if key in seen or not is_eval_problem(terms):
+        if not is_eval_problem(terms):
             misses += 1
+            if misses >= MAX_EVAL_MISSES and i == 0:
+                raise ValueError(f"autorl-arithmetic: these settings leave no eval problem: {s}")
             continue
-        misses = 0
-        seen.add(key)
-        yield _problem(f"eval-{len(seen) - 1}", terms, s)
+        yield _problem(f"eval-{i}", terms, s)
+        i += 1
 
 
 def train_problems(s: Settings, seed: int) -> Iterator[Problem]:
@@ -171,28 +174,17 @@ def train_problems(s: Settings, seed: int) -> Iterator[Problem]:
 
 def stream(s: Settings, seed: int) -> Iterator[Problem]:
     """Training: an endless random stream of the split's problems for one seed."""
-    if s.split == "eval":  # a fixed finite set, cycled in a seeded order
-        pool = head(s, s.num_examples)
+    if s.split == "eval":  # the fixed eval set, cycled in a seeded order
+        pool = first(s, s.num_examples)
         rng = random.Random(f"autorl-arithmetic-eval-order-{seed}")
         return (pool[rng.randrange(len(pool))] for _ in itertools.count())
     return train_problems(s, seed)
 
 
-def head(s: Settings, n: int) -> list[Problem]:
-    """Up to ``n`` problems of the split in its fixed order (fewer when the eval split runs out)."""
+def first(s: Settings, n: int) -> list[Problem]:
+    """The first ``n`` problems of the split in its fixed order (evaluation)."""
     source = eval_problems(s) if s.split == "eval" else train_problems(s, 0)
     return list(itertools.islice(source, n))
-
-
-def first(s: Settings, n: int) -> list[Problem]:
-    """Exactly the first ``n`` problems of the split in its fixed order (evaluation)."""
-    problems = head(s, n)
-    if len(problems) < n:
-        raise ValueError(
-            f"autorl-arithmetic: asked for {n} examples, but split {s.split!r} of these settings has only "
-            f"{len(problems)} distinct problems (use more terms/digits, or fewer examples): {s}"
-        )
-    return problems
 
 
 # The answer is whatever follows the last '####' on its line; thousands separators and a final period

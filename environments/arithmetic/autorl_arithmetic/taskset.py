@@ -64,5 +64,5 @@ class ArithmeticTaskset(vf.Taskset[ArithmeticTask, ArithmeticConfig]):
         # Finite (num_examples, or the whole eval split if smaller), so prime-rl and vf-eval may shuffle it.
         return [
             ArithmeticTask(ArithmeticData(prompt=p.prompt, answer=p.answer, name=p.id), self.config.task)
-            for p in core.head(settings, settings.num_examples)
+            for p in core.first(settings, settings.num_examples)
         ]

@@ -1,0 +1,81 @@
+"""prepare.py end to end in a temporary project root: machine file, the builtin model built on first use,
+a local model path, and the message for a hub model that cannot be fetched offline."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from autorl import model_builder, paths
+from autorl import prepare as prep
+from autorl.machine import load_machine
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture
+def root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("AUTORL_ROOT", str(tmp_path))
+    monkeypatch.delenv("PRIME_RL_DIR", raising=False)
+    shutil.copy(REPO / "eval.toml", tmp_path / "eval.toml")
+    shutil.copy(REPO / "train.toml", tmp_path / "train.toml")
+    # A few-step build of a very small model: the real recipe's code path, in about a second.
+    for name, value in [("SFT_STEPS", 3), ("HIDDEN_SIZE", 16), ("INTERMEDIATE_SIZE", 32), ("NUM_LAYERS", 1)]:
+        monkeypatch.setattr(model_builder, name, value)
+    return tmp_path
+
+
+def set_model_name(root: Path, name: str) -> Path:
+    path = root / "train.toml"
+    text = path.read_text().replace('name = ".autorl/models/tiny-arith"', f'name = "{name}"')
+    path.write_text(text)
+    return path
+
+
+def test_first_prepare_builds_the_builtin_model_and_writes_the_machine_file(root: Path, capsys) -> None:
+    machine = prep.prepare(root / "train.toml")
+    built = root / prep.BUILTIN_MODEL
+    assert model_builder.is_complete(built)
+    assert json.loads((built / model_builder.MARKER).read_text())["steps"] == 3
+    saved = load_machine()
+    assert saved is not None and saved.backend == "embedded" == machine.backend
+    assert Path(saved.model_path) == built and saved.model_name == prep.BUILTIN_MODEL
+    assert saved.cpus >= 1 and saved.prime_rl is None
+    out = capsys.readouterr().out
+    assert "environment autorl-arithmetic: data ready" in out and "backend: embedded" in out
+    prep.prepare(root / "train.toml")  # a second prepare reuses the built model
+    assert "already built" in capsys.readouterr().err
+
+
+def test_a_local_model_directory_is_used_as_is(root: Path) -> None:
+    local = model_builder.build_base_model(root / "my-model", steps=1, batch_size=2, progress=False)
+    machine = prep.prepare(set_model_name(root, str(local)))
+    assert Path(machine.model_path) == local
+    assert not (root / prep.BUILTIN_MODEL).exists()
+
+
+def test_a_path_without_a_model_is_refused(root: Path) -> None:
+    (root / "empty").mkdir()
+    with pytest.raises(prep.PrepareError, match="holds no Hugging Face model"):
+        prep.prepare(set_model_name(root, str(root / "empty")))
+    assert not paths.machine_file().exists()
+
+
+def test_an_unreachable_hub_model_says_how_to_provide_a_local_path(
+    root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_HOME", str(root / "hf"))  # an empty cache
+    with pytest.raises(prep.PrepareError) as err:
+        prep.prepare(set_model_name(root, "no-such-org/no-such-model"))
+    assert "huggingface-cli download no-such-org/no-such-model" in str(err.value)
+    assert "set model.name in train.toml" in str(err.value)
+
+
+def test_main_exits_1_with_the_message(root: Path, capsys) -> None:
+    (root / "empty").mkdir()
+    assert prep.main(["--config", str(set_model_name(root, str(root / "empty")))]) == 1
+    assert "prepare failed" in capsys.readouterr().err
