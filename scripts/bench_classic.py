@@ -14,7 +14,7 @@ of them alike, all in this one process with torch.set_num_threads(1):
 
 Solve criterion, identical for all: autorl.classic.evaluate.train_eval (100 CartPole episodes, fixed
 seeds, deterministic policy) reaches a mean return of 475. It runs on the harness's in-training cadence
-(autorl.classic.evaluate.next_train_eval: gaps of 10% of the training time so far, at least 0.1 s), with
+(autorl.classic.evaluate.next_train_eval: gaps of 10% of the training time so far, at least 0.02 s), with
 evaluation time excluded from the clock. Time to solve = training-clock seconds at
 the first passing evaluation; runs that do not solve within --cap seconds count as not solved (inf).
 Both wall-clock (the target) and process CPU seconds (robust when other jobs share the cores) are shown.
