@@ -2,6 +2,7 @@
 
     uv run python scripts/bench_learning.py                    # train.toml, 600 s per seed, seeds 0 1 2
     uv run python scripts/bench_learning.py --budget 300 --seeds 0 1
+    uv run python scripts/bench_learning.py --jobs 2                # two seeds at a time (one per core)
 
 Drives the same pieces as ``run.py`` (EmbeddedBackend -> budgeted child via autorl.process -> the fixed
 eval of eval.toml), without touching results.tsv: for each seed it trains for ``--budget`` seconds of
@@ -21,6 +22,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -46,6 +48,7 @@ def main() -> None:
     ap.add_argument("--config", type=Path, default=REPO / "train.toml")
     ap.add_argument("--budget", type=float, default=600.0, help="training seconds per seed (default 600)")
     ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    ap.add_argument("--jobs", type=int, default=1, help="seeds trained at the same time (default 1)")
     ap.add_argument("--out", type=Path, default=None, help="keep run directories here (default: a temp dir)")
     args = ap.parse_args()
 
@@ -54,12 +57,16 @@ def main() -> None:
     backend.check(cfg)
     out = args.out or Path(tempfile.mkdtemp(prefix="bench-learning-"))
     out.mkdir(parents=True, exist_ok=True)
-    print(f"config {args.config}, budget {args.budget:g} s, seeds {args.seeds}, runs in {out}", flush=True)
+    print(
+        f"config {args.config}, budget {args.budget:g} s, seeds {args.seeds} ({args.jobs} at a time), "
+        f"{os.cpu_count()} CPUs, runs in {out}",
+        flush=True,
+    )
 
     base = run_eval(backend, cfg, None, out / "base_eval.jsonl")
     print(f"base_score {base:.4f}", flush=True)
-    scores = []
-    for seed in args.seeds:
+
+    def one_seed(seed: int) -> float:
         run_dir = out / f"seed-{seed}"
         (run_dir / "resolved.json").parent.mkdir(parents=True, exist_ok=True)
         launch = backend.launch(cfg, run_dir, seed)
@@ -72,13 +79,18 @@ def main() -> None:
                 f"seed {seed}: no weights saved ({child.reason_text}); see {run_dir / 'run.log'}"
             )
         score = run_eval(backend, cfg, outcome.weights_dir, run_dir / "eval.jsonl")
-        scores.append(score)
         print(
             f"seed {seed}: eval_score {score:.4f} (gain {score - base:+.4f}), {outcome.steps} steps in "
             f"{child.training_seconds:.0f} s of training ({time.monotonic() - start:.0f} s wall), "
             f"load {load_before:.1f} -> {os.getloadavg()[0]:.1f}",
             flush=True,
         )
+        return score
+
+    # --jobs > 1 trains several seeds at once, each child in its own process (the default tiny model trains
+    # on one thread, so on N cores N seeds at once each run at about the speed of one alone).
+    with ThreadPoolExecutor(max_workers=args.jobs) as pool:
+        scores = list(pool.map(one_seed, args.seeds))
     mean = statistics.fmean(scores)
     spread = statistics.stdev(scores) if len(scores) > 1 else 0.0
     print("---")
