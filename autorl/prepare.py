@@ -42,7 +42,7 @@ def fetch_model(name: str) -> Path:
     if name == BUILTIN_MODEL:
         from autorl.model_builder import build_base_model
 
-        say(f"building the local base model at {name} (once; about 20 s on a CPU)")
+        say(f"building the local base model at {name} (once; under a minute on a CPU)")
         return build_base_model(paths.repo_root() / BUILTIN_MODEL)
     if local is not None:
         if not (local / "config.json").exists():
