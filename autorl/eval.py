@@ -73,8 +73,13 @@ class EnvSpec(BaseModel):
     def label(self) -> str:
         return self.name or envs.normalize_id(self.taskset["id"])
 
+    @property
+    def taskset_fields(self) -> dict[str, Any]:
+        """The [env.taskset] table without its id: the taskset's own fields."""
+        return {k: v for k, v in self.taskset.items() if k != "id"}
+
     def load_env(self) -> envs.Env:
-        return envs.load_env(self.taskset["id"], {k: v for k, v in self.taskset.items() if k != "id"})
+        return envs.load_env(self.taskset["id"], self.taskset_fields)
 
 
 class EvalSpec(BaseModel):

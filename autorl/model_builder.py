@@ -20,13 +20,17 @@ import shutil
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import torch
 from autorl_arithmetic import core as arithmetic
-from tokenizers import pre_tokenizers
-from transformers import PreTrainedTokenizerFast, Qwen2Config, Qwen2ForCausalLM, Qwen2Tokenizer
 
 from autorl import paths
+
+# tokenizers/transformers are imported where used: run.py checks the recipe of a built model (build_recipe,
+# is_complete) before every trial, and importing transformers would add seconds to each start.
+if TYPE_CHECKING:
+    from transformers import PreTrainedTokenizerFast, Qwen2Config
 
 MODEL_NAME = "tiny-arith"
 MARKER = "autorl-model.json"  # written last; its presence means the build completed
@@ -63,6 +67,9 @@ SFT_THREADS = 1  # deterministic everywhere; 2 threads are ~6x *slower* when oth
 def build_tokenizer() -> PreTrainedTokenizerFast:
     """A character-level tokenizer: byte-level BPE with an alphabet-only vocabulary and no merges, so every
     ASCII character is one token (and any text round-trips). Qwen2's own pre-tokenizer/decoder pipeline."""
+    from tokenizers import pre_tokenizers
+    from transformers import Qwen2Tokenizer
+
     alphabet = sorted(pre_tokenizers.ByteLevel.alphabet())
     vocab = {tok: i for i, tok in enumerate([PAD_TOKEN, EOS_TOKEN, *alphabet])}
     return Qwen2Tokenizer(
@@ -90,6 +97,8 @@ def model_dims(**overrides) -> dict:
 
 
 def build_config(tokenizer: PreTrainedTokenizerFast, **overrides) -> Qwen2Config:
+    from transformers import Qwen2Config
+
     return Qwen2Config(
         vocab_size=len(tokenizer),
         tie_word_embeddings=True,
@@ -136,10 +145,19 @@ def is_complete(out_dir: Path, recipe: dict | None = None) -> bool:
     return recipe is None or json.loads(marker.read_text()).get("recipe") == recipe
 
 
-def build_recipe(steps: int, seed: int, batch_size: int, **model_overrides) -> dict:
-    """Everything that determines the built weights: a model built from another recipe is rebuilt."""
-    sft = dict(steps=steps, seed=seed, batch_size=batch_size, lr=SFT_LR, warmup=SFT_WARMUP_STEPS)
-    sft["weight_decay"] = SFT_WEIGHT_DECAY
+def build_recipe(
+    steps: int = SFT_STEPS, seed: int = SFT_SEED, batch_size: int = SFT_BATCH_SIZE, **model_overrides
+) -> dict:
+    """Everything that determines the built weights (default: the shipped model's); a model built from
+    another recipe is rebuilt."""
+    sft = dict(
+        steps=steps,
+        seed=seed,
+        batch_size=batch_size,
+        lr=SFT_LR,
+        warmup=SFT_WARMUP_STEPS,
+        weight_decay=SFT_WEIGHT_DECAY,
+    )
     return {"model": model_dims(**model_overrides), "sft": sft, "task": TASK_FIELDS}
 
 
@@ -171,6 +189,8 @@ def build_base_model(
 
     tokenizer = build_tokenizer()
     config = build_config(tokenizer, **model_overrides)
+    from transformers import Qwen2ForCausalLM
+
     model = Qwen2ForCausalLM(config)
     n_params = sum(p.numel() for p in model.parameters())
     if progress:

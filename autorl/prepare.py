@@ -69,8 +69,7 @@ def builtin_model_outdated(machine: Machine) -> bool:
         return False
     from autorl import model_builder as mb
 
-    recipe = mb.build_recipe(mb.SFT_STEPS, mb.SFT_SEED, mb.SFT_BATCH_SIZE)
-    return not mb.is_complete(Path(machine.model_path), recipe)
+    return not mb.is_complete(Path(machine.model_path), mb.build_recipe())
 
 
 def prepare_data(cfg_sources: list[tuple[str, dict]], eval_envs: list[tuple[str, dict]]) -> list[str]:
@@ -129,7 +128,7 @@ def prepare(config: Path, prime_rl_dir: str | None = None, skip_model: bool = Fa
     sources = [
         (s.env.taskset.id, _taskset_fields(s.env.taskset)) for s in cfg.model.orchestrator.train.source
     ]
-    evals = [(e.taskset["id"], {k: v for k, v in e.taskset.items() if k != "id"}) for e in spec.env]
+    evals = [(e.taskset["id"], e.taskset_fields) for e in spec.env]
     problems = prepare_data(sources, evals)
     if problems:
         raise PrepareError("data missing:\n  " + "\n  ".join(problems))

@@ -378,9 +378,8 @@ def run_trial(args, track: str, backend, backend_name: str, cfg, n_seeds: int, r
         if seed_run.outcome.weights_dir is None:
             if seed_run.status == "ok":
                 seed_run.status = "crash"
-            seed_run.error = (seed_run.error or "").rstrip(
-                "\n"
-            ) + "\nno weights were saved: nothing to evaluate"
+            no_weights = "no weights were saved: nothing to evaluate"
+            seed_run.error = f"{seed_run.error.rstrip()}\n{no_weights}" if seed_run.error else no_weights
             say(seed_run.error)
             continue
         say(f"evaluating {seed_run.outcome.weights_dir}")

@@ -61,7 +61,7 @@ class ArithmeticTaskset(vf.Taskset[ArithmeticTask, ArithmeticConfig]):
             instruction=c.instruction,
             num_examples=c.num_examples,
         )
-        # Finite (num_examples, or the whole eval split if smaller), so prime-rl and vf-eval may shuffle it.
+        # Finite (num_examples tasks), so prime-rl and vf-eval may shuffle it.
         return [
             ArithmeticTask(ArithmeticData(prompt=p.prompt, answer=p.answer, name=p.id), self.config.task)
             for p in core.first(settings, settings.num_examples)
