@@ -323,3 +323,22 @@ def test_report_reads_config_diff_when_configs_are_missing(root: Path) -> None:
     (root / "runs" / "t1" / "config.diff").write_text("--- a\n+++ b\n@@ -1 +1 @@\n-lr = 1e-6\n+lr = 1e-5\n")
     table = report.kept_table(ledger.rows())
     assert "-lr = 1e-6; +lr = 1e-5" in table
+
+
+def test_tune_end_to_end_through_the_real_runner_on_the_classic_track(root: Path) -> None:
+    """No test double: `autorl tune` drives the real run.py (classic track, short CartPole trials)."""
+    repo = Path(__file__).resolve().parent.parent
+    config = root / "classic.toml"
+    config.write_text(
+        "# a short CartPole run\ntotal_env_steps = 4096\nnum_envs = 8\nnum_steps = 32\n"
+        "learning_rate = 5e-4  # searched\n"
+    )
+    (root / "space.toml").write_text('[lr]\nkey = "learning_rate"\nlow = 1e-4\nhigh = 3e-3\nlog = true\n')
+    runner = [sys.executable, str(repo / "run.py"), "--allow-dirty-harness"]
+    assert tune.run_tune(2, budget=30, track="classic", runner=runner, extra_args=["--seeds", "1"]) == 0
+    rows = Ledger(root / "results.tsv").rows()
+    assert [r["track"] for r in rows] == ["classic", "classic"] and all(r["status"] == "ok" for r in rows)
+    assert rows[0]["verdict"] == "baseline" and rows[0]["decision"] == "keep"
+    assert rows[1]["verdict"] in ("improved", "worse", "inconclusive") and rows[1]["reference_run"]
+    assert rows[1]["decision"] == ("keep" if rows[1]["verdict"] == "improved" else "discard")
+    assert "# searched" in config.read_text()  # comments survive the rewrites
