@@ -29,7 +29,9 @@ from autorl.live import LiveView
 from autorl.process import BudgetSpec, ChildResult, run_budgeted
 
 EXIT_OK, EXIT_CRASH, EXIT_INVALID = 0, 1, 2
-DEFAULT_SEEDS = {"llm": 1, "classic": 5}
+# 5 seeds: the fewest that give the keep rule ~80% power for a +0.05 gain (scripts/simulate_decisions.py);
+# a candidate behind the reference stops adding seeds early (stats.futile).
+DEFAULT_SEEDS = {"llm": 5, "classic": 5}
 DEFAULT_CONFIG = {"llm": "train.toml", "classic": "classic.toml"}
 EVAL_CAP_S = 3600.0  # the fixed eval is never budgeted, only capped against a hang
 STATUS_RANK = {"ok": 0, "timeout": 1, "crash": 2}
@@ -40,8 +42,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--config", type=Path, default=None, help="config file (default train.toml; classic.toml)")
     p.add_argument("--track", choices=["llm", "classic"], default="llm", help="llm (default) or classic PPO")
     p.add_argument("--budget", type=float, default=600.0, help="training seconds per seed (default 600)")
+    p.add_argument("--seeds", type=int, default=None, help="trainings with harness-chosen seeds (default 5)")
     p.add_argument(
-        "--seeds", type=int, default=None, help="trainings with harness-chosen seeds (llm 1, classic 5)"
+        "--all-seeds",
+        action="store_true",
+        help="run every seed even when the candidate is behind the reference after some (no early stop)",
     )
     p.add_argument("--description", default="", help="one line recorded in results.tsv")
     p.add_argument("--dry-run", action="store_true", help="validate, print the resolved config, exit")
@@ -350,8 +355,32 @@ def run_trial(args, track: str, backend, backend_name: str, cfg, n_seeds: int, r
     if base_error:
         say(f"warning: base model eval failed: {base_error}")
 
+    # The reference (best kept trial of the same eval set and harness) and the noise floor, known up front so
+    # that a multi-seed trial can stop early when the candidate is behind after some of its seeds.
+    reference = ledger.best_kept(track, eval_hash, h_hash) if ledger_rows else None
+    ref_rows = (
+        read_eval_rows(paths.runs_dir() / reference["run_id"] / "eval.jsonl", None) if reference else []
+    )
+
+    def noise_with(ref_score: float | None) -> stats.NoiseFloor:
+        return stats.noise_floor(
+            ledger_rows,
+            track=track,
+            eval_hash=eval_hash,
+            harness_hash=h_hash,
+            prior_sd=stats.default_seed_sd(track, ref_score),
+        )
+
     runs: list[SeedRun] = []
+    stopped_early = ""
     for k, seed in enumerate(seeds):
+        if k > 0 and ref_rows and not args.all_seeds and all(r.status == "ok" for r in runs):
+            pooled = [r for s in runs for r in s.eval_rows]
+            interim = stats.compare(pooled, ref_rows, noise=noise_with(stats.eval_score(ref_rows)))
+            if stats.futile(interim):
+                stopped_early = f"after {k}/{n_seeds} seeds: delta {interim.delta:+.4f} <= 0"
+                say(f"early stop {stopped_early} vs {reference['run_id']} (futility; --all-seeds runs all)")
+                break
         seed_run = SeedRun(seed=seed, dir=run_dir / f"seed-{k}")
         seed_run.dir.mkdir()
         runs.append(seed_run)
@@ -403,17 +432,14 @@ def run_trial(args, track: str, backend, backend_name: str, cfg, n_seeds: int, r
     lines: dict[str, str] = {}
     score = stats.eval_score(rows) if rows else None
     lines["eval_score"] = fmt(score)
-    reference = ledger.best_kept(track, eval_hash, h_hash) if ledger_rows else None
     ref_score = float(reference["eval_score"]) if reference and reference.get("eval_score") else score
-    noise = stats.noise_floor(
-        ledger_rows,
-        track=track,
-        eval_hash=eval_hash,
-        harness_hash=h_hash,
-        prior_sd=stats.default_seed_sd(track, ref_score),
-    )
+    noise = noise_with(ref_score)
     # One seed: widen the interval by the seed-to-seed spread, which a bootstrap over examples cannot see.
-    ci = stats.confidence_interval(rows, seed_sd=noise.sd if n_seeds == 1 else None) if rows else (None, None)
+    ci = (
+        stats.confidence_interval(rows, seed_sd=noise.sd if len(runs) == 1 else None)
+        if rows
+        else (None, None)
+    )
     lines["eval_ci"] = f"{fmt(ci[0], 3)} {fmt(ci[1], 3)}"
     env_scores = stats.env_scores(rows) if rows else {}
     for env, value in env_scores.items():
@@ -422,10 +448,8 @@ def run_trial(args, track: str, backend, backend_name: str, cfg, n_seeds: int, r
     lines["base_score"] = fmt(base_score)
 
     comparison = None
-    if reference is not None and rows and status == "ok":
-        ref_rows = read_eval_rows(paths.runs_dir() / reference["run_id"] / "eval.jsonl", None)
-        if ref_rows:
-            comparison = stats.compare(rows, ref_rows, noise=noise)
+    if reference is not None and rows and status == "ok" and ref_rows:
+        comparison = stats.compare(rows, ref_rows, noise=noise)
     if comparison is not None:
         lines["reference"] = reference["run_id"]
         lines["delta"] = f"{comparison.delta:+.4f}"
@@ -447,7 +471,9 @@ def run_trial(args, track: str, backend, backend_name: str, cfg, n_seeds: int, r
     lines["eval_seconds"] = f"{eval_s:.1f}"
     lines["steps"] = str(steps)
     lines["peak_memory_gb"] = f"{max(peaks, default=0.0):.2f}"
-    lines["seeds"] = ",".join(str(s) for s in seeds)
+    lines["seeds"] = ",".join(str(s.seed) for s in runs)
+    if stopped_early:
+        lines["stopped_early"] = stopped_early
     extras: dict[str, str] = {}
     if hasattr(backend, "summary_extras") and rows:
         extras = backend.summary_extras(cfg, [s.outcome for s in runs if s.outcome], rows)

@@ -1,7 +1,7 @@
 """Measure the keep/revert rule of autorl.stats on synthetic trials with a known truth.
 
     uv run scripts/simulate_decisions.py            # the default eval size and seeds, plus a seeds sweep
-    uv run scripts/simulate_decisions.py --seeds 5 --only  # one setting
+    uv run scripts/simulate_decisions.py --seeds 8 --only  # one setting
     uv run scripts/simulate_decisions.py --grid     # power table over eval sizes x seeds
 
 Generative model (binary scores, as the LLM track's verifiers give them):
@@ -17,6 +17,9 @@ The candidate's effect is a logit shift calibrated to raise the expected eval_sc
 The protocol as program.md runs it: the baseline twice (same config, different seeds; the first is the
 reference, both feed the ledger's noise floor), then one candidate: A/A (same config: any `improved` is a
 false keep) and A/B (+gain: `improved` is a detection). Each world draws a fresh eval set.
+With several seeds a candidate stops early, as run.py stops it, once it is behind the reference after some
+of its seeds (stats.futile); `--all-seeds` turns that off. The seed columns give the mean seeds a candidate
+ran.
 The verdict is autorl.stats.compare_tables, the code run.py uses. For contrast, the "examples-only" column
 is a paired test over examples alone (what treats each trained model as fixed).
 """
@@ -31,7 +34,8 @@ from scipy import stats as sps
 
 from autorl import paths
 from autorl.eval import load_eval_spec
-from autorl.stats import ALPHA, PRIOR_DF, NoiseFloor, Table, compare_tables, default_seed_sd
+from autorl.stats import ALPHA, PRIOR_DF, NoiseFloor, Table, compare_tables, default_seed_sd, futile
+from autorl.trial import DEFAULT_SEEDS
 
 
 def default_eval_size() -> tuple[int, int, int, str]:
@@ -115,20 +119,36 @@ def examples_only_verdict(cand: Table, ref: Table, alpha: float) -> bool:
     return se > 0 and d.mean() > 0 and sps.norm.sf(d.mean() / se) < alpha
 
 
+def first_seeds(t: Table, k: int) -> Table:
+    return Table(t.seeds[:k], t.envs, t.examples, {e: m[:k] for e, m in t.matrix.items()})
+
+
+def decide(cand: Table, ref: Table, nf: NoiseFloor, early_stop: bool) -> tuple[bool, int]:
+    """(kept, seeds run) for one candidate, with run.py's early stop after each seed but the last."""
+    n = len(cand.seeds)
+    if early_stop:
+        for k in range(1, n):
+            if futile(compare_tables(first_seeds(cand, k), ref, nf)):
+                return False, k
+    return compare_tables(cand, ref, nf).verdict == "improved", n
+
+
 def simulate(args: argparse.Namespace, seeds: int, train_sd: float, examples: int, rng_seed: int) -> dict:
     ns = argparse.Namespace(**{**vars(args), "seed_sd": train_sd, "examples": examples})
     world = World(ns, np.random.default_rng(rng_seed))
-    keep_aa = keep_ab = naive_aa = 0
+    keep_aa = keep_ab = naive_aa = used_aa = used_ab = 0
     for _ in range(args.worlds):
         diff = world.eval_set()
         ref = world.trial(diff, seeds)
-        repeat = world.trial(diff, seeds)  # the second baseline: same config, other seeds
+        repeat = world.trial(diff, seeds)  # the second baseline: same config, other seeds, all of them
         scores = [seed_score(ref, i) for i in range(seeds)] + [seed_score(repeat, i) for i in range(seeds)]
         nf = NoiseFloor(default_seed_sd("llm"), PRIOR_DF).with_scores(scores)
         aa = world.trial(diff, seeds)
         ab = world.trial(diff, seeds, shift=world.shift)
-        keep_aa += compare_tables(aa, ref, nf).verdict == "improved"
-        keep_ab += compare_tables(ab, ref, nf).verdict == "improved"
+        kept, used = decide(aa, ref, nf, not args.all_seeds)
+        keep_aa, used_aa = keep_aa + kept, used_aa + used
+        kept, used = decide(ab, ref, nf, not args.all_seeds)
+        keep_ab, used_ab = keep_ab + kept, used_ab + used
         naive_aa += examples_only_verdict(aa, ref, ALPHA)
     n = args.worlds
     return {
@@ -136,6 +156,8 @@ def simulate(args: argparse.Namespace, seeds: int, train_sd: float, examples: in
         "false_keep": keep_aa / n,
         "power": keep_ab / n,
         "naive_false_keep": naive_aa / n,
+        "seeds_aa": used_aa / n,
+        "seeds_ab": used_ab / n,
     }
 
 
@@ -145,7 +167,9 @@ def main() -> None:
     p.add_argument("--envs", type=int, default=n_env)
     p.add_argument("--examples", type=int, default=n_ex, help="eval examples per env")
     p.add_argument("--samples", type=int, default=samples, help="samples per eval example")
-    p.add_argument("--seeds", type=int, default=1, help="training seeds per trial (run.py's default: 1)")
+    p.add_argument(
+        "--seeds", type=int, default=DEFAULT_SEEDS["llm"], help="training seeds per trial (run.py's default)"
+    )
     p.add_argument("--seed-sd", type=float, default=0.02, help="training-seed sd (no eval noise)")
     p.add_argument("--gain", type=float, default=0.05, help="true improvement to detect")
     p.add_argument("--base", type=float, default=0.5, help="mean success probability of the reference")
@@ -154,6 +178,7 @@ def main() -> None:
     p.add_argument("--worlds", type=int, default=1000, help="simulated decisions per setting")
     p.add_argument("--only", action="store_true", help="only the given setting, no sweeps")
     p.add_argument("--grid", action="store_true", help="power table: eval sizes x seeds (a few minutes)")
+    p.add_argument("--all-seeds", action="store_true", help="no early stop: every candidate runs all seeds")
     p.add_argument("--rng-seed", type=int, default=0)
     args = p.parse_args()
 
@@ -162,19 +187,21 @@ def main() -> None:
     print(f"true gain {args.gain:+.3f}; {args.worlds} decisions per setting; rule: stats.compare_tables")
     print("train_sd: seed-to-seed sd of the expected eval_score; trial_sd: one trial's sd incl. eval noise")
     header = f"{'setting':<22} {'examples':>8} {'seeds':>5} {'train_sd':>8} {'trial_sd':>8} |"
-    print(f"{header} {'false_keep':>10} {'power':>6} | {'examples-only false_keep':>24}")
+    print(f"{header} {'false_keep':>10} {'power':>6} {'seeds A/A':>9} {'seeds A/B':>9} | examples-only")
     settings = [("default", args.examples, args.seeds, args.seed_sd)]
     if args.grid:
         sizes = (50, 100, 250, 500)
         settings = [("grid", n, s, args.seed_sd) for n in sizes for s in (1, 3, 5, 8)]
     elif not args.only:
-        settings += [("seeds", args.examples, s, args.seed_sd) for s in (1, 2, 3, 5, 8) if s != args.seeds]
-        settings += [("noisier training", args.examples, s, sd) for s in (1, 5) for sd in (0.03, 0.05)]
+        settings += [("seeds", args.examples, s, args.seed_sd) for s in (1, 3, 5, 8, 12) if s != args.seeds]
+        settings += [
+            ("noisier training", args.examples, s, sd) for sd in (0.03, 0.045) for s in (1, 5, 12, 16)
+        ]
     for k, (name, n_ex_, s, sd) in enumerate(settings):
         r = simulate(args, s, sd, n_ex_, args.rng_seed + k)
         print(
             f"{name:<22} {n_ex_:>8} {s:>5} {sd:>8.3f} {r['total_sd']:>8.3f} | {r['false_keep']:>10.3f} "
-            f"{r['power']:>6.3f} | {r['naive_false_keep']:>24.3f}",
+            f"{r['power']:>6.3f} {r['seeds_aa']:>9.2f} {r['seeds_ab']:>9.2f} | {r['naive_false_keep']:>8.3f}",
             flush=True,
         )
     se = np.sqrt(ALPHA * (1 - ALPHA) / args.worlds)

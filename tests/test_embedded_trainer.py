@@ -31,7 +31,7 @@ from autorl.backends.embedded import (
     semantic_problems,
 )
 from autorl.backends.embedded.generation import HFSampler
-from autorl.backends.embedded.train import Sample, Trainer
+from autorl.backends.embedded.train import Sample, Trainer, available_cores
 from autorl.model_builder import build_config, build_tokenizer
 
 # ---------------------------------------------------------------------------------------------- fixtures
@@ -104,6 +104,7 @@ def make_spec(model: Path, **overrides) -> RunSpec:
         "sources": [source],
         "save_interval_s": 1e9,
         "num_threads": 1,  # tiny ops: one thread is fastest, and immune to a busy neighbour core
+        "sampler": "hf",  # in-process; the hf-process sampler has its own tests
     }
     base.update(overrides)
     return RunSpec.model_validate(base)
@@ -270,6 +271,49 @@ def test_same_seed_same_first_steps(tiny_model, tmp_path):
     assert a == b
     assert all(torch.equal(wa[k], wb[k]) for k in wa)
     assert a != c
+
+
+def test_process_sampler_gives_the_same_run_as_in_process_sampling(tiny_model, tmp_path):
+    """hf-process samples in a second process, overlapped with the train step: same rollouts (same
+    generator stream, same weights at each request), so the same steps and weights as in-process sampling."""
+
+    def run(sampler: str):
+        run_dir = tmp_path / sampler
+        trainer = make_trainer(
+            tiny_model, run_dir, seed=3, max_steps=4, max_off_policy_steps=1, sampler=sampler
+        )
+        assert trainer.sampler_name == sampler
+        trainer.run()
+        if trainer.process_sampler is not None:
+            assert not trainer.process_sampler.process.is_alive()  # closed when run() returns
+        keys = ("reward_mean", "loss", "grad_norm", "rl_tokens", "mismatch_kl", "policy_lag_mean")
+        params = Qwen2ForCausalLM.from_pretrained(run_dir / "weights").state_dict()
+        return [[r[k] for k in keys] for r in metrics(run_dir)], params
+
+    (a, wa), (b, wb) = run("hf"), run("hf-process")
+    assert len(a) == 4 and a == b
+    assert a[1][-1] == 1  # step 2 trained on rollouts of policy 0: the lag is there
+    assert all(torch.equal(wa[k], wb[k]) for k in wa)
+
+
+def test_process_sampler_stop_mid_run_saves_the_last_step(tiny_model, tmp_path):
+    """A stop request while the child samples: the completed step is kept and saved, the child ends."""
+    trainer = make_trainer(
+        tiny_model, tmp_path, max_steps=10_000, max_off_policy_steps=1, sampler="hf-process"
+    )
+    real_collect = trainer.process_sampler.collect
+
+    def collect_then_stop(should_stop):
+        if trainer.step >= 2:
+            trainer.request_stop()  # as SIGTERM would, while a batch is being sampled
+        return real_collect(should_stop)
+
+    trainer.process_sampler.collect = collect_then_stop
+    trainer.run()
+    assert trainer.step == 3  # step 3 trained before its next batch was abandoned
+    assert [r["step"] for r in metrics(tmp_path)] == [1, 2, 3]
+    assert json.loads((tmp_path / "weights" / COMPLETE_MARKER).read_text())["step"] == 3
+    assert not trainer.process_sampler.process.is_alive()
 
 
 def test_weights_saved_atomically_with_marker(tiny_model, tmp_path):
@@ -444,10 +488,11 @@ def test_child_saves_weights_and_exits_cleanly_on_sigterm(tiny_model, tmp_path):
     proc = subprocess.Popen(
         launch.argv, cwd=launch.cwd, env={**os.environ, **launch.env}, stdout=subprocess.PIPE, text=True
     )
-    events = []
+    events, lines = [], []
     deadline = time.monotonic() + 240
     try:
         for line in proc.stdout:
+            lines.append(line)
             event = launch.parse_line(line.rstrip("\n"))
             if event is not None:
                 events.append(event)
@@ -460,6 +505,9 @@ def test_child_saves_weights_and_exits_cleanly_on_sigterm(tiny_model, tmp_path):
         proc.kill()
     events += [e for e in map(progress.parse, rest.splitlines()) if e is not None]
     assert proc.returncode == 0
+    # On 2+ cores the default CPU setup samples in a second process: it must end with the trainer.
+    sampler = "hf-process" if available_cores() >= 2 else "hf"
+    assert any(f"sampler {sampler}," in line for line in lines)
     names = [e["event"] for e in events]
     assert names[0] == "ready" and names[-1] == "done" and "saved" in names
     last_step = max(e["step"] for e in events if e["event"] == "step")

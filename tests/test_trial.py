@@ -75,7 +75,7 @@ def summary(out: str) -> dict[str, str]:
 
 def test_ok_trial_prints_the_summary_and_appends_one_row(root, monkeypatch, capsys):
     use_backend(monkeypatch, root)
-    code = trial.main(["--budget", "1", "--description", "first\tbaseline"])
+    code = trial.main(["--budget", "1", "--seeds", "1", "--description", "first\tbaseline"])
     out = capsys.readouterr().out
     assert code == 0
     s = summary(out)
@@ -104,9 +104,9 @@ def test_ok_trial_prints_the_summary_and_appends_one_row(root, monkeypatch, caps
 
 def test_base_score_is_cached(root, monkeypatch, capsys):
     use_backend(monkeypatch, root)
-    trial.main(["--budget", "0.5"])
+    trial.main(["--budget", "0.5", "--seeds", "1"])
     first = capsys.readouterr().out
-    trial.main(["--budget", "0.5"])
+    trial.main(["--budget", "0.5", "--seeds", "1"])
     second = capsys.readouterr().out
     assert "evaluating the untrained base model" in first
     assert "evaluating the untrained base model" not in second
@@ -115,10 +115,10 @@ def test_base_score_is_cached(root, monkeypatch, capsys):
 
 def test_second_trial_is_compared_with_the_reference(root, monkeypatch, capsys):
     use_backend(monkeypatch, root, quality=0.3)
-    trial.main(["--budget", "0.5"])
+    trial.main(["--budget", "0.5", "--seeds", "1"])
     capsys.readouterr()
     use_backend(monkeypatch, root, quality=0.9)
-    trial.main(["--budget", "0.5"])
+    trial.main(["--budget", "0.5", "--seeds", "1"])
     s = summary(capsys.readouterr().out)
     assert float(s["delta"]) == pytest.approx(0.6, abs=0.01)
     assert s["verdict"] == "improved"
@@ -127,7 +127,7 @@ def test_second_trial_is_compared_with_the_reference(root, monkeypatch, capsys):
 
 def test_crash_is_recorded_with_the_log_tail(root, monkeypatch, capsys):
     use_backend(monkeypatch, root, mode="crash")
-    code = trial.main(["--budget", "5"])
+    code = trial.main(["--budget", "5", "--seeds", "1"])
     out = capsys.readouterr().out
     assert code == 1
     assert "CUDA out of memory (simulated)" in out
@@ -138,7 +138,7 @@ def test_crash_is_recorded_with_the_log_tail(root, monkeypatch, capsys):
 
 def test_hang_is_recorded_as_timeout(root, monkeypatch, capsys):
     use_backend(monkeypatch, root, mode="hang")
-    code = trial.main(["--budget", "30", "--hang-timeout", "1"])
+    code = trial.main(["--budget", "30", "--seeds", "1", "--hang-timeout", "1"])
     s = summary(capsys.readouterr().out)
     assert code == 1
     assert s["status"] == "timeout"
@@ -148,7 +148,7 @@ def test_hang_is_recorded_as_timeout(root, monkeypatch, capsys):
 def test_sigterm_ignored_still_ends_within_grace_and_evaluates(root, monkeypatch, capsys):
     use_backend(monkeypatch, root, mode="ignore_term")
     started = time.monotonic()
-    code = trial.main(["--budget", "0.5", "--grace", "1"])
+    code = trial.main(["--budget", "0.5", "--seeds", "1", "--grace", "1"])
     s = summary(capsys.readouterr().out)
     assert code == 0 and s["status"] == "ok"
     assert time.monotonic() - started < 30
@@ -177,6 +177,33 @@ def test_seeds_are_chosen_by_the_harness_and_pooled(root, monkeypatch, capsys):
     assert {r["seed"] for r in eval_rows} == set(seeds)
 
 
+def test_candidate_behind_the_reference_stops_adding_seeds(root, monkeypatch, capsys):
+    """Futility stop: behind the reference after its first seed, a 3-seed candidate runs no more seeds
+    (and is not kept); --all-seeds runs them all; a candidate ahead runs all its seeds."""
+    use_backend(monkeypatch, root, quality=0.6)
+    trial.main(["--budget", "0.3", "--seeds", "1"])
+    capsys.readouterr()
+
+    use_backend(monkeypatch, root, quality=0.3)
+    trial.main(["--budget", "0.3", "--seeds", "3"])
+    s = summary(capsys.readouterr().out)
+    assert len(s["seeds"].split(",")) == 1
+    assert s["stopped_early"].startswith("after 1/3 seeds: delta -0.30")
+    assert s["verdict"] == "worse"
+    run_dir = root / s["run_dir"]
+    assert (run_dir / "seed-0").is_dir() and not (run_dir / "seed-1").exists()
+    assert Ledger(root / "results.tsv").rows()[-1]["seeds"] == s["seeds"]
+
+    trial.main(["--budget", "0.3", "--seeds", "3", "--all-seeds"])
+    s = summary(capsys.readouterr().out)
+    assert len(s["seeds"].split(",")) == 3 and "stopped_early" not in s
+
+    use_backend(monkeypatch, root, quality=0.9)
+    trial.main(["--budget", "0.3", "--seeds", "2"])
+    s = summary(capsys.readouterr().out)
+    assert len(s["seeds"].split(",")) == 2 and "stopped_early" not in s
+
+
 def test_dry_run_prints_resolved_config(root, monkeypatch, capsys):
     use_backend(monkeypatch, root)
     assert trial.main(["--dry-run"]) == 0
@@ -197,10 +224,10 @@ def test_dirty_harness_is_refused_naming_the_file(root, monkeypatch, capsys):
     git("add", "-A")
     git("commit", "-qm", "init")
     (root / "autorl" / "eval.py").write_text("N = 10\n")
-    assert trial.main(["--budget", "0.3"]) == 2
+    assert trial.main(["--budget", "0.3", "--seeds", "1"]) == 2
     err = capsys.readouterr().err
     assert "autorl/eval.py" in err and "--allow-dirty-harness" in err
-    assert trial.main(["--budget", "0.3", "--allow-dirty-harness"]) == 0
+    assert trial.main(["--budget", "0.3", "--seeds", "1", "--allow-dirty-harness"]) == 0
 
 
 def test_bad_config_is_refused_fast_without_heavy_imports(root):

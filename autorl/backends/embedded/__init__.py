@@ -34,7 +34,7 @@ import json
 import sys
 import warnings
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -106,7 +106,9 @@ class RunSpec(_Spec):
     # Embedded-only runtime settings (no prime-rl key; not set from train.toml):
     device: str = "auto"  # auto = cuda when available, else cpu
     num_threads: int = 0  # torch CPU threads; 0 = auto (train.cpu_threads: 1 for a tiny model, else all)
-    sampler: str = "auto"  # auto = vllm when importable on a GPU, else hf
+    # auto = vllm when importable on a GPU; on a CPU with 2+ cores, a 1-thread trainer and the one-step lag,
+    # hf-process (sampling overlapped with training in a second process, sampler_process.py); else hf.
+    sampler: Literal["auto", "hf", "hf-process", "vllm"] = "auto"
     save_interval_s: float = 30.0  # periodic weight saves (plus one at SIGTERM and at max_steps)
     micro_batch_tokens: int = 0  # trainer forward/backward chunks (tokens); 0 = 16384 on CPU, 4096 on GPU
     vllm_gpu_memory_utilization: float = 0.3

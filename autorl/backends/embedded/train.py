@@ -20,7 +20,7 @@ Off-policy lag (``max_off_policy_steps``). prime-rl overlaps sampling and traini
 run one step ahead of the trainer (``TARGET_LAG = 1`` in src/prime_rl/orchestrator/orchestrator.py), so in
 steady state step n trains on rollouts sampled by the policy of step n-1, and the importance ratio,
 trust-region masks and KL term act on a real policy gap. Rollouts older than ``max_off_policy_steps``
-versions are dropped (train_sink.py ``_drop_stale``). Here, in one process with nothing to overlap:
+versions are dropped (train_sink.py ``_drop_stale``). Here:
 
 - ``max_off_policy_steps >= 1`` (prime-rl's default 8): we reproduce the one-step lag exactly. A queue holds
   one pre-sampled batch: step 1 samples two batches with the base policy and trains on the first, every later
@@ -29,6 +29,10 @@ versions are dropped (train_sink.py ``_drop_stale``). Here, in one process with 
 - ``max_off_policy_steps = 0``: every rollout older than the trained policy would be dropped by prime-rl,
   so only on-policy batches train: here each step samples with the current policy and trains on that batch
   (ratio = 1 up to numerics, the masks never fire and the KL gradient is 0).
+
+With the lag, step n's sampling (for step n+1) and its training both start from the weights of step n-1, so
+they can run at once: on a CPU with a spare core the ``hf-process`` sampler (sampler_process.py) does that in
+a second process, with the same rollouts as in-process sampling.
 
 Child protocol (autorl/progress.py): ``ready`` right before the first step (model and data loading are
 not charged to the budget), ``step`` after every optimizer step (the same dict is appended to
@@ -76,6 +80,7 @@ from autorl.backends.embedded.generation import (
     shared_prefill,
     vllm_available,
 )
+from autorl.backends.embedded.sampler_process import ProcessSampler
 from autorl.backends.embedded.scheduler import build_scheduler
 
 # prime-rl's orchestrator aborts after this many consecutive empty train batches (orchestrator.py).
@@ -102,6 +107,25 @@ class Source:
     spec: SourceSpec
     env: Any
     examples: Iterator[Any]
+
+
+@dataclass
+class SamplerCall:
+    """One sampler call: every row's prompt, the task each row belongs to, the sampling settings."""
+
+    prompts: list[list[int]]
+    owners: list[int]  # index into BatchPlan.tasks
+    temperature: float
+    limit: int  # max new tokens
+
+
+@dataclass
+class BatchPlan:
+    """The tasks of one batch and its sampler calls, drawn before sampling."""
+
+    tasks: list[tuple[Source, Any, list[int]]]
+    calls: list[SamplerCall]
+    version: int  # optimizer steps applied to the policy that samples it
 
 
 def seed_everything(seed: int) -> None:
@@ -256,10 +280,26 @@ class Trainer:
         else:
             self.sampler = HFSampler(self.model, self.pad_id, self.eos_ids)
         self.sampler_name = "vllm" if use_vllm else "hf"
+        self.lag = 1 if spec.max_off_policy_steps >= 1 else 0
+        # CPU: sample in a second process on another core, overlapped with training (sampler_process.py).
+        self.process_sampler: ProcessSampler | None = None
+        if spec.sampler == "hf-process" or (
+            spec.sampler == "auto"
+            and not use_vllm
+            and self.device.type == "cpu"
+            and self.lag == 1
+            and torch.get_num_threads() == 1
+            and available_cores() >= 2
+        ):
+            if self.device.type != "cpu":
+                raise ValueError("sampler 'hf-process' is for CPU training (on a GPU use 'hf' or 'vllm')")
+            self.process_sampler = ProcessSampler(
+                self.model, spec.model_path, self.pad_id, self.eos_ids, seed
+            )
+            self.sampler_name = "hf-process"
 
         # Big vocabularies make the logits the largest activation: smaller chunks on a GPU.
         self.micro_batch_tokens = spec.micro_batch_tokens or (4096 if self.device.type == "cuda" else 16384)
-        self.lag = 1 if spec.max_off_policy_steps >= 1 else 0
         self.empty_batches = 0
         self.queue: deque[Sample] = deque()
         self.step = 0
@@ -293,8 +333,9 @@ class Trainer:
         eos = set(self.eos_ids)
         return self.tokenizer.decode([t for t in ids if t not in eos], skip_special_tokens=True)
 
-    def sample_batch(self) -> list[Sample] | None:
-        """One batch of rollouts (``batch_size`` of them, whole groups) from the current policy."""
+    def plan_batch(self) -> BatchPlan:
+        """Draw the tasks of one batch (``batch_size`` rollouts, whole groups) and its sampler calls: one per
+        distinct (temperature, token limit); the usual single source makes one."""
         spec = self.spec
         tasks: list[tuple[Source, Any, list[int]]] = []
         requested = 0
@@ -305,11 +346,10 @@ class Trainer:
             tasks.append((src, example, self._prompt_ids(example)))
             requested += src.spec.group_size
 
-        # One sampler call per distinct (temperature, token limit); the usual single source makes one.
-        groups: list[list[Sample]] = [[] for _ in tasks]
         buckets: dict[tuple[float, int | None], list[int]] = {}
         for i, (src, _, _) in enumerate(tasks):
             buckets.setdefault((src.spec.temperature, src.spec.max_completion_tokens), []).append(i)
+        calls = []
         for (temperature, max_tokens), task_idx in buckets.items():
             prompts, owners = [], []
             for i in task_idx:
@@ -318,12 +358,14 @@ class Trainer:
                 owners += [i] * src.spec.group_size
             shortest = min(len(p) for p in prompts)
             limit = max_tokens if max_tokens is not None else max(1, spec.seq_len - shortest)
-            with self._autocast():
-                rollouts = self.sampler.sample(prompts, temperature, limit, self.generator, self._stopping)
-            if rollouts is None:
-                return None
-            self._collect(rollouts, prompts, owners, tasks, temperature, groups)
+            calls.append(SamplerCall(prompts, owners, temperature, limit))
+        return BatchPlan(tasks, calls, version=self.step)
 
+    def finish_batch(self, plan: BatchPlan, rollouts: list[Rollouts]) -> list[Sample]:
+        """Score the rollouts of ``plan`` and give each group its advantages."""
+        groups: list[list[Sample]] = [[] for _ in plan.tasks]
+        for call, r in zip(plan.calls, rollouts, strict=True):
+            self._collect(r, call, plan, groups)
         samples: list[Sample] = []
         for group in groups:
             rewards = torch.tensor([s.reward for s in group])
@@ -339,24 +381,44 @@ class Trainer:
             samples += group
         return samples
 
+    def submit_batch(self) -> BatchPlan:
+        """Plan a batch and hand it to the process sampler with the current weights; returns at once."""
+        assert self.process_sampler is not None
+        plan = self.plan_batch()
+        self.process_sampler.publish()
+        self.process_sampler.submit([(c.prompts, c.temperature, c.limit) for c in plan.calls])
+        return plan
+
+    def sample_batch(self) -> list[Sample] | None:
+        """One batch of rollouts from the current policy, sampled now; None when a stop request arrived."""
+        if self.process_sampler is not None:
+            plan = self.submit_batch()
+            rollouts = self.process_sampler.collect(self._stopping)
+            return None if rollouts is None else self.finish_batch(plan, rollouts)
+        plan = self.plan_batch()
+        out = []
+        for call in plan.calls:
+            with self._autocast():
+                r = self.sampler.sample(
+                    call.prompts, call.temperature, call.limit, self.generator, self._stopping
+                )
+            if r is None:
+                return None
+            out.append(r)
+        return self.finish_batch(plan, out)
+
     def _stopping(self) -> bool:
         return self.stop_requested
 
     def _collect(
-        self,
-        rollouts: Rollouts,
-        prompts: list[list[int]],
-        owners: list[int],
-        tasks: list[tuple[Source, Any, list[int]]],
-        temperature: float,
-        groups: list[list[Sample]],
+        self, rollouts: Rollouts, call: SamplerCall, plan: BatchPlan, groups: list[list[Sample]]
     ) -> None:
         comps = rollouts.completion_token_lists()
         lps = rollouts.logprobs.float().cpu()
         lens = rollouts.completion_lens.tolist()
         truncated = rollouts.truncated.tolist()
-        for row, (task_i, prompt, ids) in enumerate(zip(owners, prompts, comps, strict=True)):
-            src, example, _ = tasks[task_i]
+        for row, (task_i, prompt, ids) in enumerate(zip(call.owners, call.prompts, comps, strict=True)):
+            src, example, _ = plan.tasks[task_i]
             reward = float(src.env.score(self._decode(ids), example))
             groups[task_i].append(
                 Sample(
@@ -365,8 +427,8 @@ class Trainer:
                     logprobs=lps[row, : lens[row]].tolist(),
                     reward=reward,
                     advantage=0.0,
-                    temperature=temperature,
-                    version=self.step,
+                    temperature=call.temperature,
+                    version=plan.version,
                     source=src.spec.name,
                     truncated=bool(truncated[row]),
                 )
@@ -531,6 +593,13 @@ class Trainer:
     # ------------------------------------------------------------------ loop
 
     def run(self) -> int:
+        try:
+            return self._train()
+        finally:
+            if self.process_sampler is not None:
+                self.process_sampler.close()
+
+    def _train(self) -> int:
         spec = self.spec
         signal.signal(signal.SIGTERM, self.request_stop)
         signal.signal(signal.SIGINT, self.request_stop)
@@ -544,11 +613,14 @@ class Trainer:
         progress.emit("ready")
         start = time.perf_counter()
         self.last_save = start
+        # With the process sampler the next batch is sampled while this step trains (same lag, same rollouts).
+        overlapped = self.process_sampler is not None and self.lag == 1
+        queued = spec.batch_size * (1 if overlapped else 1 + self.lag)
         while not self.stop_requested and (spec.max_steps is None or self.step < spec.max_steps):
             t0 = time.perf_counter()
             aborted = False
-            # Keep one extra batch queued when reproducing prime-rl's one-step lag.
-            while len(self.queue) < spec.batch_size * (1 + self.lag):
+            # Keep one extra batch queued (or being sampled) when reproducing prime-rl's one-step lag.
+            while len(self.queue) < queued:
                 samples = self.sample_batch()
                 if samples is None:
                     aborted = True
@@ -556,11 +628,20 @@ class Trainer:
                 self.queue.extend(samples)
             if aborted:
                 break
+            pending = self.submit_batch() if overlapped else None
             t1 = time.perf_counter()
             batch = [self.queue.popleft() for _ in range(spec.batch_size)]
             stats = self.train_step(batch)
+            t2 = time.perf_counter()
             if stats is None:
                 break
+            if pending is not None:
+                assert self.process_sampler is not None
+                rollouts = self.process_sampler.collect(self._stopping)
+                if rollouts is None:
+                    aborted = True  # the step itself is complete and is recorded below
+                else:
+                    self.queue.extend(self.finish_batch(pending, rollouts))
             if stats.get("empty"):
                 self.empty_batches += 1
                 print(f"empty train batch (no RL token), consecutive: {self.empty_batches}", flush=True)
@@ -569,20 +650,22 @@ class Trainer:
                         f"{self.empty_batches} consecutive empty train batches (every group had equal "
                         "rewards): check the task difficulty and the sampling temperature"
                     )
+                if aborted:
+                    break
                 continue
             self.empty_batches = 0
             self.step += 1
-            t2 = time.perf_counter()
-            seconds = t2 - t0
+            t3 = time.perf_counter()
+            seconds = t3 - t0
             row = {
                 "step": self.step,
                 **stats,
                 "reward": stats["reward_mean"],
                 "seconds": seconds,
-                "gen_seconds": t1 - t0,
+                "gen_seconds": seconds - (t2 - t1),  # sampling the step waited for (not overlapped)
                 "train_seconds": t2 - t1,
                 "samples_per_s": len(batch) / seconds if seconds > 0 else 0.0,
-                "elapsed_s": t2 - start,
+                "elapsed_s": t3 - start,
                 "peak_memory_gb": peak_memory_gb(self.device),
             }
             row = {k: (round(v, 6) if isinstance(v, float) else v) for k, v in row.items()}
@@ -591,6 +674,8 @@ class Trainer:
             progress.emit("step", **row)
             if self._save_due():
                 self.save()
+            if aborted:
+                break
         if self.step > self.saved_step:
             self.save()
         progress.emit("done", step=self.step, stopped=self.stop_requested)
