@@ -1,6 +1,6 @@
 """Time to solve CartPole-v1: this PPO (classic.toml) vs SB3 PPO (rl-baselines3-zoo) vs CleanRL defaults.
 
-    uv run --extra bench python scripts/bench_classic.py [--seeds 5] [--cap 120] [--config classic.toml]
+    uv run --extra bench python scripts/bench_classic.py [--seeds 5] [--first-seed 1] [--cap 120] [--config F]
 
 Four contenders, each over the same seeds, interleaved seed by seed so that load on the machine hits all
 of them alike, all in this one process with torch.set_num_threads(1):
@@ -211,6 +211,7 @@ def fmt(x: float) -> str:
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--seeds", type=int, default=5)
+    p.add_argument("--first-seed", type=int, default=1, help="seeds first-seed .. first-seed + seeds - 1")
     p.add_argument("--cap", type=float, default=120.0, help="training seconds before a run counts unsolved")
     p.add_argument("--config", type=Path, default=Path("classic.toml"))
     p.add_argument("--only", default=",".join(CONTENDERS), help="comma-separated contenders")
@@ -229,8 +230,9 @@ def main() -> None:
     names = [n for n in args.only.split(",") if n]
     results: dict[str, list[tuple[float, float]]] = {n: [] for n in names}
     print(f"# CartPole-v1 time to solve (train_eval >= {THRESHOLD:g}, evaluated off the clock)")
-    print(f"# torch {torch.__version__}, {torch.get_num_threads()} thread(s); seeds 1..{args.seeds}")
-    for seed in range(1, args.seeds + 1):
+    seeds = range(args.first_seed, args.first_seed + args.seeds)
+    print(f"# torch {torch.__version__}, {torch.get_num_threads()} thread(s); seeds {seeds[0]}..{seeds[-1]}")
+    for seed in seeds:
         for name in names:
             watch = contenders[name](seed)
             solved = watch.solved_at or (math.inf, math.inf)

@@ -2,6 +2,12 @@
 
     uv run --extra bench python scripts/bench_trl.py                  # the default train.toml
     uv run --extra bench python scripts/bench_trl.py --steps 20 --threads 2
+    uv run --extra bench python scripts/bench_trl.py --threads 2 --sampler hf-process   # the CPU default
+
+``--sampler hf`` (the default here) samples in the trainer's process, so both trainers use ``--threads``
+threads of one process. ``--sampler hf-process`` is what run.py uses on a CPU with 2+ cores: a 1-thread
+trainer plus a 1-thread sampling process overlapped with it (2 cores); compare it with TRL at
+``--threads 2``.
 
 Both trainers run in this process one after the other, with the same torch thread count, on the model,
 environment and batch shape of the config: ``batch_size`` rollouts per optimizer step, ``group_size``
@@ -40,15 +46,14 @@ def load_spec(config: Path):
     return build_spec(load_train_config(config, backend="embedded"))
 
 
-def bench_embedded(spec, steps: int, warmup: int, seed: int, threads: int) -> dict:
-    import torch
-
+def bench_embedded(spec, steps: int, warmup: int, seed: int, threads: int, sampler: str) -> dict:
     from autorl.backends.embedded.train import Trainer
 
     run_dir = Path(tempfile.mkdtemp(prefix="bench-embedded-"))
-    spec = spec.model_copy(update={"max_steps": warmup + steps, "save_interval_s": 1e9})
+    update = {"max_steps": warmup + steps, "save_interval_s": 1e9, "sampler": sampler}
+    update["num_threads"] = 1 if sampler == "hf-process" else threads  # the sampler process has its own
+    spec = spec.model_copy(update=update)
     trainer = Trainer(spec, run_dir, seed)
-    torch.set_num_threads(threads)
     times: list[float] = []
     original = trainer.train_step  # stamp the end of every optimizer step (empty batches take no step)
 
@@ -160,6 +165,9 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=len(os.sched_getaffinity(0)))
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument(
+        "--sampler", choices=["hf", "hf-process"], default="hf", help="the embedded trainer's sampler"
+    )
+    ap.add_argument(
         "--no-filter",
         action="store_true",
         help="train every rollout (filter_zero_advantages = false), as TRL does: compares raw compute only",
@@ -179,9 +187,10 @@ def main() -> None:
         f"{args.warmup} warm-up; {args.threads} threads; filter_zero_advantages "
         f"{spec.filter_zero_advantages}; load {os.getloadavg()[0]:.2f}"
     )
-    ours = bench_embedded(spec, args.steps, args.warmup, args.seed, args.threads)
+    ours = bench_embedded(spec, args.steps, args.warmup, args.seed, args.threads, args.sampler)
     print(
-        f"embedded: {ours['samples_per_s']:8.1f} samples/s  ({ours['seconds_per_step']:.3f} s/step)",
+        f"embedded ({args.sampler}): {ours['samples_per_s']:8.1f} samples/s  "
+        f"({ours['seconds_per_step']:.3f} s/step)",
         flush=True,
     )
     trl = bench_trl(spec, args.steps, args.warmup, args.seed, args.threads)

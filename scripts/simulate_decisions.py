@@ -191,7 +191,7 @@ def main() -> None:
     settings = [("default", args.examples, args.seeds, args.seed_sd)]
     if args.grid:
         sizes = (50, 100, 250, 500)
-        settings = [("grid", n, s, args.seed_sd) for n in sizes for s in (1, 3, 5, 8)]
+        settings = [("grid", n, s, args.seed_sd) for n in sizes for s in (1, 3, 6, 8)]
     elif not args.only:
         settings += [("seeds", args.examples, s, args.seed_sd) for s in (1, 3, 5, 8, 12) if s != args.seeds]
         settings += [
