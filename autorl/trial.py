@@ -43,7 +43,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--config", type=Path, default=None, help="config file (default train.toml; classic.toml)")
     p.add_argument("--track", choices=["llm", "classic"], default="llm", help="llm (default) or classic PPO")
     p.add_argument("--budget", type=float, default=600.0, help="training seconds per seed (default 600)")
-    p.add_argument("--seeds", type=int, default=None, help="trainings with harness-chosen seeds (llm 6, classic 5)")
+    p.add_argument(
+        "--seeds", type=int, default=None, help="trainings with harness-chosen seeds (llm 6, classic 5)"
+    )
     p.add_argument(
         "--all-seeds",
         action="store_true",
