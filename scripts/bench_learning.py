@@ -2,14 +2,16 @@
 
     uv run python scripts/bench_learning.py                    # train.toml, 600 s per seed, seeds 0 1 2
     uv run python scripts/bench_learning.py --budget 300 --seeds 0 1
-    uv run python scripts/bench_learning.py --jobs 2                # two seeds at a time (one per core)
+    uv run python scripts/bench_learning.py --jobs 2                # two seeds at a time
 
 Drives the same pieces as ``run.py`` (EmbeddedBackend -> budgeted child via autorl.process -> the fixed
 eval of eval.toml), without touching results.tsv: for each seed it trains for ``--budget`` seconds of
 training (model loading excluded, as in a trial), stops the child with SIGTERM, evaluates the saved weights,
 and finally prints base_score, each seed's eval_score, their mean and spread, and the gain over the base.
 Needs the base model (``uv run prepare.py``). Prints the machine load next to the figures: other work on the
-CPU slows training down and so lowers what a fixed budget reaches.
+CPU slows training down and so lowers what a fixed budget reaches. On a CPU with 2+ cores each trainer
+already uses two (it samples in a second process, the ``hf-process`` sampler), so ``--jobs 2`` on a 2-core
+machine halves the speed of both: use it only with 4+ cores.
 """
 
 from __future__ import annotations
