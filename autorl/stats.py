@@ -288,8 +288,8 @@ def futile(interim: Comparison) -> bool:
 
     A stop for futility only ever ends a trial that was not going to be kept on the seeds run so far, and the
     trial stopped early is never `improved`, so the false-keep rate cannot rise above the fixed-seeds rule's;
-    it costs some power and saves seeds on the many candidates that are no better. scripts/
-    simulate_decisions.py measures both with this function."""
+    it costs some power and saves seeds on the many candidates that are no better.
+    scripts/simulate_decisions.py measures both with this function."""
     return not interim.delta > 0
 
 

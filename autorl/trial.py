@@ -364,14 +364,15 @@ def run_trial(args, track: str, backend, backend_name: str, cfg, n_seeds: int, r
     ref_rows = (
         read_eval_rows(paths.runs_dir() / reference["run_id"] / "eval.jsonl", None) if reference else []
     )
+    ref_score = float(reference["eval_score"]) if reference and reference.get("eval_score") else None
 
-    def noise_with(ref_score: float | None) -> stats.NoiseFloor:
+    def noise_with(prior_score: float | None) -> stats.NoiseFloor:
         return stats.noise_floor(
             ledger_rows,
             track=track,
             eval_hash=eval_hash,
             harness_hash=h_hash,
-            prior_sd=stats.default_seed_sd(track, ref_score),
+            prior_sd=stats.default_seed_sd(track, prior_score),
         )
 
     runs: list[SeedRun] = []
@@ -379,7 +380,7 @@ def run_trial(args, track: str, backend, backend_name: str, cfg, n_seeds: int, r
     for k, seed in enumerate(seeds):
         if k > 0 and ref_rows and not args.all_seeds and all(r.status == "ok" for r in runs):
             pooled = [r for s in runs for r in s.eval_rows]
-            interim = stats.compare(pooled, ref_rows, noise=noise_with(stats.eval_score(ref_rows)))
+            interim = stats.compare(pooled, ref_rows, noise=noise_with(ref_score))
             if stats.futile(interim):
                 stopped_early = f"after {k}/{n_seeds} seeds: delta {interim.delta:+.4f} <= 0"
                 say(f"early stop {stopped_early} vs {reference['run_id']} (futility; --all-seeds runs all)")
@@ -435,8 +436,7 @@ def run_trial(args, track: str, backend, backend_name: str, cfg, n_seeds: int, r
     lines: dict[str, str] = {}
     score = stats.eval_score(rows) if rows else None
     lines["eval_score"] = fmt(score)
-    ref_score = float(reference["eval_score"]) if reference and reference.get("eval_score") else score
-    noise = noise_with(ref_score)
+    noise = noise_with(ref_score if ref_score is not None else score)
     # One seed: widen the interval by the seed-to-seed spread, which a bootstrap over examples cannot see.
     ci = (
         stats.confidence_interval(rows, seed_sd=noise.sd if len(runs) == 1 else None)
