@@ -375,12 +375,16 @@ def run_trial(args, track: str, backend, backend_name: str, cfg, n_seeds: int, r
             prior_sd=stats.default_seed_sd(track, prior_score),
         )
 
+    # The ledger does not change during the trial: one noise floor serves the interim checks and the verdict
+    # (without a reference there is no comparison, and the prior is scaled by the trial's own score below).
+    noise = noise_with(ref_score)
+
     runs: list[SeedRun] = []
     stopped_early = ""
     for k, seed in enumerate(seeds):
         if k > 0 and ref_rows and not args.all_seeds and all(r.status == "ok" for r in runs):
             pooled = [r for s in runs for r in s.eval_rows]
-            interim = stats.compare(pooled, ref_rows, noise=noise_with(ref_score))
+            interim = stats.compare(pooled, ref_rows, noise=noise)
             if stats.futile(interim):
                 stopped_early = f"after {k}/{n_seeds} seeds: delta {interim.delta:+.4f} <= 0"
                 say(f"early stop {stopped_early} vs {reference['run_id']} (futility; --all-seeds runs all)")
@@ -436,7 +440,8 @@ def run_trial(args, track: str, backend, backend_name: str, cfg, n_seeds: int, r
     lines: dict[str, str] = {}
     score = stats.eval_score(rows) if rows else None
     lines["eval_score"] = fmt(score)
-    noise = noise_with(ref_score if ref_score is not None else score)
+    if ref_score is None:
+        noise = noise_with(score)
     # One seed: widen the interval by the seed-to-seed spread, which a bootstrap over examples cannot see.
     ci = (
         stats.confidence_interval(rows, seed_sd=noise.sd if len(runs) == 1 else None)

@@ -89,8 +89,8 @@ def main() -> None:
         )
         return score
 
-    # --jobs > 1 trains several seeds at once, each child in its own process (the default tiny model trains
-    # on one thread, so on N cores N seeds at once each run at about the speed of one alone).
+    # --jobs > 1 trains several seeds at once, each child in its own processes (on a CPU with 2+ cores a
+    # trainer and its sampling process: N cores fit N/2 seeds at about the speed of one alone).
     with ThreadPoolExecutor(max_workers=args.jobs) as pool:
         scores = list(pool.map(one_seed, args.seeds))
     mean = statistics.fmean(scores)

@@ -131,14 +131,12 @@ class ProcessSampler:
         return [Rollouts(**{k: torch.from_numpy(v) for k, v in r.items()}) for r in out]
 
     def close(self) -> None:
-        if not self.process.is_alive():
-            return
-        try:
-            if not self.pending:
+        if self.process.is_alive() and not self.pending:
+            try:
                 self.conn.send(None)
-        except (BrokenPipeError, OSError):
-            pass
-        self.conn.close()
+            except (BrokenPipeError, OSError):
+                pass
+        self.conn.close()  # also ends a child that is still sampling an abandoned batch
         self.process.join(timeout=5)
         if self.process.is_alive():
             self.process.kill()
