@@ -3,7 +3,7 @@
 The model is a Qwen2-architecture causal LM (transformers.Qwen2Config) over single characters, trained with a
 few hundred supervised steps on the arithmetic task's format (``47+38=`` -> ``#### 85``).
 The step count is calibrated so the model is *partially* competent: it always writes the format and gets a
-part of the problems right (greedy eval score ~0.35), so RL has room to improve it. Deterministic for a
+part of the problems right (greedy eval score ~0.4), so RL has room to improve it. Deterministic for a
 fixed seed (CPU, float32). Saved in Hugging Face format with ``save_pretrained``; a marker file written last
 makes the build idempotent (a complete model built from the same recipe is never rebuilt; a half-written one,
 or one built from another recipe, is).
@@ -14,6 +14,7 @@ or one built from another recipe, is).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import math
 import shutil
@@ -52,10 +53,12 @@ MAX_POSITIONS = 256  # prompt + completion of the arithmetic task are < 40 chara
 
 # Supervised warm-start on the arithmetic train split (never sees an eval problem: see core.py).
 TASK_FIELDS: dict = {}  # the autorl-arithmetic defaults = the default train.toml source and eval.toml
-# Calibrated for base_score ~0.35 on the default eval (greedy): 300 steps give 0.04, 500 give 0.24, 800 give
-# 0.35 (`uv run python -m autorl.model_builder --out DIR --steps N`, then
+# Calibrated for base_score ~0.4 on the default eval (greedy). The model learns addition abruptly, so the
+# score is steep in the step count (which also sets the length of the cosine schedule): 500 steps give
+# 0.28, 550 0.21, 575 0.23, 600 0.40, 625 0.54, 650 0.73, 800 0.75
+# (`uv run python -m autorl.model_builder --out DIR --steps N`, then
 # `uv run python -m autorl.eval --weights DIR --out eval.jsonl`).
-SFT_STEPS = 800
+SFT_STEPS = 600
 SFT_BATCH_SIZE = 64
 SFT_LR = 3e-3
 SFT_WARMUP_STEPS = 30
@@ -158,7 +161,9 @@ def build_recipe(
         warmup=SFT_WARMUP_STEPS,
         weight_decay=SFT_WEIGHT_DECAY,
     )
-    return {"model": model_dims(**model_overrides), "sft": sft, "task": TASK_FIELDS}
+    # The resolved task settings, so that a change of the taskset's defaults also rebuilds the model.
+    task = dataclasses.asdict(arithmetic.settings_from_fields(TASK_FIELDS))
+    return {"model": model_dims(**model_overrides), "sft": sft, "task": task}
 
 
 def build_base_model(

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
 import pytest
 import torch
+from autorl_arithmetic import core as arithmetic
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from autorl import model_builder as mb
@@ -77,3 +79,17 @@ def test_a_model_built_from_another_recipe_is_rebuilt(tiny_model: Path, tmp_path
     assert not mb.is_complete(out, mb.build_recipe(6, mb.SFT_SEED, 4, **TINY))
     mb.build_base_model(out, steps=6, batch_size=4, progress=False, **TINY)  # e.g. after a code update
     assert json.loads((out / mb.MARKER).read_text())["steps"] == 6
+
+
+def test_a_change_of_the_task_defaults_changes_the_recipe(monkeypatch) -> None:
+    # The warm-start data follows the taskset's defaults: when they change, the model must be rebuilt.
+    shipped = mb.build_recipe()
+    assert shipped["task"]["ops"] == arithmetic.Settings().ops
+
+    @dataclasses.dataclass(frozen=True)
+    class WithSubtraction(arithmetic.Settings):
+        ops: str = "+-"
+
+    monkeypatch.setattr(arithmetic, "Settings", WithSubtraction)
+    assert mb.build_recipe()["task"]["ops"] == "+-"
+    assert mb.build_recipe() != shipped

@@ -1,4 +1,4 @@
-"""Procedural multi-digit addition and subtraction: examples and the reward. Pure Python, no verifiers.
+"""Procedural multi-digit addition (and subtraction): examples and the reward. Pure Python, no verifiers.
 
 Both backends and the fixed eval import this module in-process; the verifiers Taskset (taskset.py) wraps it
 for prime-rl. Nothing is downloaded or shipped: every problem comes from a seeded generator.
@@ -42,14 +42,15 @@ class Settings:
     """The taskset fields (the verifiers TasksetConfig declares the same ones, same defaults)."""
 
     split: Split = "train"
-    # The defaults are the default task (a sum or difference of two numbers of 1-2 digits, ~15k distinct
-    # problems: too many for the tiny base model to memorise, so what RL teaches it carries over to the
-    # held-out ones), calibrated with the tiny base model.
+    # The defaults are the default task, calibrated with the tiny base model: a sum of two numbers of 1-2
+    # digits (~5k distinct problems, ~500 of them held out for the eval). Subtraction (ops "+-") is
+    # available but not the default: in 10-minute CPU trials on "+-" the tiny model did not get better at
+    # two-digit subtractions (each kind 0.05-0.36 correct before, 0.08-0.22 after) while its additions did.
     min_terms: int = 2  # numbers per problem, drawn uniformly in [min_terms, max_terms]
     max_terms: int = 2
     min_digits: int = 1  # digits of each number, drawn uniformly in [min_digits, max_digits]
     max_digits: int = 2
-    ops: str = "+-"  # operators to draw from; problems with a negative result are redrawn
+    ops: str = "+"  # operators to draw from; problems with a negative result are redrawn
     instruction: bool = False  # ask "What is 3 + 4? <INSTRUCTION>" (for chat models) instead of "3+4="
     num_examples: int = 10_000  # tasks the verifiers Taskset yields (the embedded train stream is endless)
 
