@@ -36,7 +36,7 @@ def write_spec(path: Path, n: int = 24, k: int = 1, t: float = 0.0) -> Path:
 @pytest.fixture(scope="module")
 def weights(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return mb.build_base_model(
-        tmp_path_factory.mktemp("m") / "tiny", steps=30, batch_size=16, progress=False, **TINY
+        tmp_path_factory.mktemp("m") / "tiny", steps=30, batch_size=16, progress=False, target=None, **TINY
     )
 
 

@@ -1,8 +1,10 @@
-"""The tiny base model: builds without a hub, saves in HF format, reloads offline, generates; idempotent."""
+"""The tiny base model: builds without a hub, saves in HF format, reloads offline, generates; idempotent;
+the warm-start stops at the probe's competence target and never trains on a probe problem."""
 
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import json
 from pathlib import Path
 
@@ -21,7 +23,7 @@ TINY = dict(
 @pytest.fixture(scope="module")
 def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("models") / "tiny"
-    return mb.build_base_model(out, steps=20, batch_size=16, progress=False, **TINY)
+    return mb.build_base_model(out, steps=20, batch_size=16, progress=False, target=None, **TINY)
 
 
 def test_tokenizer_round_trips_characters() -> None:
@@ -60,24 +62,27 @@ def test_build_saves_and_reloads_offline(tiny_model: Path, monkeypatch: pytest.M
 
 
 def test_build_is_deterministic_and_idempotent(tiny_model: Path, tmp_path: Path) -> None:
-    again = mb.build_base_model(tmp_path / "again", steps=20, batch_size=16, progress=False, **TINY)
+    again = mb.build_base_model(
+        tmp_path / "again", steps=20, batch_size=16, progress=False, target=None, **TINY
+    )
     a = AutoModelForCausalLM.from_pretrained(tiny_model).state_dict()
     b = AutoModelForCausalLM.from_pretrained(again).state_dict()
     assert all(torch.equal(a[k], b[k]) for k in a)
     stamp = (again / "model.safetensors").stat().st_mtime_ns
-    mb.build_base_model(again, steps=20, batch_size=16, progress=False, **TINY)  # complete: skipped
+    mb.build_base_model(again, steps=20, batch_size=16, progress=False, target=None, **TINY)  # complete: skip
     assert (again / "model.safetensors").stat().st_mtime_ns == stamp
     (again / mb.MARKER).unlink()  # an interrupted build (no marker) is redone
-    mb.build_base_model(again, steps=20, batch_size=16, progress=False, **TINY)
+    mb.build_base_model(again, steps=20, batch_size=16, progress=False, target=None, **TINY)
     assert mb.is_complete(again)
 
 
 def test_a_model_built_from_another_recipe_is_rebuilt(tiny_model: Path, tmp_path: Path) -> None:
     out = tmp_path / "m"
-    mb.build_base_model(out, steps=5, batch_size=4, progress=False, **TINY)
-    assert mb.is_complete(out, mb.build_recipe(5, mb.SFT_SEED, 4, **TINY))
-    assert not mb.is_complete(out, mb.build_recipe(6, mb.SFT_SEED, 4, **TINY))
-    mb.build_base_model(out, steps=6, batch_size=4, progress=False, **TINY)  # e.g. after a code update
+    mb.build_base_model(out, steps=5, batch_size=4, progress=False, target=None, **TINY)
+    assert mb.is_complete(out, mb.build_recipe(5, mb.SFT_SEED, 4, None, **TINY))
+    assert not mb.is_complete(out, mb.build_recipe(6, mb.SFT_SEED, 4, None, **TINY))
+    assert not mb.is_complete(out, mb.build_recipe(5, mb.SFT_SEED, 4, 0.4, **TINY))  # with a probe
+    mb.build_base_model(out, steps=6, batch_size=4, progress=False, target=None, **TINY)  # a code update
     assert json.loads((out / mb.MARKER).read_text())["steps"] == 6
 
 
@@ -93,3 +98,71 @@ def test_a_change_of_the_task_defaults_changes_the_recipe(monkeypatch) -> None:
     monkeypatch.setattr(arithmetic, "Settings", WithSubtraction)
     assert mb.build_recipe()["task"]["ops"] == "+-"
     assert mb.build_recipe() != shipped
+
+
+def test_the_probe_is_held_out_from_the_warm_start_and_from_the_eval() -> None:
+    probe = mb.probe_problems()
+    assert len(probe) == mb.PROBE_SIZE and all(mb.is_probe_problem(p) for p in probe)
+    assert all(p.id.startswith("train-") for p in probe)  # train split: never an eval problem
+    eval_prompts = {p.prompt for p in arithmetic.first(arithmetic.Settings(split="eval"), 500)}
+    assert not eval_prompts & {p.prompt for p in probe}
+    trained = list(itertools.islice(mb.warm_start_problems(mb.SFT_SEED), 5000))
+    assert not any(mb.is_probe_problem(p) for p in trained)
+    # one side for a problem and its reordering
+    swapped = [dataclasses.replace(p, prompt="+".join(p.prompt[:-1].split("+")[::-1]) + "=") for p in probe]
+    assert all(mb.is_probe_problem(p) for p in swapped)
+    # about 1 train problem in PROBE_BUCKETS is probe-only
+    stream = list(itertools.islice(arithmetic.train_problems(arithmetic.Settings(), seed=1), 5000))
+    share = sum(mb.is_probe_problem(p) for p in stream) / len(stream)
+    assert 0.5 / mb.PROBE_BUCKETS < share < 1.5 / mb.PROBE_BUCKETS
+
+
+def test_greedy_accuracy_scores_the_generated_answers() -> None:
+    tok = mb.build_tokenizer()
+    problems = mb.probe_problems()[:10]
+
+    class Answers(torch.nn.Module):
+        """Stands in for the model: "#### <answer>" for the first 7 problems, a wrong number for the rest."""
+
+        def generate(self, input_ids, attention_mask, generation_config):
+            assert not self.training and not generation_config.do_sample  # greedy, in eval mode
+            rows = []
+            for i, p in enumerate(problems):
+                answer = p.answer if i < 7 else str(int(p.answer) + 1)
+                rows.append(input_ids[i].tolist() + tok(f"#### {answer}")["input_ids"] + [tok.eos_token_id])
+            width = max(map(len, rows))
+            return torch.tensor([r + [tok.pad_token_id] * (width - len(r)) for r in rows])
+
+    model = Answers().train()
+    assert mb.greedy_accuracy(model, tok, problems) == 0.7
+    assert model.training  # left as it was
+
+
+def test_the_warm_start_stops_when_the_probe_reaches_the_target(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    probes: list[int] = []
+    accuracies = iter([0.1, 0.3, 0.5, 0.9])
+
+    def fake_accuracy(model, tokenizer, problems) -> float:
+        assert len(problems) == mb.PROBE_SIZE
+        probes.append(1)
+        return next(accuracies)
+
+    monkeypatch.setattr(mb, "greedy_accuracy", fake_accuracy)
+    monkeypatch.setattr(mb, "PROBE_EVERY", 2)
+    out = mb.build_base_model(tmp_path / "m", steps=50, batch_size=4, progress=False, target=0.45, **TINY)
+    info = json.loads((out / mb.MARKER).read_text())
+    assert len(probes) == 3 and info["steps"] == 6 and info["probe_accuracy"] == 0.5
+    assert info["recipe"]["probe"]["target"] == 0.45 and info["recipe"]["sft"]["max_steps"] == 50
+
+
+def test_a_target_never_reached_trains_every_step_and_warns(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(mb, "PROBE_EVERY", 4)
+    monkeypatch.setattr(mb, "PROBE_SIZE", 16)
+    out = mb.build_base_model(tmp_path / "m", steps=8, batch_size=4, progress=True, target=1.01, **TINY)
+    info = json.loads((out / mb.MARKER).read_text())
+    assert info["steps"] == 8 and 0.0 <= info["probe_accuracy"] <= 1.0  # the real probe ran, twice
+    assert "the probe never reached 1.01 in 8 steps" in capsys.readouterr().err

@@ -23,7 +23,8 @@ def root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     shutil.copy(REPO / "eval.toml", tmp_path / "eval.toml")
     shutil.copy(REPO / "train.toml", tmp_path / "train.toml")
     # A few-step build of a very small model: the real recipe's code path, in about a second.
-    for name, value in [("SFT_STEPS", 3), ("HIDDEN_SIZE", 16), ("INTERMEDIATE_SIZE", 32), ("NUM_LAYERS", 1)]:
+    small = [("SFT_MAX_STEPS", 3), ("HIDDEN_SIZE", 16), ("INTERMEDIATE_SIZE", 32), ("NUM_LAYERS", 1)]
+    for name, value in small:
         monkeypatch.setattr(model_builder, name, value)
     return tmp_path
 
