@@ -11,8 +11,9 @@ import sys
 from pathlib import Path
 
 from autorl import paths
-from autorl.config import ConfigError, load_train_config
+from autorl.llm.config import load_train_config
 from autorl.machine import Machine, inspect, save_machine
+from autorl.tomlcheck import ConfigError
 
 # The shipped train.toml points here; prepare builds it locally (no hub needed).
 BUILTIN_MODEL = ".autorl/models/tiny-arith"
@@ -40,7 +41,7 @@ def fetch_model(name: str) -> Path:
     """Build the builtin model, accept a local directory, or download a hub id (huggingface_hub)."""
     local = model_path(name)
     if name == BUILTIN_MODEL:
-        from autorl.model_builder import build_base_model
+        from autorl.llm.model_builder import build_base_model
 
         say(f"building the local base model at {name} (once; under a minute on a CPU)")
         return build_base_model(paths.repo_root() / BUILTIN_MODEL)
@@ -67,14 +68,14 @@ def builtin_model_outdated(machine: Machine) -> bool:
     """The machine uses the builtin model and the code now builds it differently (a harness update)."""
     if machine.model_name != BUILTIN_MODEL or not machine.model_path:
         return False
-    from autorl import model_builder as mb
+    from autorl.llm import model_builder as mb
 
     return not mb.is_complete(Path(machine.model_path), mb.build_recipe())
 
 
 def prepare_data(cfg_sources: list[tuple[str, dict]], eval_envs: list[tuple[str, dict]]) -> list[str]:
     """Load every environment's data once, so a missing dataset fails here and not mid-trial."""
-    from autorl.envs import load_env
+    from autorl.llm.envs import load_env
 
     problems = []
     for taskset_id, fields in [*cfg_sources, *eval_envs]:
@@ -90,7 +91,7 @@ def prepare_data(cfg_sources: list[tuple[str, dict]], eval_envs: list[tuple[str,
 def find_prime_rl(explicit: str | None) -> dict | None:
     from dataclasses import asdict
 
-    from autorl.backends import primerl
+    from autorl.llm.primerl import backend as primerl
 
     prime = primerl.find_prime_rl(explicit)
     return None if prime is None else {k: str(v) for k, v in asdict(prime).items()}
@@ -122,7 +123,7 @@ def prepare(config: Path, prime_rl_dir: str | None = None, skip_model: bool = Fa
         machine.model_path = str(fetch_model(name))
         say(f"model {name}: {machine.model_path}")
 
-    from autorl.eval import load_eval_spec
+    from autorl.llm.eval import load_eval_spec
 
     spec = load_eval_spec(paths.eval_spec_file())
     sources = [
@@ -134,7 +135,7 @@ def prepare(config: Path, prime_rl_dir: str | None = None, skip_model: bool = Fa
         raise PrepareError("data missing:\n  " + "\n  ".join(problems))
 
     if machine.prime_rl and machine.backend == "prime-rl":
-        from autorl.backends import primerl
+        from autorl.llm.primerl import backend as primerl
 
         say("installing autorl's environments into prime-rl's environment")
         try:

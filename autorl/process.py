@@ -24,7 +24,7 @@ from typing import Any, TextIO
 
 import psutil
 
-from autorl.backends.base import Launch
+from autorl.backend import Launch
 
 LOG_TAIL_LINES = 40
 

@@ -22,11 +22,11 @@ from pathlib import Path
 from typing import Any
 
 from autorl import paths
-from autorl.backends.base import Launch, TrainOutcome
-from autorl.config import ConfigError
+from autorl.backend import Launch, TrainOutcome
 from autorl.harness import commit_short, dirty_harness_files, harness_hash
 from autorl.live import LiveView
 from autorl.process import BudgetSpec, ChildResult, run_budgeted
+from autorl.tomlcheck import ConfigError
 
 EXIT_OK, EXIT_CRASH, EXIT_INVALID = 0, 1, 2
 # LLM: 6 seeds, the fewest that give the keep rule >= 80% power for a +0.05 gain with the early stop
@@ -95,7 +95,7 @@ def load_config(track: str, path: Path, backend_name: str | None, prepared_model
         from autorl.classic.config import load_classic_config
 
         return load_classic_config(path)
-    from autorl.config import load_train_config
+    from autorl.llm.config import load_train_config
 
     return load_train_config(path, backend=backend_name, prepared_model=prepared_model)
 
@@ -106,10 +106,10 @@ def make_backend(track: str, name: str):
 
         return ClassicBackend()
     if name == "prime-rl":
-        from autorl.backends.primerl import PrimeRLBackend
+        from autorl.llm.primerl.backend import PrimeRLBackend
 
         return PrimeRLBackend()
-    from autorl.backends.embedded import EmbeddedBackend
+    from autorl.llm.embedded import EmbeddedBackend
 
     return EmbeddedBackend()
 
@@ -543,7 +543,7 @@ def backend_eval_hash(track: str, cfg) -> str:
         from autorl.classic.evaluate import eval_hash
 
         return eval_hash(cfg)
-    from autorl.eval import eval_spec_hash, load_eval_spec
+    from autorl.llm.eval import eval_spec_hash, load_eval_spec
 
     return eval_spec_hash(load_eval_spec(paths.eval_spec_file()))
 

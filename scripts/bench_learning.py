@@ -30,8 +30,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from autorl.backends.embedded import EmbeddedBackend  # noqa: E402
-from autorl.config import load_train_config  # noqa: E402
+from autorl.llm.config import load_train_config  # noqa: E402
+from autorl.llm.embedded import EmbeddedBackend  # noqa: E402
 from autorl.process import BudgetSpec, run_budgeted  # noqa: E402
 
 

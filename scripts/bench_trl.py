@@ -40,14 +40,14 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 
 def load_spec(config: Path):
-    from autorl.backends.embedded import build_spec
-    from autorl.config import load_train_config
+    from autorl.llm.config import load_train_config
+    from autorl.llm.embedded import build_spec
 
     return build_spec(load_train_config(config, backend="embedded"))
 
 
 def bench_embedded(spec, steps: int, warmup: int, seed: int, threads: int, sampler: str) -> dict:
-    from autorl.backends.embedded.train import Trainer
+    from autorl.llm.embedded.train import Trainer
 
     run_dir = Path(tempfile.mkdtemp(prefix="bench-embedded-"))
     update = {"max_steps": warmup + steps, "save_interval_s": 1e9, "sampler": sampler}
@@ -82,8 +82,8 @@ def bench_trl(spec, steps: int, warmup: int, seed: int, threads: int) -> dict:
     from transformers import AutoModelForCausalLM, TrainerCallback
     from trl import GRPOConfig, GRPOTrainer
 
-    from autorl.backends.embedded.train import load_tokenizer
-    from autorl.envs import load_env
+    from autorl.llm.embedded.train import load_tokenizer
+    from autorl.llm.envs import load_env
 
     torch.set_num_threads(threads)
     source = spec.sources[0]

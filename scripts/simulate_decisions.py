@@ -33,7 +33,7 @@ import numpy as np
 from scipy import stats as sps
 
 from autorl import paths
-from autorl.eval import load_eval_spec
+from autorl.llm.eval import load_eval_spec
 from autorl.stats import ALPHA, PRIOR_DF, NoiseFloor, Table, compare_tables, default_seed_sd, futile
 from autorl.trial import DEFAULT_SEEDS
 

@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from autorl.backends.base import Launch, TrainOutcome
+from autorl.backend import Launch, TrainOutcome
 
 CHILD = """
 import json, signal, sys, time

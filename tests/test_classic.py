@@ -15,7 +15,7 @@ import pytest
 import torch
 
 from autorl import progress
-from autorl.backends.base import TrainOutcome
+from autorl.backend import TrainOutcome
 from autorl.classic.backend import ClassicBackend, classic_summary
 from autorl.classic.config import ClassicConfig, ConfigError, load_classic_config
 from autorl.classic.evaluate import evaluate, train_eval, train_eval_envs

@@ -9,17 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from autorl.config import (
-    EMBEDDED_UNSUPPORTED,
-    REFUSED,
-    ConfigError,
-    TrainConfig,
-    is_primerl_key,
-    key_lines,
-    load_train_config,
-    model_keys,
-    primerl_schema_keys,
-)
+from autorl.llm.config import EMBEDDED_UNSUPPORTED, REFUSED, load_train_config
+from autorl.llm.schema import TrainConfig, is_primerl_key, primerl_schema_keys
+from autorl.tomlcheck import ConfigError, key_lines, model_keys
 
 # The reference's minimal 2-GPU example (prime-rl.md §3) minus the harness-owned keys
 # (env.agent, weight_broadcast, inference).
@@ -231,7 +223,7 @@ def test_single_brackets_for_a_source_explains_arrays_of_tables(tmp_path):
 def test_generic_loader_with_another_model_and_field_problem(tmp_path):
     from pydantic import BaseModel, ConfigDict, model_validator
 
-    from autorl.config import FieldProblem, load_toml
+    from autorl.tomlcheck import FieldProblem, load_toml
 
     class Algo(BaseModel):
         model_config = ConfigDict(extra="forbid")
@@ -623,6 +615,6 @@ def test_refusal_lists_cover_the_brief():
 
 
 def test_import_is_light():
-    code = "import sys, autorl.config; print('torch' in sys.modules, 'transformers' in sys.modules)"
+    code = "import sys, autorl.llm.config; print('torch' in sys.modules, 'transformers' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["False", "False"]

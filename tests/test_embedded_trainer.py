@@ -1,7 +1,7 @@
 """The embedded trainer end to end on a tiny random Qwen2 model (seconds on a CPU).
 
 In-process tests drive ``Trainer`` with a dense-reward toy environment, so that a random model gets
-non-zero advantages; the subprocess test runs the real child (``python -m autorl.backends.embedded.train``)
+non-zero advantages; the subprocess test runs the real child (``python -m autorl.llm.embedded.train``)
 on the autorl-arithmetic environment and stops it with SIGTERM.
 """
 
@@ -22,7 +22,7 @@ import torch
 from transformers import Qwen2ForCausalLM
 
 from autorl import progress
-from autorl.backends.embedded import (
+from autorl.llm.embedded import (
     COMPLETE_MARKER,
     EmbeddedBackend,
     RunSpec,
@@ -30,9 +30,9 @@ from autorl.backends.embedded import (
     latest_weights,
     semantic_problems,
 )
-from autorl.backends.embedded.generation import HFSampler
-from autorl.backends.embedded.train import Sample, Trainer, available_cores
-from autorl.model_builder import build_config, build_tokenizer
+from autorl.llm.embedded.generation import HFSampler
+from autorl.llm.embedded.train import Sample, Trainer, available_cores
+from autorl.llm.model_builder import build_config, build_tokenizer
 
 # ---------------------------------------------------------------------------------------------- fixtures
 
@@ -405,7 +405,7 @@ def test_semantic_refusals_name_the_key():
 def test_launch_and_eval_commands(tmp_path):
     backend = EmbeddedBackend()
     launch = backend.launch(_cfg(), tmp_path, 3)
-    assert launch.argv[1:3] == ["-m", "autorl.backends.embedded.train"]
+    assert launch.argv[1:3] == ["-m", "autorl.llm.embedded.train"]
     assert launch.argv[-6:] == [
         "--config",
         str(tmp_path / "resolved.json"),
@@ -418,7 +418,7 @@ def test_launch_and_eval_commands(tmp_path):
     ev = backend.eval_command(_cfg(), None, tmp_path / "eval.jsonl")
     assert ev.argv[1:] == [
         "-m",
-        "autorl.eval",
+        "autorl.llm.eval",
         "--weights",
         "some/model",
         "--out",
@@ -477,7 +477,7 @@ id = "autorl-arithmetic"
 def test_child_saves_weights_and_exits_cleanly_on_sigterm(tiny_model, tmp_path):
     """The real child, started as the runner starts it, stopped mid-run by SIGTERM: it saves the weights of
     its last completed step (atomically, marked complete), says so, and exits 0."""
-    from autorl.config import load_train_config
+    from autorl.llm.config import load_train_config
 
     (tmp_path / "train.toml").write_text(CHILD_TOML.format(model=tiny_model))
     cfg = load_train_config(tmp_path / "train.toml", backend="embedded")
@@ -565,7 +565,7 @@ def test_vllm_sampler_up_to_the_engine_boundary(monkeypatch, tiny_model):
     inputs.TokensPrompt = lambda prompt_token_ids: {"prompt_token_ids": prompt_token_ids}
     monkeypatch.setitem(sys.modules, "vllm", vllm)
     monkeypatch.setitem(sys.modules, "vllm.inputs", inputs)
-    from autorl.backends.embedded.generation import VLLMSampler
+    from autorl.llm.embedded.generation import VLLMSampler
 
     sampler = VLLMSampler(str(tiny_model), pad_id=0, seed=3, max_model_len=64, device="cpu")
     assert calls["init"]["logprobs_mode"] == "processed_logprobs"
@@ -584,7 +584,7 @@ def test_vllm_sampler_up_to_the_engine_boundary(monkeypatch, tiny_model):
 
 
 def test_cpu_threads_default_to_one_for_a_tiny_model():
-    from autorl.backends.embedded.train import available_cores, cpu_threads
+    from autorl.llm.embedded.train import available_cores, cpu_threads
 
     assert cpu_threads(0, 200_000) == 1
     assert cpu_threads(0, 600_000_000) == available_cores()

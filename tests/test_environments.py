@@ -14,7 +14,7 @@ import pytest
 from autorl_arithmetic import core as arith
 from autorl_gsm8k import core as gsm
 
-from autorl import envs
+from autorl.llm import envs
 
 # ---------------------------------------------------------------- arithmetic reward
 
@@ -182,7 +182,7 @@ def test_gsm8k_missing_data_names_data_path(tmp_path: Path, monkeypatch: pytest.
         envs.load_env("autorl-gsm8k", {"split": "test"}).eval_examples(1)
 
 
-# ---------------------------------------------------------------- autorl.envs
+# ---------------------------------------------------------------- autorl.llm.envs
 
 
 def test_load_env_errors_and_ids() -> None:

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from autorl import eval as ev
-from autorl import model_builder as mb
+from autorl.llm import eval as ev
+from autorl.llm import model_builder as mb
 
 TINY = dict(
     hidden_size=32, intermediate_size=64, num_hidden_layers=1, num_attention_heads=2, num_key_value_heads=2

@@ -1,7 +1,7 @@
 """The embedded trainer's math: advantages, prime-rl's default/ipo loss, normalisation and the lr schedulers.
 
 Every expected value is computed by hand from prime-rl's formulas (see the docstrings of
-autorl/backends/embedded/grpo.py and scheduler.py), not by calling the code under test twice.
+autorl/llm/embedded/grpo.py and scheduler.py), not by calling the code under test twice.
 """
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ import math
 import pytest
 import torch
 
-from autorl.backends.embedded import grpo
-from autorl.backends.embedded.scheduler import build_scheduler, check_scheduler
+from autorl.llm.embedded import grpo
+from autorl.llm.embedded.scheduler import build_scheduler, check_scheduler
 
 # ---------------------------------------------------------------------------------------------- advantages
 

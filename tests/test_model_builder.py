@@ -13,7 +13,7 @@ import torch
 from autorl_arithmetic import core as arithmetic
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
-from autorl import model_builder as mb
+from autorl.llm import model_builder as mb
 
 TINY = dict(
     hidden_size=32, intermediate_size=64, num_hidden_layers=1, num_attention_heads=2, num_key_value_heads=2

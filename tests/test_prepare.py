@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from autorl import model_builder, paths
+from autorl import paths
 from autorl import prepare as prep
+from autorl.llm import model_builder
 from autorl.machine import load_machine
 
 REPO = Path(__file__).resolve().parent.parent

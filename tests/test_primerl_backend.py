@@ -14,8 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from autorl.backends import primerl
-from autorl.backends.primerl import (
+from autorl.llm.config import load_train_config
+from autorl.llm.primerl import backend as primerl
+from autorl.llm.primerl.backend import (
     NOT_FOUND,
     PrimeRLBackend,
     PrimeRLFollower,
@@ -28,7 +29,8 @@ from autorl.backends.primerl import (
     to_toml,
     unknown_keys,
 )
-from autorl.config import ConfigError, is_primerl_key, load_train_config
+from autorl.llm.schema import is_primerl_key
+from autorl.tomlcheck import ConfigError
 
 REPO = Path(__file__).resolve().parent.parent
 FAKE_RL = REPO / "tests" / "fake_prime_rl" / "rl"
@@ -289,7 +291,11 @@ def test_dry_run_schema_error_becomes_config_error_with_prime_rls_message(tmp_pa
 def test_eval_command_runs_autorl_eval_with_vllm_in_prime_rls_environment(tmp_path, fake_prime):
     cfg = arithmetic_config(tmp_path)
     launch = PrimeRLBackend().eval_command(cfg, tmp_path / "w", tmp_path / "eval.jsonl")
-    assert launch.argv[:3] == [str(fake_prime.resolve() / ".venv" / "bin" / "python"), "-m", "autorl.eval"]
+    assert launch.argv[:3] == [
+        str(fake_prime.resolve() / ".venv" / "bin" / "python"),
+        "-m",
+        "autorl.llm.eval",
+    ]
     assert launch.argv[3:] == [
         "--weights",
         str(tmp_path / "w"),
@@ -322,7 +328,7 @@ def test_install_environments_uses_no_deps_and_pins_prime_rls_packages(tmp_path,
     assert str(REPO / "environments" / "gsm8k") in editable and str(REPO) in editable
     pins = calls[2][-1]
     assert "torch==2.11.0+cu128" in pins and "vllm==0.26.0" in pins and "-e" not in pins
-    assert calls[-1][0] == str(prime.python) and "autorl.eval" in calls[-1][-1]
+    assert calls[-1][0] == str(prime.python) and "autorl.llm.eval" in calls[-1][-1]
 
 
 # ----------------------------------------------------------------------------------------------------

@@ -11,7 +11,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from autorl.backends.base import Launch
+from autorl.backend import Launch
 from autorl.process import BudgetSpec, run_budgeted
 
 PRELUDE = """

@@ -212,7 +212,7 @@ def test_tune_writes_valid_config_keeping_comments(tmp_path: Path) -> None:
     assert data["orchestrator"]["train"]["sampling"]["temperature"] == 0.9
     assert data["orchestrator"]["train"]["source"][0]["env"]["taskset"]["id"] == "arithmetic"
     assert data["trainer"]["loss"] == {"dppo_mask_low": 0.1, "dppo_mask_high": 0.3, "kl_tau": 1e-3}
-    from autorl.config import load_train_config
+    from autorl.llm.config import load_train_config
 
     path = tmp_path / "train.toml"
     path.write_text(text)

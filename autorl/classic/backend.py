@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from autorl import paths
-from autorl.backends.base import Launch, TrainOutcome
+from autorl.backend import Launch, TrainOutcome
 from autorl.classic.evaluate import (
     EVAL_EPISODES,
     EVAL_SEED,

@@ -170,7 +170,7 @@ def train_problems(s: Settings, seed: int) -> Iterator[Problem]:
         i += 1
 
 
-# The interface every environment core offers to autorl.envs: settings_from_fields, stream, first, score.
+# The interface every environment core offers to autorl.llm.envs: settings_from_fields, stream, first, score.
 
 
 def stream(s: Settings, seed: int) -> Iterator[Problem]:

@@ -137,7 +137,7 @@ def dataset(s: Settings) -> list[Problem]:
     ]
 
 
-# The interface every environment core offers to autorl.envs: settings_from_fields, stream, first, score.
+# The interface every environment core offers to autorl.llm.envs: settings_from_fields, stream, first, score.
 
 
 def stream(s: Settings, seed: int) -> Iterator[Problem]:

@@ -6,7 +6,7 @@ and the untrained base model (base_score). For each [[env]] of eval.toml it take
 and scores each with the environment's core scorer (the same reward the trainers use).
 ``eval_score`` = mean over environments of the per-environment mean score.
 
-    uv run python -m autorl.eval --weights DIR --out eval.jsonl [--base-model NAME] [--spec eval.toml]
+    uv run python -m autorl.llm.eval --weights DIR --out eval.jsonl [--base-model NAME] [--spec eval.toml]
                                  [--engine auto|hf|vllm] [--device auto|cpu|cuda]
 
 writes one JSON line per (example, sample) ``{"env", "example_id", "sample", "score", "completion"}`` to
@@ -35,7 +35,8 @@ from typing import Any, Literal
 import torch
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from autorl import envs, paths
+from autorl import paths
+from autorl.llm import envs
 
 HF_BATCH_SIZE_CPU = 256  # prompts per generate call; the tiny model's whole batch fits easily
 HF_BATCH_SIZE_GPU = 64

@@ -4,7 +4,7 @@ What it does, in trial order:
 - `resolve` renders the run config: the user's train.toml (the raw dict, exactly as written) plus the
   harness-owned keys (output dir, fixed run name, 1+1 GPU deployment, filesystem weight broadcast, file
   metrics, no online eval, inference server, seeds, local-only environment harness). Every rendered key is in
-  the pinned schema (autorl/primerl_keys.txt, prime-rl 559b447).
+  the pinned schema (autorl/llm/primerl_keys.txt, prime-rl 559b447).
 - `launch` validates the rendered file with prime-rl's own `rl @ file --dry-run` (seconds, before any GPU
   starts; a schema error becomes a ConfigError with prime-rl's message), then returns the `rl @ file`
   command. autorl.process runs it in its own process group under the budget.
@@ -17,7 +17,7 @@ What it does, in trial order:
   (prime-rl's broadcast holds only the safetensors shards), counts trainer steps, reads peak memory, names
   the component that died (inference | orchestrator | trainer) with its log tail, and checks that no
   process of the run is left on a GPU.
-- `eval_command` runs the fixed evaluation (`python -m autorl.eval --engine vllm`) in prime-rl's
+- `eval_command` runs the fixed evaluation (`python -m autorl.llm.eval --engine vllm`) in prime-rl's
   environment, on both GPUs.
 
 prime-rl is an external install (its own uv environment: torch/vLLM pinned by it). Without it, a dry run
@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from autorl import paths
-from autorl.backends.base import Launch, TrainOutcome
+from autorl.backend import Launch, TrainOutcome
 
 SUPPORTED_COMMIT = "559b447"  # the prime-rl commit whose schema, logs and layout this module follows
 SUPPORTED_VERSION = "v0.8.1.dev67"
@@ -60,8 +60,8 @@ DEFAULT_SEQ_LEN = 2048  # prime-rl's default seq_len; vLLM's max_model_len follo
 DRY_RUN_TIMEOUT_S = 300.0
 LOG_TAIL_LINES = 30
 COMPONENTS = ("inference", "orchestrator", "trainer")
-# Pure-Python packages autorl.eval needs that prime-rl's environment may lack. Installed with every package
-# prime-rl already has pinned to its installed version, so nothing of prime-rl's changes.
+# Pure-Python packages autorl.llm.eval needs that prime-rl's environment may lack. Installed with every
+# package prime-rl already has pinned to its installed version, so nothing of prime-rl's changes.
 EVAL_DEPS = ["math-verify", "tomlkit"]
 # Files the eval needs besides the weights: prime-rl's broadcast directory holds only safetensors shards.
 BASE_MODEL_FILES = (
@@ -229,7 +229,7 @@ def install_environments(prime: PrimeRL, run: Callable[..., Any] = subprocess.ru
 
     # each environment project's import package is the directory holding its __init__.py
     modules = [
-        "autorl.eval",
+        "autorl.llm.eval",
         *(d.name for p in projects for d in sorted(p.iterdir()) if (d / "__init__.py").is_file()),
     ]
     check = run([python, "-c", "import " + ", ".join(modules)], capture_output=True, text=True)
@@ -418,7 +418,7 @@ def flat_keys(data: Any, prefix: tuple[str, ...] = ()) -> Iterator[str]:
 
 def unknown_keys(config: dict[str, Any]) -> list[str]:
     """Rendered keys that the pinned prime-rl schema does not have (must be none)."""
-    from autorl.config import is_primerl_key
+    from autorl.llm.schema import is_primerl_key
 
     return [key for key in flat_keys(config) if not is_primerl_key(key)]
 
@@ -774,7 +774,7 @@ def rl_error_message(output: str) -> str:
 
 def validate_with_rl(prime: PrimeRL, rendered: Path, env: dict[str, str]) -> None:
     """`rl @ rendered --dry-run`: prime-rl's own schema check, before any GPU starts."""
-    from autorl.config import ConfigError
+    from autorl.tomlcheck import ConfigError
 
     try:
         proc = subprocess.run(
@@ -793,7 +793,7 @@ def validate_with_rl(prime: PrimeRL, rendered: Path, env: dict[str, str]) -> Non
 
 
 class PrimeRLBackend:
-    """The Backend protocol (autorl/backends/base.py) for prime-rl's `rl` launcher on 2 GPUs."""
+    """The Backend protocol (autorl/backend.py) for prime-rl's `rl` launcher on 2 GPUs."""
 
     name = "prime-rl"
 
@@ -811,12 +811,12 @@ class PrimeRLBackend:
             raise PrimeRLNotFound()
 
     def check(self, cfg: Any) -> None:
-        """Every key of the rendered config must exist in the pinned schema (autorl/primerl_keys.txt).
+        """Every key of the rendered config must exist in the pinned schema (autorl/llm/primerl_keys.txt).
 
         The config loader already refused harness-owned keys; this catches a key the loader accepts but the
         pinned prime-rl would reject, before `rl --dry-run` (which needs prime-rl) ever runs.
         """
-        from autorl.config import ConfigError
+        from autorl.tomlcheck import ConfigError
 
         bad = unknown_keys(render(cfg.data, paths.runs_dir() / "check", 0))
         if bad:
@@ -961,7 +961,7 @@ class PrimeRLBackend:
         argv = [
             str(prime.python),
             "-m",
-            "autorl.eval",
+            "autorl.llm.eval",
             "--weights",
             str(weights),
             "--out",

@@ -27,7 +27,7 @@ from typing import Any
 
 import torch
 
-from autorl.backends.embedded.generation import HFSampler, Rollouts
+from autorl.llm.embedded.generation import HFSampler, Rollouts
 
 # One sampler call: (prompts, temperature, max_new_tokens).
 Request = tuple[list[list[int]], float, int]

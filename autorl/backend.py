@@ -43,7 +43,7 @@ class Backend(Protocol):
     name: str
 
     def check(self, cfg: Any) -> None:
-        """Raise autorl.config.ConfigError for anything this backend cannot honour (named by key)."""
+        """Raise autorl.tomlcheck.ConfigError for anything this backend cannot honour (named by key)."""
 
     def resolve(self, cfg: Any, run_dir: Path, seed: int) -> dict[str, Any]:
         """The config the child will run with (printed by --dry-run, written as resolved.json/toml)."""

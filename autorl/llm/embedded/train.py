@@ -1,4 +1,4 @@
-"""The embedded GRPO trainer (``python -m autorl.backends.embedded.train --config F --run-dir D --seed K``).
+"""The embedded GRPO trainer (``python -m autorl.llm.embedded.train --config F --run-dir D --seed K``).
 
 One process does what prime-rl spreads over an orchestrator, an inference server and a trainer
 (prime-rl 559b447; the formulas themselves are in grpo.py and scheduler.py):
@@ -72,16 +72,16 @@ import numpy as np
 import torch
 
 from autorl import progress
-from autorl.backends.embedded import COMPLETE_MARKER, RunSpec, SourceSpec, grpo
-from autorl.backends.embedded.generation import (
+from autorl.llm.embedded import COMPLETE_MARKER, RunSpec, SourceSpec, grpo
+from autorl.llm.embedded.generation import (
     HFSampler,
     Rollouts,
     VLLMSampler,
     shared_prefill,
     vllm_available,
 )
-from autorl.backends.embedded.sampler_process import ProcessSampler
-from autorl.backends.embedded.scheduler import build_scheduler
+from autorl.llm.embedded.sampler_process import ProcessSampler
+from autorl.llm.embedded.scheduler import build_scheduler
 
 # prime-rl's orchestrator aborts after this many consecutive empty train batches (orchestrator.py).
 MAX_CONSECUTIVE_EMPTY_BATCHES = 10
@@ -169,9 +169,10 @@ def attention_implementation(device: torch.device) -> str:
 
 
 def encode_prompt(tokenizer: Any, prompt: str) -> list[int]:
-    """Token ids of a task prompt, rendered exactly as the fixed eval renders it (autorl.eval.format_prompt:
-    the chat template as a user turn when the tokenizer has one, the raw text otherwise)."""
-    from autorl.eval import format_prompt
+    """Token ids of a task prompt, rendered exactly as the fixed eval renders it
+    (autorl.llm.eval.format_prompt: the chat template as a user turn when the tokenizer has one, the raw
+    text otherwise)."""
+    from autorl.llm.eval import format_prompt
 
     return list(tokenizer(format_prompt(tokenizer, prompt), add_special_tokens=False)["input_ids"])
 
@@ -192,7 +193,7 @@ def load_tokenizer(path: str) -> Any:
 
 
 def default_env_loader(taskset_id: str, fields: dict[str, Any]) -> Any:
-    from autorl.envs import load_env
+    from autorl.llm.envs import load_env
 
     return load_env(taskset_id, fields)
 

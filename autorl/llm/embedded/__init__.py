@@ -1,8 +1,8 @@
 """The embedded backend: a one-process GRPO trainer with prime-rl's semantics (torch + transformers).
 
-``EmbeddedBackend`` turns a validated ``train.toml`` (prime-rl ``rl`` schema, see autorl.config) into a
+``EmbeddedBackend`` turns a validated ``train.toml`` (prime-rl ``rl`` schema, see autorl.llm.config) into a
 ``RunSpec`` (the flat, fully resolved settings the child runs with, written as ``resolved.json``), starts
-``python -m autorl.backends.embedded.train``, and afterwards picks the latest complete weights.
+``python -m autorl.llm.embedded.train``, and afterwards picks the latest complete weights.
 
 Key by key (prime-rl 559b447 sources in brackets; details in docs/embedded.md and the modules named):
 
@@ -22,10 +22,10 @@ Key by key (prime-rl 559b447 sources in brackets; details in docs/embedded.md an
 - ``[orchestrator.train]`` filter_zero_advantages, ``sampling.{temperature,max_completion_tokens}``,
   ``[[orchestrator.train.source]]`` name, ratio (weighted random choice of a source per task, as
   src/prime_rl/orchestrator/train_source.py), group_size, sampling, env.taskset.id + taskset fields
-  -> autorl.envs.load_env.
+  -> autorl.llm.envs.load_env.
 - ``[orchestrator.algo.length_penalty]`` -> grpo.group_advantages [src/prime_rl/orchestrator/algo/grpo.py].
 
-Anything else prime-rl has is refused by autorl.config (for the embedded backend) or by ``check`` below.
+Anything else prime-rl has is refused by autorl.llm.config (for the embedded backend) or by ``check`` below.
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from autorl import paths
-from autorl.backends.base import Launch, TrainOutcome
+from autorl.backend import Launch, TrainOutcome
 
 PRIME_RL_ONLY = "supported on the prime-rl backend only"
 COMPLETE_MARKER = "STABLE"  # written last into a weights dir (prime-rl's broadcast convention)
@@ -232,7 +232,7 @@ def build_spec(cfg: Any) -> RunSpec:
 
 def semantic_problems(spec: RunSpec) -> tuple[list[str], list[str]]:
     """(errors, warnings) about a spec the trainer would run badly or not at all."""
-    from autorl.backends.embedded.scheduler import check_scheduler
+    from autorl.llm.embedded.scheduler import check_scheduler
 
     errors: list[str] = []
     notes: list[str] = []
@@ -275,7 +275,7 @@ def semantic_problems(spec: RunSpec) -> tuple[list[str], list[str]]:
 
 def _known_tasksets() -> set[str] | None:
     try:
-        from autorl import envs
+        from autorl.llm import envs
     except ImportError:
         return None
     for attr in ("TASKSETS", "ENVIRONMENTS", "KNOWN_TASKSETS"):
@@ -308,12 +308,12 @@ def read_metrics(run_dir: Path) -> list[dict[str, Any]]:
 
 
 class EmbeddedBackend:
-    """The Backend protocol (autorl/backends/base.py) for the one-process trainer."""
+    """The Backend protocol (autorl/backend.py) for the one-process trainer."""
 
     name = "embedded"
 
     def check(self, cfg: Any) -> None:
-        from autorl.config import ConfigError
+        from autorl.tomlcheck import ConfigError
 
         errors, notes = semantic_problems(build_spec(cfg))
         for note in notes:
@@ -332,7 +332,7 @@ class EmbeddedBackend:
         argv = [
             sys.executable,
             "-m",
-            "autorl.backends.embedded.train",
+            "autorl.llm.embedded.train",
             "--config",
             str(resolved),
             "--run-dir",
@@ -363,6 +363,6 @@ class EmbeddedBackend:
 
     def eval_command(self, cfg: Any, weights_dir: Path | None, out_path: Path) -> Launch:
         weights = str(weights_dir) if weights_dir is not None else build_spec(cfg).model_path
-        argv = [sys.executable, "-m", "autorl.eval", "--weights", weights, "--out", str(out_path)]
+        argv = [sys.executable, "-m", "autorl.llm.eval", "--weights", weights, "--out", str(out_path)]
         env = {"OMP_WAIT_POLICY": "PASSIVE", "TOKENIZERS_PARALLELISM": "false"}
         return Launch(argv=argv, cwd=paths.repo_root(), env=env)

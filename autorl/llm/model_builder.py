@@ -11,13 +11,13 @@ the machine it was calibrated on and 0.65 on another CPU, and 0.35-0.60 across w
 PROBE_EVERY steps the model answers PROBE_SIZE held-out problems greedily (the *probe*: train-split problems
 that the warm-start never trains on, so never an eval problem either) and the warm-start stops at the first
 probe accuracy >= PROBE_TARGET. Over warm-start seeds 0-9 this put the eval score at 0.31-0.51 (mean 0.39;
-``--seed K --out DIR``, then ``uv run python -m autorl.eval --weights DIR --out F``).
+``--seed K --out DIR``, then ``uv run python -m autorl.llm.eval --weights DIR --out F``).
 
 Deterministic for a fixed seed on one machine (CPU, float32, one thread). Saved in Hugging Face format with
 ``save_pretrained``; a marker file written last makes the build idempotent (a complete model built from the
 same recipe is never rebuilt; a half-written one, or one built from another recipe, is).
 
-    uv run python -m autorl.model_builder            # builds .autorl/models/tiny-arith
+    uv run python -m autorl.llm.model_builder            # builds .autorl/models/tiny-arith
 """
 
 from __future__ import annotations
@@ -67,7 +67,7 @@ MAX_POSITIONS = 256  # prompt + completion of the arithmetic task are < 40 chara
 # Supervised warm-start on the arithmetic train split (never sees an eval problem: see core.py).
 TASK_FIELDS: dict = {}  # the autorl-arithmetic defaults = the default train.toml source and eval.toml
 # At most SFT_MAX_STEPS steps (a cosine schedule over them); the probe stopped seeds 0-9 after 440-770 steps
-# (25-45 s on one core). Check a built model with `uv run python -m autorl.eval --weights DIR --out F`.
+# (25-45 s on one core). Check a built model with `uv run python -m autorl.llm.eval --weights DIR --out F`.
 SFT_MAX_STEPS = 1500
 SFT_BATCH_SIZE = 64
 SFT_LR = 3e-3

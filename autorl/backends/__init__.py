@@ -1,1 +1,0 @@
-"""Training backends: each turns a validated config into a training child and an eval command."""

@@ -1,0 +1,1 @@
+"""The LLM track: train.toml (prime-rl schema), environments, the fixed eval, the base model, backends."""
