@@ -1,13 +1,20 @@
-"""The contract between the trial runner and a training backend (embedded, prime-rl, classic)."""
+"""The contract between the trial runner and a training backend (embedded, prime-rl, classic).
+
+Every backend subclasses `Backend` explicitly; the optional members (`preflight`, `availability_note`,
+`summary_extras`, `plan_slots`) have defaults here, so the runner calls them without probing.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from autorl import progress
+
+if TYPE_CHECKING:
+    from autorl.machine import Machine
 
 
 @dataclass
@@ -19,6 +26,7 @@ class Launch:
     env: dict[str, str] = field(default_factory=dict)  # added to os.environ
     # A stdout line -> progress event (see autorl.progress), or None for a plain log line.
     parse_line: Callable[[str], dict[str, Any] | None] = progress.parse
+    cpus: tuple[int, ...] = ()  # CPU affinity of the child (its slot's cores); () = not pinned
 
 
 @dataclass
@@ -29,16 +37,44 @@ class TrainOutcome:
     steps: int = 0
     peak_memory_gb: float | None = None
     failed_component: str | None = None  # prime-rl: inference | orchestrator | trainer
-    notes: list[str] = field(
-        default_factory=list
-    )  # shown in the summary's log, e.g. which weights were picked
-    extras: dict[str, Any] = field(
-        default_factory=dict
-    )  # backend-specific figures, e.g. time_to_solve_seconds
+    # shown in the trial's log, e.g. which weights were picked
+    notes: list[str] = field(default_factory=list)
+    # backend-specific figures, e.g. time_to_solve_seconds
+    extras: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Slot:
+    """The share of the machine one seed runs on. Seeds that run at the same time get different slots.
+
+    The default slot is the whole machine (one seed at a time, nothing pinned).
+    """
+
+    index: int = 0  # 0..n-1 among the slots of one plan
+    cpus: tuple[int, ...] = ()  # cores the seed's processes are pinned to; () = not pinned
+    threads: int | None = None  # torch threads of the trainer; None = the backend's own choice
+    gpus: tuple[int, ...] = ()  # GPU ids (prime-rl: inference GPU first, then the trainer GPU); () = CPU
+    gpu_share: float | None = None  # fraction of each GPU's memory this seed may use when k seeds share it
+    port: int | None = None  # base port of the seed's servers (prime-rl: vLLM), distinct per slot
+
+    def describe(self) -> str:
+        parts = []
+        if self.cpus:
+            parts.append(f"cpus {','.join(map(str, self.cpus))}")
+        if self.gpus:
+            parts.append(f"gpus {','.join(map(str, self.gpus))}")
+        if self.gpu_share is not None:
+            parts.append(f"{self.gpu_share:.2f} of GPU memory")
+        if self.port is not None:
+            parts.append(f"port {self.port}")
+        return f"slot {self.index}" + (f" ({', '.join(parts)})" if parts else "")
+
+
+WHOLE_MACHINE = Slot()  # one seed at a time, nothing pinned
 
 
 class Backend(Protocol):
-    """One per backend; instances are cheap and hold no state between trials."""
+    """One per backend; instances are cheap, picklable and hold no state between trials."""
 
     name: str
 
@@ -46,17 +82,34 @@ class Backend(Protocol):
         """Raise autorl.tomlcheck.ConfigError for anything this backend cannot honour (named by key)."""
 
     def resolve(self, cfg: Any, run_dir: Path, seed: int) -> dict[str, Any]:
-        """The config the child will run with (printed by --dry-run, written as resolved.json/toml)."""
+        """The config the child runs with (printed by --dry-run; the runner writes it as resolved.json)."""
+        ...
 
-    def launch(self, cfg: Any, run_dir: Path, seed: int) -> Launch:
-        """Write what the child needs into run_dir and say how to start it."""
+    def launch(self, cfg: Any, run_dir: Path, seed: int, slot: Slot = WHOLE_MACHINE) -> Launch:
+        """Write what the child needs into run_dir (resolved.json is there) and say how to start it."""
+        ...
 
     def collect(self, cfg: Any, run_dir: Path) -> TrainOutcome:
         """After the child ended: pick the latest complete weights, count steps, attribute a crash."""
+        ...
 
     def eval_command(self, cfg: Any, weights_dir: Path | None, out_path: Path) -> Launch:
         """The fixed evaluation of weights_dir (None = the untrained base model) writing out_path (JSONL)."""
+        ...
 
-    # Optional: backends may also define
-    #   summary_extras(self, cfg, outcomes: list[TrainOutcome], eval_rows: list[dict]) -> dict[str, str]
-    # whose key: value lines are added to the summary block and to the ledger's `extras` column.
+    def preflight(self) -> None:
+        """Raise (with the reason) when this backend cannot run here at all; called before anything starts."""
+
+    def availability_note(self) -> str | None:
+        """A line for --dry-run when the backend could not run here (e.g. prime-rl not found)."""
+        return None
+
+    def summary_extras(
+        self, cfg: Any, outcomes: list[TrainOutcome], eval_rows: list[dict[str, Any]]
+    ) -> dict[str, str]:
+        """Backend-specific `key: value` lines for the summary (also the ledger's `extras` column)."""
+        return {}
+
+    def plan_slots(self, cfg: Any, machine: Machine) -> list[Slot]:
+        """The slots this machine has for one seed of `cfg`: how many seeds can run side by side."""
+        return [Slot()]

@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from autorl.backend import Launch, TrainOutcome
+from autorl.backend import WHOLE_MACHINE, Backend, Launch, Slot, TrainOutcome
 
 CHILD = """
 import json, signal, sys, time
@@ -63,7 +63,7 @@ print(json.dumps({"eval_score": quality}))
 """
 
 
-class FakeBackend:
+class FakeBackend(Backend):
     name = "embedded"
 
     def __init__(self, mode: str = "ok", quality: float = 0.6, scripts_dir: Path | None = None) -> None:
@@ -78,7 +78,7 @@ class FakeBackend:
     def resolve(self, cfg: Any, run_dir: Path, seed: int) -> dict[str, Any]:
         return {"fake": True, "mode": self.mode, "seed": seed}
 
-    def launch(self, cfg: Any, run_dir: Path, seed: int) -> Launch:
+    def launch(self, cfg: Any, run_dir: Path, seed: int, slot: Slot = WHOLE_MACHINE) -> Launch:
         argv = [sys.executable, str(self.dir / "fake_child.py"), self.mode, str(run_dir), str(self.quality)]
         return Launch(argv=argv, cwd=run_dir)
 

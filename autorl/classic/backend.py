@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from autorl import paths
-from autorl.backend import Launch, TrainOutcome
+from autorl.backend import WHOLE_MACHINE, Backend, Launch, Slot, TrainOutcome
 from autorl.classic.evaluate import (
     EVAL_EPISODES,
     EVAL_SEED,
@@ -32,7 +32,7 @@ from autorl.classic.evaluate import (
 CHILD_ENV = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OMP_WAIT_POLICY": "PASSIVE"}
 
 
-class ClassicBackend:
+class ClassicBackend(Backend):
     name = "classic"
 
     def check(self, cfg: Any) -> None:
@@ -57,7 +57,7 @@ class ClassicBackend:
             },
         }
 
-    def launch(self, cfg: Any, run_dir: Path, seed: int) -> Launch:
+    def launch(self, cfg: Any, run_dir: Path, seed: int, slot: Slot = WHOLE_MACHINE) -> Launch:
         resolved = run_dir / "resolved.json"
         if not resolved.exists():  # the runner writes it; standalone use (tests, scripts) may not
             resolved.write_text(json.dumps(self.resolve(cfg, run_dir, seed), indent=2))

@@ -39,7 +39,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from autorl import paths
-from autorl.backend import Launch, TrainOutcome
+from autorl.backend import WHOLE_MACHINE, Backend, Launch, Slot, TrainOutcome
 
 PRIME_RL_ONLY = "supported on the prime-rl backend only"
 COMPLETE_MARKER = "STABLE"  # written last into a weights dir (prime-rl's broadcast convention)
@@ -307,7 +307,7 @@ def read_metrics(run_dir: Path) -> list[dict[str, Any]]:
     return rows
 
 
-class EmbeddedBackend:
+class EmbeddedBackend(Backend):
     """The Backend protocol (autorl/backend.py) for the one-process trainer."""
 
     name = "embedded"
@@ -324,7 +324,7 @@ class EmbeddedBackend:
     def resolve(self, cfg: Any, run_dir: Path, seed: int) -> dict[str, Any]:
         return build_spec(cfg).model_dump()
 
-    def launch(self, cfg: Any, run_dir: Path, seed: int) -> Launch:
+    def launch(self, cfg: Any, run_dir: Path, seed: int, slot: Slot = WHOLE_MACHINE) -> Launch:
         run_dir = Path(run_dir)
         run_dir.mkdir(parents=True, exist_ok=True)
         resolved = run_dir / "resolved.json"

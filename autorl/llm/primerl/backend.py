@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from autorl import paths
-from autorl.backend import Launch, TrainOutcome
+from autorl.backend import WHOLE_MACHINE, Backend, Launch, Slot, TrainOutcome
 
 SUPPORTED_COMMIT = "559b447"  # the prime-rl commit whose schema, logs and layout this module follows
 SUPPORTED_VERSION = "v0.8.1.dev67"
@@ -792,7 +792,7 @@ def validate_with_rl(prime: PrimeRL, rendered: Path, env: dict[str, str]) -> Non
         raise ConfigError(f"prime-rl rejected the rendered config {rendered} (`rl --dry-run`):\n{message}")
 
 
-class PrimeRLBackend:
+class PrimeRLBackend(Backend):
     """The Backend protocol (autorl/backend.py) for prime-rl's `rl` launcher on 2 GPUs."""
 
     name = "prime-rl"
@@ -830,7 +830,7 @@ class PrimeRLBackend:
     def resolve(self, cfg: Any, run_dir: Path, seed: int) -> dict[str, Any]:
         return render(cfg.data, run_dir, seed)
 
-    def launch(self, cfg: Any, run_dir: Path, seed: int) -> Launch:
+    def launch(self, cfg: Any, run_dir: Path, seed: int, slot: Slot = WHOLE_MACHINE) -> Launch:
         prime = locate_prime_rl()
         if prime is None:
             raise PrimeRLNotFound()
