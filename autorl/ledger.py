@@ -47,7 +47,7 @@ COLUMNS: list[str] = [
     "steps",
     "seeds",  # training seeds, comma separated (harness-chosen)
     "seed_scores",  # seed=eval_score pairs, space separated (one per training seed)
-    "status",  # ok | crash | timeout
+    "status",  # ok | crash | timeout | interrupted
     "decision",  # pending | keep | discard | crash
     "config_hash",
     "harness_hash",
@@ -57,7 +57,7 @@ COLUMNS: list[str] = [
     "extras",  # key=value pairs: everything else the caller passed (e.g. solved_seeds=5/5)
 ]
 
-STATUSES = ("ok", "crash", "timeout")
+STATUSES = ("ok", "crash", "timeout", "interrupted")
 DECISIONS = ("pending", "keep", "discard", "crash")
 MARKABLE = ("keep", "discard", "crash")
 

@@ -1,62 +1,93 @@
-"""Live training progress: a rich status line on a terminal, else throttled plain lines (agents grep logs)."""
+"""Live training progress, one line per running seed: rich on a terminal, else throttled plain lines
+(agents grep logs)."""
 
 from __future__ import annotations
 
 import sys
+import threading
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
-from rich.console import Console
+from rich.console import Console, Group
 from rich.live import Live
 from rich.text import Text
 
-PLAIN_EVERY_S = 15.0  # a plain progress line at most this often when stdout is not a terminal
+PLAIN_EVERY_S = 15.0  # a plain progress line per seed at most this often when stdout is not a terminal
+
+
+@dataclass
+class SeedLine:
+    label: str
+    step: int | None = None
+    reward: float | None = None
+    elapsed: float = 0.0
+    last_plain: float = 0.0
 
 
 class LiveView:
-    def __init__(self, budget_s: float, label: str = "") -> None:
+    """The running seeds of a trial. `callback(index, label)` gives a seed's progress-event handler;
+    `finish(index)` drops its line. Thread-safe: seeds report from the threads that run them."""
+
+    def __init__(self, budget_s: float) -> None:
         self.budget_s = budget_s
-        self.label = label
         self.tty = sys.stdout.isatty()
-        self.step: int | None = None
-        self.reward: float | None = None
-        self.elapsed = 0.0
-        self.last_plain = 0.0
+        self.lines: dict[int, SeedLine] = {}
+        self.lock = threading.Lock()
         self.live: Live | None = None
 
     def __enter__(self) -> LiveView:
         if self.tty:
-            self.live = Live(self._text(), console=Console(), refresh_per_second=4, transient=False)
+            self.live = Live(self._render(), console=Console(), refresh_per_second=4, transient=True)
             self.live.__enter__()
         return self
 
     def __exit__(self, *exc: object) -> None:
         if self.live is not None:
-            self.live.update(self._text())
             self.live.__exit__(None, None, None)
             self.live = None
 
-    def _line(self) -> str:
-        step = "-" if self.step is None else str(self.step)
-        reward = "-" if self.reward is None else f"{self.reward:.3f}"
-        return f"{self.label} | train {self.elapsed:5.0f}/{self.budget_s:g} s | step {step} | reward {reward}"
+    def _line(self, s: SeedLine) -> str:
+        step = "-" if s.step is None else str(s.step)
+        reward = "-" if s.reward is None else f"{s.reward:.3f}"
+        return f"{s.label} | train {s.elapsed:5.0f}/{self.budget_s:g} s | step {step} | reward {reward}"
 
-    def _text(self) -> Text:
-        return Text(self._line())
+    def _render(self) -> Group:
+        return Group(*(Text(self._line(s)) for _, s in sorted(self.lines.items())))
 
-    def update(self, event: dict[str, Any], training_seconds: float) -> None:
-        self.elapsed = training_seconds
-        kind = event.get("event")
-        if kind == "step":
-            self.step = event.get("step", self.step)
-            reward = event.get("reward", event.get("reward_mean"))
-            self.reward = float(reward) if isinstance(reward, int | float) else self.reward
-        if self.live is not None:
-            self.live.update(self._text())
-            return
-        now = time.monotonic()
-        if kind == "ready":
-            print(f"[train] {self.label} | model loaded, training clock started", flush=True)
-        elif kind == "step" and now - self.last_plain >= PLAIN_EVERY_S:
-            self.last_plain = now
-            print(f"[train] {self._line()}", flush=True)
+    def callback(self, index: int, label: str) -> Callable[[dict[str, Any], float], None]:
+        with self.lock:
+            self.lines[index] = SeedLine(label)
+
+        def on_event(event: dict[str, Any], training_seconds: float) -> None:
+            self.update(index, event, training_seconds)
+
+        return on_event
+
+    def finish(self, index: int) -> None:
+        with self.lock:
+            self.lines.pop(index, None)
+            if self.live is not None:
+                self.live.update(self._render())
+
+    def update(self, index: int, event: dict[str, Any], training_seconds: float) -> None:
+        with self.lock:
+            s = self.lines.get(index)
+            if s is None:
+                return
+            s.elapsed = training_seconds
+            kind = event.get("event")
+            if kind == "step":
+                s.step = event.get("step", s.step)
+                reward = event.get("reward", event.get("reward_mean"))
+                s.reward = float(reward) if isinstance(reward, int | float) else s.reward
+            if self.live is not None:
+                self.live.update(self._render())
+                return
+            now = time.monotonic()
+            if kind == "ready":
+                print(f"[train] {s.label} | model loaded, training clock started", flush=True)
+            elif kind == "step" and now - s.last_plain >= PLAIN_EVERY_S:
+                s.last_plain = now
+                print(f"[train] {self._line(s)}", flush=True)

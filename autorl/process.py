@@ -10,10 +10,12 @@ process group (setsid) is killed too: no process of a trial survives it.
 
 from __future__ import annotations
 
+import ctypes
 import os
 import queue
 import signal
 import subprocess
+import sys
 import threading
 import time
 from collections import deque
@@ -27,6 +29,57 @@ import psutil
 from autorl.backend import Launch
 
 LOG_TAIL_LINES = 40
+PR_SET_PDEATHSIG = 1  # prctl option: the signal a process gets when its parent dies (Linux)
+
+
+class Stop:
+    """A trial-wide stop request, set from the signal handler and seen by every running child's loop.
+
+    `graceful`: the child's group gets SIGTERM (a trainer saves its weights), SIGKILL after the grace period.
+    `hard`: SIGKILL at once (a second Ctrl-C).
+    """
+
+    def __init__(self) -> None:
+        self.graceful = threading.Event()
+        self.hard = threading.Event()
+        self.signum: int | None = None
+
+    def request(self, signum: int) -> None:
+        if self.graceful.is_set():
+            self.hard.set()
+        self.signum = self.signum or signum
+        self.graceful.set()
+
+    def __bool__(self) -> bool:
+        return self.graceful.is_set()
+
+
+def _libc_prctl():
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        return ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+
+
+_PRCTL = _libc_prctl()  # loaded once here: the pre-exec hook below must not load libraries
+
+
+def die_with_parent() -> None:
+    """Ask the kernel to SIGKILL this process when its parent dies (Linux), so a SIGKILLed runner leaves
+    no trainer behind. Called in the child before exec, and by grandchildren (the sampler) themselves."""
+    if _PRCTL is not None:
+        _PRCTL(PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
+def _pre_exec(cpus: tuple[int, ...]):
+    def hook() -> None:
+        die_with_parent()
+        if cpus and hasattr(os, "sched_setaffinity"):
+            os.sched_setaffinity(0, cpus)
+
+    return hook
 
 
 @dataclass
@@ -35,7 +88,6 @@ class BudgetSpec:
     startup_cap_s: float = 900.0  # start-up (imports, model load, vLLM start) before the clock starts
     hang_s: float = 300.0  # no output at all for this long = hung
     grace_s: float = 30.0  # SIGTERM -> SIGKILL
-    max_steps_seen: int | None = None  # informational; the child stops itself at max_steps
 
 
 @dataclass
@@ -60,7 +112,7 @@ class ChildResult:
         if self.stop_reason == "budget":
             return "ok"  # stopping at the budget is the normal end of a trial
         if self.stop_reason == "interrupted":
-            return "crash"
+            return "interrupted"
         return "ok" if self.returncode == 0 else "crash"
 
     @property
@@ -70,7 +122,7 @@ class ChildResult:
             "budget": "stopped at the training budget",
             "hang": "killed: no output for too long (hang)",
             "startup_cap": "killed: start-up took longer than its cap",
-            "interrupted": "interrupted by the user",
+            "interrupted": "stopped by a signal (SIGINT/SIGTERM)",
         }[self.stop_reason]
 
 
@@ -126,10 +178,14 @@ def run_budgeted(
     log_path: Path,
     spec: BudgetSpec,
     on_event: Callable[[dict[str, Any], float], None] | None = None,
+    stop: Stop | None = None,
 ) -> ChildResult:
     """Run launch.argv to completion or to the budget. Child output goes to log_path (appended).
 
-    on_event(event, training_seconds) is called for every progress event (for the live display).
+    on_event(event, training_seconds) is called for every progress event (for the live display). `stop`,
+    when set (a signal to the runner), ends the child like the budget does: SIGTERM, then SIGKILL after the
+    grace period, or at once when `stop.hard` is set. The child is pinned to `launch.cpus` and dies with
+    the runner (parent-death signal).
     """
     log_path.parent.mkdir(parents=True, exist_ok=True)
     env = {**os.environ, **launch.env, "PYTHONUNBUFFERED": "1"}
@@ -145,6 +201,7 @@ def run_budgeted(
         errors="replace",
         bufsize=1,
         start_new_session=True,  # own session and process group: one killpg reaches the whole trial
+        preexec_fn=_pre_exec(tuple(launch.cpus)),
     )
     pgid = proc.pid
     tree = _Tree(proc.pid)
@@ -213,8 +270,15 @@ def run_budgeted(
                     # A grandchild may hold the pipe open after the child exited: drain briefly, then go.
                     if eof or (now - exited_at > 2.0 and lines.empty()):
                         break
+                if stop is not None and stop.hard.is_set() and not hard_killed:
+                    stop_reason = stop_reason or "interrupted"
+                    _signal_group(pgid, signal.SIGKILL)
+                    hard_killed = True
+                    term_sent_at = term_sent_at or now
                 if stop_reason is None:
-                    if clock_start is None and now - started > spec.startup_cap_s:
+                    if stop is not None and stop.graceful.is_set():
+                        stop_reason = "interrupted"
+                    elif clock_start is None and now - started > spec.startup_cap_s:
                         stop_reason = "startup_cap"
                     elif clock_start is not None and training_seconds(now) >= spec.budget_s:
                         stop_reason = "budget"
@@ -238,7 +302,7 @@ def run_budgeted(
                     hard_killed = True
                 if eof and proc.poll() is None:
                     time.sleep(0.05)  # output closed but the child is still exiting
-        except KeyboardInterrupt:
+        except KeyboardInterrupt:  # a caller that kept Python's default SIGINT handler
             stop_reason = "interrupted"
             _signal_group(pgid, signal.SIGTERM)
             try:

@@ -44,15 +44,6 @@ PRIOR_DF = 4.0
 # With at least this many seeds on both sides, each side's own seed spread is used (Welch); with fewer,
 # a 2-vs-2 Welch test has ~2 df and almost no power, so the pooled noise floor is used instead.
 MIN_SEEDS_WELCH = 3
-# The classic track scores episode returns; its prior sd is relative to the reference score.
-CLASSIC_RELATIVE_SEED_SD = 0.2
-
-
-def default_seed_sd(track: str, reference_score: float | None = None) -> float:
-    """The prior single-seed sd for a track (classic: 20% of the reference return, at least 10)."""
-    if track == "classic":
-        return max(CLASSIC_RELATIVE_SEED_SD * abs(reference_score or 0.0), 10.0)
-    return DEFAULT_SEED_SD
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -244,7 +235,8 @@ def noise_floor(
 
     Groups ok trials by config_hash (within the same track / eval set / harness when given); every group
     with >= 2 per-seed scores (two trials of one config, or one trial with --seeds >= 2) adds its
-    within-group sum of squares. Pooled with the prior `prior_sd` (default: `default_seed_sd(track)`).
+    within-group sum of squares. Pooled with the prior `prior_sd` (default `DEFAULT_SEED_SD`; each track
+    has its own, `Track.prior_seed_sd`).
     """
     groups: dict[str, list[float]] = defaultdict(list)
     runs: dict[str, int] = defaultdict(int)
@@ -258,7 +250,7 @@ def noise_floor(
         if scores:
             groups[r["config_hash"]].extend(scores)
             runs[r["config_hash"]] += 1
-    nf = NoiseFloor(default_seed_sd(track or "llm") if prior_sd is None else prior_sd, prior_df)
+    nf = NoiseFloor(DEFAULT_SEED_SD if prior_sd is None else prior_sd, prior_df)
     for key, scores in groups.items():
         if len(scores) >= 2:
             a = np.asarray(scores, float)

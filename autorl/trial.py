@@ -1,7 +1,9 @@
-"""One trial: validate -> (prepare) -> train under the budget -> fixed eval -> statistics -> summary -> ledger
+"""One trial: validate -> (prepare) -> base eval -> seeds under the budget -> statistics -> summary -> ledger
 
 `uv run run.py` calls main(). Nothing heavy is imported before the config is validated, so a bad config
-is refused in well under two seconds with no model loaded and no GPU touched.
+is refused in well under two seconds with no model loaded and no GPU touched. What differs between the
+LLM and the classic track is asked of the track (autorl/track.py); a seed is autorl/seed.py's unit of work;
+the summary and the ledger row are built by autorl/result.py.
 """
 
 from __future__ import annotations
@@ -10,46 +12,85 @@ import argparse
 import difflib
 import hashlib
 import json
-import math
 import shutil
 import signal
 import sys
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from autorl import paths
-from autorl.backend import Launch, TrainOutcome
 from autorl.harness import commit_short, dirty_harness_files, harness_hash
-from autorl.live import LiveView
-from autorl.process import BudgetSpec, ChildResult, run_budgeted
+from autorl.jsonl import read_jsonl
+from autorl.process import Stop
+from autorl.seed import RunOptions, SeedResult
 from autorl.tomlcheck import ConfigError
+from autorl.track import Track, get_track, track_names
 
 EXIT_OK, EXIT_CRASH, EXIT_INVALID = 0, 1, 2
-# LLM: 6 seeds, the fewest that give the keep rule >= 80% power for a +0.05 gain with the early stop
-# (scripts/simulate_decisions.py: 86%; 5 seeds give 80%); a candidate behind the reference stops adding
-# seeds early (stats.futile), after 2.8 seeds on average when it is no better.
-DEFAULT_SEEDS = {"llm": 6, "classic": 5}
-DEFAULT_CONFIG = {"llm": "train.toml", "classic": "classic.toml"}
-EVAL_CAP_S = 3600.0  # the fixed eval is never budgeted, only capped against a hang
-STATUS_RANK = {"ok": 0, "timeout": 1, "crash": 2}
+EXIT_SIGNAL = {signal.SIGINT: 130, signal.SIGTERM: 143}  # 128 + the signal, as a shell reports it
+MAX_SEEDS = 64  # more seeds than any decision needs (power saturates near 16); a typo guard
+MAX_BUDGET_S = 7 * 24 * 3600.0
+
+
+def _bounded(kind: type, low: float, high: float, low_open: bool = False):
+    """An argparse type: a finite number in [low, high] ((low, high] with low_open)."""
+
+    def parse(text: str) -> float | int:
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a {kind.__name__}: {text!r}") from None
+        if value != value or value in (float("inf"), float("-inf")):
+            raise argparse.ArgumentTypeError(f"must be a finite number (got {text})")
+        if (value <= low if low_open else value < low) or value > high:
+            bracket = "(" if low_open else "["
+            raise argparse.ArgumentTypeError(f"must be in {bracket}{low:g}, {high:g}] (got {text})")
+        return value
+
+    parse.__name__ = kind.__name__
+    return parse
+
+
+def _parallel(text: str) -> int | None:
+    if text == "auto":
+        return None
+    return int(_bounded(int, 1, MAX_SEEDS)(text))
 
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="run.py", description="Run one budgeted, validated, recorded trial.")
     p.add_argument("--config", type=Path, default=None, help="config file (default train.toml; classic.toml)")
-    p.add_argument("--track", choices=["llm", "classic"], default="llm", help="llm (default) or classic PPO")
-    p.add_argument("--budget", type=float, default=600.0, help="training seconds per seed (default 600)")
+    p.add_argument("--track", choices=track_names(), default="llm", help="llm (default) or classic PPO")
     p.add_argument(
-        "--seeds", type=int, default=None, help="trainings with harness-chosen seeds (llm 6, classic 5)"
+        "--budget",
+        type=_bounded(float, 0, MAX_BUDGET_S, low_open=True),
+        default=600.0,
+        help="training seconds per seed (default 600)",
+    )
+    p.add_argument(
+        "--seeds",
+        type=_bounded(int, 1, MAX_SEEDS),
+        default=None,
+        help=f"trainings with harness-chosen seeds (llm 6, classic 5; at most {MAX_SEEDS})",
     )
     p.add_argument(
         "--all-seeds",
         action="store_true",
         help="run every seed even when the candidate is behind the reference after some (no early stop)",
+    )
+    p.add_argument(
+        "--parallel",
+        type=_parallel,
+        default=None,
+        metavar="auto|N",
+        help="seeds run at once (default auto: as many as the machine has slots for)",
+    )
+    p.add_argument(
+        "--ray", default=None, metavar="ADDRESS", help="run the seeds as Ray tasks ('local' starts Ray here)"
     )
     p.add_argument("--description", default="", help="one line recorded in results.tsv")
     p.add_argument("--dry-run", action="store_true", help="validate, print the resolved config, exit")
@@ -59,59 +100,51 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--allow-dirty-harness", action="store_true", help="run although harness files are modified"
     )
-    p.add_argument("--hang-timeout", type=float, default=300.0, help="seconds without output = hung (300)")
-    p.add_argument("--startup-cap", type=float, default=900.0, help="max seconds of start-up before training")
-    p.add_argument("--grace", type=float, default=30.0, help="seconds between SIGTERM and SIGKILL (30)")
+    p.add_argument(
+        "--hang-timeout",
+        type=_bounded(float, 1, 86400),
+        default=300.0,
+        help="seconds without output = hung (300; 1..86400)",
+    )
+    p.add_argument(
+        "--startup-cap",
+        type=_bounded(float, 1, 86400),
+        default=900.0,
+        help="max seconds of start-up before training (900; 1..86400)",
+    )
+    p.add_argument(
+        "--grace",
+        type=_bounded(float, 0.5, 3600),
+        default=30.0,
+        help="seconds between SIGTERM and SIGKILL (30; 0.5..3600)",
+    )
     return p
 
 
-@dataclass
-class SeedRun:
-    seed: int
-    dir: Path
-    child: ChildResult | None = None
-    outcome: TrainOutcome | None = None
-    eval_rows: list[dict[str, Any]] = field(default_factory=list)
-    eval_seconds: float = 0.0
-    status: str = "ok"
-    error: str | None = None
+def parse_options(argv: list[str] | None) -> RunOptions:
+    a = build_parser().parse_args(argv)
+    if a.ray is not None and not a.ray.strip():
+        build_parser().error("--ray needs an address (or 'local')")
+    return RunOptions(
+        track=a.track,
+        config=a.config,
+        backend=a.backend,
+        budget=a.budget,
+        seeds=a.seeds,
+        all_seeds=a.all_seeds,
+        description=a.description,
+        dry_run=a.dry_run,
+        allow_dirty_harness=a.allow_dirty_harness,
+        hang_timeout=a.hang_timeout,
+        startup_cap=a.startup_cap,
+        grace=a.grace,
+        parallel=a.parallel,
+        ray=a.ray,
+    )
 
 
 def say(msg: str) -> None:
     print(f"[trial] {msg}", flush=True)
-
-
-def fmt(value: float | None, digits: int = 4) -> str:
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return "nan"
-    return f"{value:.{digits}f}"
-
-
-# --- loading --------------------------------------------------------------------------------------------
-
-
-def load_config(track: str, path: Path, backend_name: str | None, prepared_model: str | None):
-    if track == "classic":
-        from autorl.classic.config import load_classic_config
-
-        return load_classic_config(path)
-    from autorl.llm.config import load_train_config
-
-    return load_train_config(path, backend=backend_name, prepared_model=prepared_model)
-
-
-def make_backend(track: str, name: str):
-    if track == "classic":
-        from autorl.classic.backend import ClassicBackend
-
-        return ClassicBackend()
-    if name == "prime-rl":
-        from autorl.llm.primerl.backend import PrimeRLBackend
-
-        return PrimeRLBackend()
-    from autorl.llm.embedded import EmbeddedBackend
-
-    return EmbeddedBackend()
 
 
 def harness_seeds(run_id: str, n: int) -> list[int]:
@@ -132,52 +165,6 @@ def new_run_dir(commit: str) -> tuple[str, Path]:
         except FileExistsError:
             continue
     raise RuntimeError("could not create a run directory")
-
-
-# --- evaluation ------------------------------------------------------------------------------------------
-
-
-def read_eval_rows(path: Path, seed: int | None) -> list[dict[str, Any]]:
-    rows = []
-    if not path.exists():
-        return rows
-    for line in path.read_text().splitlines():
-        if line.strip():
-            row = json.loads(line)
-            if seed is not None:
-                row["seed"] = seed
-            rows.append(row)
-    return rows
-
-
-def run_eval(launch: Launch, out: Path, log: Path) -> tuple[list[dict[str, Any]], float, str | None]:
-    """Run the backend's fixed eval command as a capped child; returns rows, seconds, error."""
-    out.unlink(missing_ok=True)
-    spec = BudgetSpec(budget_s=math.inf, startup_cap_s=EVAL_CAP_S, hang_s=EVAL_CAP_S, grace_s=10.0)
-    started = time.monotonic()
-    result = run_budgeted(launch, log, spec)
-    seconds = time.monotonic() - started
-    if result.status != "ok" or not out.exists():
-        tail = "\n".join(result.log_tail[-15:])
-        return [], seconds, f"eval failed ({result.reason_text}):\n{tail}"
-    return read_eval_rows(out, None), seconds, None
-
-
-def base_eval_rows(backend, cfg, cache_key: str, log: Path) -> tuple[list[dict[str, Any]], str | None]:
-    """The untrained model on the same eval: computed once per (model, eval set, harness) and cached."""
-    cache = paths.cache_dir() / f"base-{cache_key}.jsonl"
-    if cache.exists():
-        return read_eval_rows(cache, None), None
-    say("evaluating the untrained base model (once; cached for later trials)")
-    cache.parent.mkdir(parents=True, exist_ok=True)
-    tmp = cache.with_suffix(".tmp")
-    rows, _, error = run_eval(backend.eval_command(cfg, None, tmp), tmp, log)
-    if error is None:
-        tmp.replace(cache)
-    return rows, error
-
-
-# --- summary ---------------------------------------------------------------------------------------------
 
 
 def config_diff_vs_baseline(ledger_rows: list[dict[str, str]], track: str, text: str) -> str:
@@ -212,104 +199,6 @@ def invalid(message: str, code: int = EXIT_INVALID) -> int:
     return code
 
 
-# --- the trial -------------------------------------------------------------------------------------------
-
-
-def _stop_on_sigterm(signum: int, frame: object) -> None:
-    raise KeyboardInterrupt  # the runner then stops the training group; nothing of the trial survives
-
-
-def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    if threading.current_thread() is threading.main_thread():
-        signal.signal(signal.SIGTERM, _stop_on_sigterm)
-    root = paths.repo_root()
-    track = args.track
-    config_path = args.config or root / DEFAULT_CONFIG[track]
-    n_seeds = args.seeds if args.seeds is not None else DEFAULT_SEEDS[track]
-    if n_seeds < 1 or args.budget <= 0:
-        return invalid("--seeds must be >= 1 and --budget > 0")
-    if not config_path.exists():
-        return invalid(f"config file {config_path} not found")
-
-    from autorl.machine import load_machine
-
-    machine = load_machine() if track == "llm" else None
-    if track == "classic":
-        backend_name = "classic"
-    elif args.backend != "auto":
-        backend_name = args.backend
-    else:
-        backend_name = machine.backend if machine else "embedded"
-
-    # 1. Validate before anything heavy.
-    try:
-        cfg = load_config(
-            track,
-            config_path,
-            backend_name if track == "llm" else None,
-            machine.model_name if machine and not args.dry_run else None,
-        )
-        backend = make_backend(track, backend_name)
-        backend.check(cfg)
-    except ConfigError as exc:
-        return invalid(str(exc))
-
-    if args.dry_run:
-        return dry_run(backend, cfg, backend_name)
-
-    # 2. The harness must be the committed one.
-    dirty = dirty_harness_files(root)
-    if dirty and not args.allow_dirty_harness:
-        return invalid(
-            "the fixed harness differs from the last commit; only train.toml / classic.toml may change "
-            "between trials.\n  modified: "
-            + "\n  modified: ".join(dirty)
-            + "\n(commit or revert these files; "
-            "--allow-dirty-harness exists for developing the harness itself)"
-        )
-
-    # 3. Prepare once per machine (llm track), and again when the builtin model's recipe changed.
-    from autorl.prepare import PrepareError, builtin_model_outdated, prepare
-
-    if track == "llm" and (machine is None or builtin_model_outdated(machine)):
-        say(
-            "no machine file yet: running prepare.py first"
-            if machine is None
-            else "the builtin base model was built from an older recipe: running prepare.py again"
-        )
-        try:
-            machine = prepare(config_path)
-        except PrepareError as exc:
-            return invalid(f"prepare failed: {exc}", EXIT_CRASH)
-        if args.backend == "auto" and machine.backend != backend_name:
-            backend_name = machine.backend
-            backend = make_backend(track, backend_name)
-            try:
-                cfg = load_config(track, config_path, backend_name, machine.model_name)
-                backend.check(cfg)
-            except ConfigError as exc:
-                return invalid(str(exc))
-
-    preflight = getattr(backend, "preflight", None)
-    if callable(preflight):
-        try:
-            preflight()  # e.g. prime-rl not found: a usage problem, reported before any eval or training
-        except Exception as exc:
-            return invalid(str(exc))
-    return run_trial(args, track, backend, backend_name, cfg, n_seeds, root)
-
-
-def dry_run(backend, cfg, backend_name: str) -> int:
-    resolved = backend.resolve(cfg, paths.runs_dir() / "dry-run", 0)
-    print(f"# backend: {backend_name}; config {cfg.path} is valid (config_hash {cfg.config_hash})")
-    print(resolved_toml(resolved))
-    note = getattr(backend, "availability_note", None)
-    if callable(note) and (text := note()):
-        print(f"# note: {text}")
-    return EXIT_OK
-
-
 def resolved_toml(resolved: dict[str, Any]) -> str:
     """The resolved config as TOML, the format train.toml and prime-rl's `rl @ file` use (TOML has no null:
     a None left by a backend is written as prime-rl's "None" string)."""
@@ -327,231 +216,294 @@ def resolved_toml(resolved: dict[str, Any]) -> str:
     return tomlkit.dumps(no_null(resolved))
 
 
-def run_trial(args, track: str, backend, backend_name: str, cfg, n_seeds: int, root: Path) -> int:
+# --- the trial -------------------------------------------------------------------------------------------
+
+
+def main(argv: list[str] | None = None) -> int:
+    opts = parse_options(argv)
+    try:
+        return _main(opts)
+    except KeyboardInterrupt:  # before the trial's own handlers are installed (validation, prepare)
+        print("\n[trial] interrupted before training started: nothing recorded", file=sys.stderr, flush=True)
+        return EXIT_SIGNAL[signal.SIGINT]
+
+
+def _main(opts: RunOptions) -> int:
+    root = paths.repo_root()
+    track = get_track(opts.track)
+    config_path = opts.config or root / track.default_config
+    opts = replace(opts, config=config_path, seeds=opts.seeds or track.default_seeds)
+    if not config_path.exists():
+        return invalid(f"config file {config_path} not found")
+
+    from autorl.machine import load_machine
+
+    machine = load_machine()
+    backend_name = track.backend_name(opts.backend, machine)
+
+    # 1. Validate before anything heavy.
+    prepared_model = machine.model_name if machine and not opts.dry_run else None
+    try:
+        cfg = track.load_config(config_path, backend_name, prepared_model)
+        backend = track.make_backend(backend_name)
+        backend.check(cfg)
+    except ConfigError as exc:
+        return invalid(str(exc))
+
+    if opts.dry_run:
+        return dry_run(backend, cfg, backend_name)
+
+    # 2. The harness must be the committed one; the ledger must be readable.
+    dirty = dirty_harness_files(root)
+    if dirty and not opts.allow_dirty_harness:
+        return invalid(
+            "the fixed harness differs from the last commit; only train.toml / classic.toml may change "
+            "between trials.\n  modified: "
+            + "\n  modified: ".join(dirty)
+            + "\n(commit or revert these files; "
+            "--allow-dirty-harness exists for developing the harness itself)"
+        )
+    # 3. The backend must be able to run here (e.g. prime-rl found): a usage problem, before any prepare.
+    try:
+        backend.preflight()
+    except Exception as exc:
+        return invalid(str(exc))
+
+    # 4. Prepare once per machine, and again when the builtin model's recipe changed.
+    if reason := track.prepare_reason(machine):
+        from autorl.prepare import PrepareError
+
+        say(reason)
+        try:
+            machine = track.prepare(config_path)
+        except PrepareError as exc:
+            return invalid(f"prepare failed: {exc}", EXIT_CRASH)
+        if opts.backend == "auto" and machine.backend != backend_name:
+            backend_name = machine.backend
+            try:
+                cfg = track.load_config(config_path, backend_name, machine.model_name)
+                backend = track.make_backend(backend_name)
+                backend.check(cfg)
+                backend.preflight()
+            except ConfigError as exc:
+                return invalid(str(exc))
+            except Exception as exc:
+                return invalid(str(exc))
+    return run_trial(opts, track, backend, backend_name, cfg, root)
+
+
+def dry_run(backend, cfg, backend_name: str) -> int:
+    resolved = backend.resolve(cfg, paths.runs_dir() / "dry-run", 0)
+    print(f"# backend: {backend_name}; config {cfg.path} is valid (config_hash {cfg.config_hash})")
+    print(resolved_toml(resolved))
+    if text := backend.availability_note():
+        print(f"# note: {text}")
+    return EXIT_OK
+
+
+def base_eval_rows(
+    backend, cfg, cache_key: str, log: Path, stop: Stop
+) -> tuple[list[dict[str, Any]], str | None]:
+    """The untrained model on the same eval: computed once per (model, eval set, harness) and cached."""
+    from autorl.seed import run_eval
+
+    cache = paths.cache_dir() / f"base-{cache_key}.jsonl"
+    if cache.exists():
+        return read_jsonl(cache), None
+    say("evaluating the untrained base model (once; cached for later trials)")
+    cache.parent.mkdir(parents=True, exist_ok=True)
+    tmp = cache.with_suffix(".tmp")
+    rows, _, error = run_eval(backend.eval_command(cfg, None, tmp), tmp, log, stop)
+    if error is None and not stop:
+        tmp.replace(cache)
+    return rows, error
+
+
+class _Signals:
+    """SIGINT/SIGTERM during a trial: the first stops it gracefully, a second kills every child at once."""
+
+    def __init__(self, stop: Stop) -> None:
+        self.stop = stop
+        self.previous: dict[int, Any] = {}
+
+    def __enter__(self) -> _Signals:
+        if threading.current_thread() is threading.main_thread():
+            for sig in EXIT_SIGNAL:
+                self.previous[sig] = signal.signal(sig, self._handle)
+        return self
+
+    def _handle(self, signum: int, frame: object) -> None:
+        first = not self.stop
+        self.stop.request(signum)
+        name = signal.Signals(signum).name
+        if first:
+            print(
+                f"\n[trial] {name}: stopping (running seeds save their weights; no new seed or eval "
+                "starts). Send it again to kill everything now.",
+                file=sys.stderr,
+                flush=True,
+            )
+        else:
+            print(f"\n[trial] {name} again: killing every process of the trial", file=sys.stderr, flush=True)
+
+    def __exit__(self, *exc: object) -> None:
+        for sig, handler in self.previous.items():
+            signal.signal(sig, handler)
+
+
+def run_trial(opts: RunOptions, track: Track, backend, backend_name: str, cfg, root: Path) -> int:
+    stop = Stop()
+    with _Signals(stop):
+        code = _run_trial(opts, track, backend, backend_name, cfg, root, stop)
+    if stop:
+        return EXIT_SIGNAL.get(stop.signum or signal.SIGINT, 130)
+    return code
+
+
+def _run_trial(
+    opts: RunOptions, track: Track, backend, backend_name: str, cfg, root: Path, stop: Stop
+) -> int:
     from autorl import stats
     from autorl.ledger import Ledger, LedgerError
+    from autorl.live import LiveView
+    from autorl.pool import SeedJob, run_local
+    from autorl.result import TrialContext, conclude, reference_score
+    from autorl.slots import plan
 
     t0 = time.monotonic()
-    commit = commit_short(root)
-    h_hash = harness_hash(root)
-    run_id, run_dir = new_run_dir(commit)
-    seeds = harness_seeds(run_id, n_seeds)
-    shutil.copyfile(cfg.path, run_dir / "config.toml")
     ledger = Ledger(paths.results_file())
     try:
         ledger_rows = ledger.rows()
     except LedgerError as exc:
         say(f"warning: {exc}")
         ledger_rows = []
-    diff = config_diff_vs_baseline(ledger_rows, track, cfg.text)
-    (run_dir / "config.diff").write_text(diff)
-    say(f"run {run_id}: backend {backend_name}, seeds {seeds}, budget {args.budget:g} s per seed")
+    assert opts.seeds is not None
+    h_hash = harness_hash(root)
+    eval_hash = track.eval_hash(cfg)
+    the_plan = plan(backend, cfg, opts)
+    commit = commit_short(root)
+    run_id, run_dir = new_run_dir(commit)
+    ctx = TrialContext(
+        run_id=run_id,
+        run_dir=run_dir,
+        commit=commit,
+        track=track.name,
+        backend=backend_name,
+        config_hash=cfg.config_hash,
+        harness_hash=h_hash,
+        eval_hash=eval_hash,
+        description=opts.description,
+    )
+    seeds = harness_seeds(run_id, opts.seeds)
+    shutil.copyfile(cfg.path, run_dir / "config.toml")
+    (run_dir / "config.diff").write_text(config_diff_vs_baseline(ledger_rows, track.name, cfg.text))
+    say(f"run {run_id}: backend {backend_name}, seeds {seeds}, budget {opts.budget:g} s per seed")
+    say(the_plan.describe())
 
-    spec = BudgetSpec(
-        budget_s=args.budget, startup_cap_s=args.startup_cap, hang_s=args.hang_timeout, grace_s=args.grace
-    )
-    eval_hash = backend_eval_hash(track, cfg)
     base_key = hashlib.sha256(
-        f"{track}|{backend_name}|{base_model_id(track, cfg)}|{eval_hash}|{h_hash}".encode()
+        f"{track.name}|{backend_name}|{track.base_model_id(cfg)}|{eval_hash}|{h_hash}".encode()
     )
-    base_rows, base_error = base_eval_rows(backend, cfg, base_key.hexdigest()[:16], run_dir / "base_eval.log")
-    if base_error:
+    base_rows, base_error = base_eval_rows(
+        backend, cfg, base_key.hexdigest()[:16], run_dir / "base_eval.log", stop
+    )
+    if base_error and not stop:
         say(f"warning: base model eval failed: {base_error}")
 
     # The reference (best kept trial of the same eval set and harness) and the noise floor, known up front so
     # that a multi-seed trial can stop early when the candidate is behind after some of its seeds.
-    reference = ledger.best_kept(track, eval_hash, h_hash) if ledger_rows else None
-    ref_rows = (
-        read_eval_rows(paths.runs_dir() / reference["run_id"] / "eval.jsonl", None) if reference else []
-    )
-    ref_score = float(reference["eval_score"]) if reference and reference.get("eval_score") else None
+    reference = ledger.best_kept(track.name, eval_hash, h_hash) if ledger_rows else None
+    ref_rows = read_jsonl(paths.runs_dir() / reference["run_id"] / "eval.jsonl") if reference else []
 
-    def noise_with(prior_score: float | None) -> stats.NoiseFloor:
+    def noise_for(prior_score: float | None) -> stats.NoiseFloor:
         return stats.noise_floor(
             ledger_rows,
-            track=track,
+            track=track.name,
             eval_hash=eval_hash,
             harness_hash=h_hash,
-            prior_sd=stats.default_seed_sd(track, prior_score),
+            prior_sd=track.prior_seed_sd(prior_score),
         )
 
-    # The ledger does not change during the trial: one noise floor serves the interim checks and the verdict
-    # (without a reference there is no comparison, and the prior is scaled by the trial's own score below).
-    noise = noise_with(ref_score)
+    # The ledger does not change during the trial: one noise floor serves every interim check.
+    interim_noise = noise_for(reference_score(reference))
 
-    runs: list[SeedRun] = []
+    def after_wave(done: list[SeedResult]) -> str:
+        if not ref_rows or opts.all_seeds or any(r.status != "ok" for r in done):
+            return ""
+        interim = stats.compare([r for s in done for r in s.eval_rows], ref_rows, noise=interim_noise)
+        if not stats.futile(interim):
+            return ""
+        why = f"after {len(done)}/{opts.seeds} seeds: delta {interim.delta:+.4f} <= 0"
+        say(f"early stop {why} vs {reference['run_id']} (futility; --all-seeds runs all)")
+        return why
+
+    def report(result: SeedResult) -> None:
+        for line in result.log:
+            say(line)
+        if result.error:
+            print(result.error, flush=True)
+
+    jobs = [SeedJob(k, seed, run_dir / f"seed-{k}") for k, seed in enumerate(seeds)]
+    results: list[SeedResult] = []
     stopped_early = ""
-    for k, seed in enumerate(seeds):
-        if k > 0 and ref_rows and not args.all_seeds and all(r.status == "ok" for r in runs):
-            pooled = [r for s in runs for r in s.eval_rows]
-            interim = stats.compare(pooled, ref_rows, noise=noise)
-            if stats.futile(interim):
-                stopped_early = f"after {k}/{n_seeds} seeds: delta {interim.delta:+.4f} <= 0"
-                say(f"early stop {stopped_early} vs {reference['run_id']} (futility; --all-seeds runs all)")
-                break
-        seed_run = SeedRun(seed=seed, dir=run_dir / f"seed-{k}")
-        seed_run.dir.mkdir()
-        runs.append(seed_run)
-        (seed_run.dir / "resolved.json").write_text(
-            json.dumps(backend.resolve(cfg, seed_run.dir, seed), indent=2, default=str)
-        )
+    if not stop:
         try:
-            launch = backend.launch(cfg, seed_run.dir, seed)
+            with LiveView(opts.budget) as view:
+                if opts.ray is not None:
+                    from autorl.ray_pool import run_ray
+
+                    results, stopped_early = run_ray(
+                        opts.ray,
+                        backend,
+                        cfg,
+                        jobs,
+                        opts.budget_spec(),
+                        the_plan,
+                        stop,
+                        after_wave,
+                        report,
+                        h_hash,
+                    )
+                else:
+                    results, stopped_early = run_local(
+                        backend,
+                        cfg,
+                        jobs,
+                        opts.budget_spec(),
+                        the_plan.slots,
+                        the_plan.parallel,
+                        stop,
+                        view,
+                        after_wave,
+                        report,
+                    )
         except ConfigError as exc:
             shutil.rmtree(run_dir, ignore_errors=True)
             return invalid(str(exc))
-        view = LiveView(args.budget, label=f"seed {k + 1}/{n_seeds}")
-        with view:
-            seed_run.child = run_budgeted(launch, seed_run.dir / "run.log", spec, on_event=view.update)
-        seed_run.status = seed_run.child.status
-        child = seed_run.child
-        say(f"seed {seed}: {child.reason_text}, {child.training_seconds:.0f} s trained, {child.steps} steps")
-        seed_run.outcome = backend.collect(cfg, seed_run.dir)
-        for note in seed_run.outcome.notes:
-            say(note)
-        if seed_run.status == "crash":
-            seed_run.error = crash_report(seed_run)
-            print(seed_run.error, flush=True)
-        if seed_run.outcome.weights_dir is None:
-            if seed_run.status == "ok":
-                seed_run.status = "crash"
-            no_weights = "no weights were saved: nothing to evaluate"
-            seed_run.error = f"{seed_run.error.rstrip()}\n{no_weights}" if seed_run.error else no_weights
-            say(seed_run.error)
-            continue
-        say(f"evaluating {seed_run.outcome.weights_dir}")
-        out = seed_run.dir / "eval.jsonl"
-        rows, seed_run.eval_seconds, error = run_eval(
-            backend.eval_command(cfg, seed_run.outcome.weights_dir, out), out, seed_run.dir / "eval.log"
-        )
-        if error:
-            seed_run.status, seed_run.error = "crash", error
-            print(error, flush=True)
-        for row in rows:
-            row["seed"] = seed
-        seed_run.eval_rows = rows
 
-    # Pool seeds, then statistics against the best kept trial of the same eval set and harness.
-    rows = [r for s in runs for r in s.eval_rows]
-    with open(run_dir / "eval.jsonl", "w") as f:
-        for r in rows:
-            f.write(json.dumps(r) + "\n")
-    status = max((s.status for s in runs), key=STATUS_RANK.__getitem__)
-    lines: dict[str, str] = {}
-    score = stats.eval_score(rows) if rows else None
-    lines["eval_score"] = fmt(score)
-    if ref_score is None:
-        noise = noise_with(score)
-    # One seed: widen the interval by the seed-to-seed spread, which a bootstrap over examples cannot see.
-    ci = (
-        stats.confidence_interval(rows, seed_sd=noise.sd if len(runs) == 1 else None)
-        if rows
-        else (None, None)
+    result = conclude(
+        ctx,
+        results,
+        base_rows,
+        reference,
+        ref_rows,
+        noise_for,
+        stopped_early=stopped_early,
+        extras_fn=lambda rows: backend.summary_extras(cfg, [s.outcome for s in results if s.outcome], rows),
+        parallel=the_plan.parallel,
+        interrupted=bool(stop),
     )
-    lines["eval_ci"] = f"{fmt(ci[0], 3)} {fmt(ci[1], 3)}"
-    env_scores = stats.env_scores(rows) if rows else {}
-    for env, value in env_scores.items():
-        lines[f"eval/{env}"] = fmt(value)
-    base_score = stats.eval_score(base_rows) if base_rows else None
-    lines["base_score"] = fmt(base_score)
-
-    comparison = None
-    if reference is not None and rows and status == "ok" and ref_rows:
-        comparison = stats.compare(rows, ref_rows, noise=noise)
-    if comparison is not None:
-        lines["reference"] = reference["run_id"]
-        lines["delta"] = f"{comparison.delta:+.4f}"
-        lines["p_value"] = fmt(comparison.p_value)
-        lines["verdict"] = comparison.verdict
-    else:
-        lines["delta"] = "nan"
-        lines["p_value"] = "nan"
-        lines["verdict"] = "baseline" if reference is None and status == "ok" else "n/a"
-
-    done = [s for s in runs if s.child is not None]
-    training_s = sum(s.child.training_seconds for s in done)
-    startup_s = sum(s.child.startup_seconds for s in done)
-    eval_s = sum(s.eval_seconds for s in runs)
-    steps = sum(max(s.child.steps, s.outcome.steps if s.outcome else 0) for s in done)
-    peaks = [max(s.child.peak_rss_gb, (s.outcome.peak_memory_gb or 0.0) if s.outcome else 0.0) for s in done]
-    lines["training_seconds"] = f"{training_s:.1f}"
-    lines["startup_seconds"] = f"{startup_s:.1f}"
-    lines["eval_seconds"] = f"{eval_s:.1f}"
-    lines["steps"] = str(steps)
-    lines["peak_memory_gb"] = f"{max(peaks, default=0.0):.2f}"
-    lines["seeds"] = ",".join(str(s.seed) for s in runs)
-    if stopped_early:
-        lines["stopped_early"] = stopped_early
-    extras: dict[str, str] = {}
-    if hasattr(backend, "summary_extras") and rows:
-        extras = backend.summary_extras(cfg, [s.outcome for s in runs if s.outcome], rows)
-        lines.update(extras)
-    lines["backend"] = backend_name
-    lines["status"] = status
-    lines["run_dir"] = str(run_dir.relative_to(paths.repo_root()))
-    lines["total_seconds"] = f"{time.monotonic() - t0:.1f}"
-
-    row = {
-        "timestamp": datetime.now().isoformat(timespec="seconds"),
-        "run_id": run_id,
-        "commit": commit,
-        "track": track,
-        "backend": backend_name,
-        "eval_score": score,
-        "eval_ci_low": ci[0],
-        "eval_ci_high": ci[1],
-        "base_score": base_score,
-        "env_scores": env_scores,
-        "delta": comparison.delta if comparison else None,
-        "p_value": comparison.p_value if comparison else None,
-        "verdict": lines["verdict"],
-        "reference_run": reference["run_id"] if comparison else "",
-        "training_seconds": round(training_s, 1),
-        "startup_seconds": round(startup_s, 1),
-        "eval_seconds": round(eval_s, 1),
-        "peak_memory_gb": round(max(peaks, default=0.0), 3),
-        "steps": steps,
-        "seeds": lines["seeds"],
-        "seed_scores": stats.seed_scores(rows) if rows else None,
-        "status": status,
-        "decision": "pending",
-        "config_hash": cfg.config_hash,
-        "harness_hash": h_hash,
-        "eval_hash": eval_hash,
-        "description": args.description,
-        "lesson": "",
-        "extras": extras,
-    }
+    result.run_dir_shown = str(run_dir.relative_to(paths.repo_root()))
+    pooled = run_dir / "eval.jsonl"
+    pooled.write_text("".join(json.dumps(r) + "\n" for r in result.rows))
+    if stop:
+        evaluated = sum(1 for s in results if s.evaluated)
+        say(f"stopped by a signal: {evaluated} seed(s) evaluated; recording the trial as interrupted")
+    result.total_seconds = time.monotonic() - t0
+    row = result.ledger_row()
     (run_dir / "result.json").write_text(json.dumps(row, indent=2, default=str))
     try:
         ledger.append(row)
     except LedgerError as exc:
         say(f"results.tsv NOT updated: {exc}\n  the row is saved in {run_dir / 'result.json'}")
-    print_summary(lines, run_dir)
-    return EXIT_OK if status == "ok" else EXIT_CRASH
-
-
-def base_model_id(track: str, cfg) -> str:
-    """What the untrained starting point is: the model for LLMs, a random policy on the env for classic."""
-    if track == "classic":
-        return "random-policy"
-    return cfg.model.model.name
-
-
-def backend_eval_hash(track: str, cfg) -> str:
-    if track == "classic":
-        from autorl.classic.evaluate import eval_hash
-
-        return eval_hash(cfg)
-    from autorl.llm.eval import eval_spec_hash, load_eval_spec
-
-    return eval_spec_hash(load_eval_spec(paths.eval_spec_file()))
-
-
-def crash_report(seed_run: SeedRun) -> str:
-    child, outcome = seed_run.child, seed_run.outcome
-    assert child is not None
-    who = f" in {outcome.failed_component}" if outcome and outcome.failed_component else ""
-    tail = "\n".join(f"    {line}" for line in child.log_tail[-25:])
-    report = f"CRASH{who}: {child.reason_text}. Last lines of {seed_run.dir / 'run.log'}:\n{tail}"
-    return report
+    print_summary(result.summary_lines(), run_dir)
+    return EXIT_OK if result.status == "ok" else EXIT_CRASH

@@ -34,7 +34,7 @@ from scipy import stats as sps
 
 from autorl import paths
 from autorl.llm.eval import load_eval_spec
-from autorl.stats import ALPHA, PRIOR_DF, NoiseFloor, Table, compare_tables, default_seed_sd, futile
+from autorl.stats import ALPHA, DEFAULT_SEED_SD, PRIOR_DF, NoiseFloor, Table, compare_tables, futile
 from autorl.trial import DEFAULT_SEEDS
 
 
@@ -142,7 +142,7 @@ def simulate(args: argparse.Namespace, seeds: int, train_sd: float, examples: in
         ref = world.trial(diff, seeds)
         repeat = world.trial(diff, seeds)  # the second baseline: same config, other seeds, all of them
         scores = [seed_score(ref, i) for i in range(seeds)] + [seed_score(repeat, i) for i in range(seeds)]
-        nf = NoiseFloor(default_seed_sd("llm"), PRIOR_DF).with_scores(scores)
+        nf = NoiseFloor(DEFAULT_SEED_SD, PRIOR_DF).with_scores(scores)
         aa = world.trial(diff, seeds)
         ab = world.trial(diff, seeds, shift=world.shift)
         kept, used = decide(aa, ref, nf, not args.all_seeds)

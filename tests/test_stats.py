@@ -10,6 +10,7 @@ from scipy import stats as sps
 
 from autorl import stats
 from autorl.stats import NoiseFloor, compare, confidence_interval, eval_score, noise_floor
+from autorl.track import get_track
 
 
 def rows_from(scores: dict[str, list[float]], seed: int = 0, samples: int = 1) -> list[dict]:
@@ -186,4 +187,5 @@ def test_noise_floor_pools_repeated_configs() -> None:
     assert "measured" in nf.describe()
     empty = noise_floor([], track="llm", eval_hash="e", harness_hash="h")
     assert empty.sd == stats.DEFAULT_SEED_SD and empty.df == 0 and "default" in empty.describe()
-    assert noise_floor([], track="classic").prior_sd == 10.0  # returns, not 0..1 scores
+    classic_prior = get_track("classic").prior_seed_sd(None)
+    assert noise_floor([], track="classic", prior_sd=classic_prior).prior_sd == 10.0  # returns, not 0..1

@@ -16,6 +16,7 @@ from fake_backend import FakeBackend
 
 from autorl import trial
 from autorl.ledger import Ledger
+from autorl.llm.track import LLMTrack
 from autorl.machine import Machine, save_machine
 
 REPO = Path(__file__).resolve().parent.parent
@@ -65,7 +66,7 @@ def root(tmp_path, monkeypatch):
 
 def use_backend(monkeypatch, root: Path, mode: str = "ok", quality: float = 0.6) -> None:
     backend = FakeBackend(mode, quality, scripts_dir=root)
-    monkeypatch.setattr(trial, "make_backend", lambda track, name: backend)
+    monkeypatch.setattr(LLMTrack, "make_backend", lambda self, name: backend)
 
 
 def summary(out: str) -> dict[str, str]:

@@ -1,0 +1,207 @@
+"""A trial's result: its seeds pooled, compared with the reference, and the two ways it is written down.
+
+`conclude(...)` computes the statistics once; `TrialResult.summary_lines()` (the block after `---` and
+summary.txt) and `TrialResult.ledger_row()` (results.tsv and result.json) are the only places those two are
+built.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from autorl import stats
+from autorl.seed import STATUS_RANK, SeedResult
+
+
+def fmt(value: float | None, digits: int = 4) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "nan"
+    return f"{value:.{digits}f}"
+
+
+@dataclass
+class TrialContext:
+    """What a trial is, before any seed ran."""
+
+    run_id: str
+    run_dir: Path
+    commit: str
+    track: str
+    backend: str
+    config_hash: str
+    harness_hash: str
+    eval_hash: str
+    description: str = ""
+
+
+@dataclass
+class TrialResult:
+    ctx: TrialContext
+    seeds: list[SeedResult]
+    status: str  # ok | crash | timeout | interrupted: the worst seed's
+    rows: list[dict[str, Any]]  # pooled eval rows (with `seed`)
+    score: float | None
+    ci: tuple[float | None, float | None]
+    env_scores: dict[str, float]
+    base_score: float | None
+    comparison: stats.Comparison | None
+    reference_run: str
+    verdict: str
+    stopped_early: str = ""
+    extras: dict[str, str] = field(default_factory=dict)
+    total_seconds: float = 0.0
+    parallel: int = 1  # seeds run at once
+    run_dir_shown: str = ""  # run_dir as printed (relative to the repo root)
+
+    @property
+    def done(self) -> list[SeedResult]:
+        return [s for s in self.seeds if s.child is not None]
+
+    @property
+    def training_seconds(self) -> float:
+        return sum(s.child.training_seconds for s in self.done)
+
+    @property
+    def startup_seconds(self) -> float:
+        return sum(s.child.startup_seconds for s in self.done)
+
+    @property
+    def eval_seconds(self) -> float:
+        return sum(s.eval_seconds for s in self.seeds)
+
+    @property
+    def steps(self) -> int:
+        return sum(s.steps for s in self.done)
+
+    @property
+    def peak_memory_gb(self) -> float:
+        return max((s.peak_memory_gb for s in self.done), default=0.0)
+
+    @property
+    def seed_list(self) -> str:
+        return ",".join(str(s.seed) for s in self.seeds)
+
+    def summary_lines(self) -> dict[str, str]:
+        lines: dict[str, str] = {"eval_score": fmt(self.score)}
+        lines["eval_ci"] = f"{fmt(self.ci[0], 3)} {fmt(self.ci[1], 3)}"
+        for env, value in self.env_scores.items():
+            lines[f"eval/{env}"] = fmt(value)
+        lines["base_score"] = fmt(self.base_score)
+        if self.comparison is not None:
+            lines["reference"] = self.reference_run
+            lines["delta"] = f"{self.comparison.delta:+.4f}"
+            lines["p_value"] = fmt(self.comparison.p_value)
+        else:
+            lines["delta"] = "nan"
+            lines["p_value"] = "nan"
+        lines["verdict"] = self.verdict
+        lines["training_seconds"] = f"{self.training_seconds:.1f}"
+        lines["startup_seconds"] = f"{self.startup_seconds:.1f}"
+        lines["eval_seconds"] = f"{self.eval_seconds:.1f}"
+        lines["steps"] = str(self.steps)
+        lines["peak_memory_gb"] = f"{self.peak_memory_gb:.2f}"
+        lines["seeds"] = self.seed_list
+        if self.stopped_early:
+            lines["stopped_early"] = self.stopped_early
+        lines.update(self.extras)
+        lines["backend"] = self.ctx.backend
+        lines["status"] = self.status
+        lines["run_dir"] = self.run_dir_shown or str(self.ctx.run_dir)
+        lines["total_seconds"] = f"{self.total_seconds:.1f}"
+        return lines
+
+    def ledger_row(self) -> dict[str, Any]:
+        ctx, c = self.ctx, self.comparison
+        return {
+            "timestamp": datetime.now().isoformat(timespec="seconds"),
+            "run_id": ctx.run_id,
+            "commit": ctx.commit,
+            "track": ctx.track,
+            "backend": ctx.backend,
+            "eval_score": self.score,
+            "eval_ci_low": self.ci[0],
+            "eval_ci_high": self.ci[1],
+            "base_score": self.base_score,
+            "env_scores": self.env_scores,
+            "delta": c.delta if c else None,
+            "p_value": c.p_value if c else None,
+            "verdict": self.verdict,
+            "reference_run": self.reference_run if c else "",
+            "training_seconds": round(self.training_seconds, 1),
+            "startup_seconds": round(self.startup_seconds, 1),
+            "eval_seconds": round(self.eval_seconds, 1),
+            "peak_memory_gb": round(self.peak_memory_gb, 3),
+            "steps": self.steps,
+            "seeds": self.seed_list,
+            "seed_scores": stats.seed_scores(self.rows) if self.rows else None,
+            "status": self.status,
+            "decision": "pending",
+            "config_hash": ctx.config_hash,
+            "harness_hash": ctx.harness_hash,
+            "eval_hash": ctx.eval_hash,
+            "description": ctx.description,
+            "lesson": "",
+            "extras": self.extras,
+        }
+
+
+def reference_score(reference: dict[str, str] | None) -> float | None:
+    return float(reference["eval_score"]) if reference and reference.get("eval_score") else None
+
+
+def conclude(
+    ctx: TrialContext,
+    seeds: list[SeedResult],
+    base_rows: list[dict[str, Any]],
+    reference: dict[str, str] | None,
+    ref_rows: list[dict[str, Any]],
+    noise_for: Callable[[float | None], stats.NoiseFloor],
+    stopped_early: str = "",
+    extras_fn: Callable[[list[dict[str, Any]]], dict[str, str]] | None = None,
+    parallel: int = 1,
+    interrupted: bool = False,
+) -> TrialResult:
+    """Pool the seeds' eval rows and compare them with the reference.
+
+    `noise_for(score)` is the noise floor with the track's prior scaled by `score`: the reference's score,
+    or without a reference the trial's own. `extras_fn(rows)` returns the backend's summary extras.
+    """
+    seeds = sorted(seeds, key=lambda s: s.index)
+    rows = [r for s in seeds for r in s.eval_rows]
+    status = max((s.status for s in seeds), key=STATUS_RANK.__getitem__, default="interrupted")
+    if interrupted:
+        status = "interrupted"
+    score = stats.eval_score(rows) if rows else None
+    noise = noise_for(reference_score(reference) if reference is not None else score)
+    ci: tuple[float | None, float | None] = (None, None)
+    if rows:
+        # One seed: widen the interval by the seed-to-seed spread, which a bootstrap over examples can't see.
+        ci = stats.confidence_interval(rows, seed_sd=noise.sd if len(seeds) == 1 else None)
+    comparison = None
+    if reference is not None and rows and status == "ok" and ref_rows:
+        comparison = stats.compare(rows, ref_rows, noise=noise)
+    if comparison is not None:
+        verdict = comparison.verdict
+    else:
+        verdict = "baseline" if reference is None and status == "ok" else "n/a"
+    return TrialResult(
+        ctx=ctx,
+        seeds=seeds,
+        status=status,
+        rows=rows,
+        score=score,
+        ci=ci,
+        env_scores=stats.env_scores(rows) if rows else {},
+        base_score=stats.eval_score(base_rows) if base_rows else None,
+        comparison=comparison,
+        reference_run=reference["run_id"] if reference is not None and comparison is not None else "",
+        verdict=verdict,
+        stopped_early=stopped_early,
+        extras=extras_fn(rows) if extras_fn is not None and rows else {},
+        parallel=parallel,
+    )

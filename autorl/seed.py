@@ -1,0 +1,166 @@
+"""A seed is the unit of work of a trial: launch -> budgeted training -> collect -> fixed eval.
+
+`run_seed` does all of it for one seed in its own directory and returns a `SeedResult` holding everything
+the trial needs; it runs the same way in the runner's process, in a thread of the local pool
+(autorl/pool.py) or in a Ray task on another machine. `RunOptions` carries run.py's flags, typed.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from autorl.backend import WHOLE_MACHINE, Backend, Launch, Slot, TrainOutcome
+from autorl.jsonl import read_jsonl
+from autorl.process import BudgetSpec, ChildResult, Stop, run_budgeted
+
+EVAL_CAP_S = 3600.0  # the fixed eval is never budgeted, only capped against a hang
+STATUS_RANK = {"ok": 0, "timeout": 1, "crash": 2, "interrupted": 3}  # the trial's status: the worst seed's
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """run.py's flags after validation (autorl.trial.build_parser checks each range)."""
+
+    track: str = "llm"
+    config: Path | None = None  # None: the track's default config file
+    backend: str = "auto"  # llm: auto | embedded | prime-rl
+    budget: float = 600.0  # training seconds per seed
+    seeds: int | None = None  # None: the track's default
+    all_seeds: bool = False  # no early stop
+    description: str = ""
+    dry_run: bool = False
+    allow_dirty_harness: bool = False
+    hang_timeout: float = 300.0
+    startup_cap: float = 900.0
+    grace: float = 30.0
+    parallel: int | None = None  # seeds at once; None: as many as the machine has slots for
+    ray: str | None = None  # Ray address ("local" starts one); None: the local pool
+
+    def budget_spec(self) -> BudgetSpec:
+        return BudgetSpec(
+            budget_s=self.budget, startup_cap_s=self.startup_cap, hang_s=self.hang_timeout, grace_s=self.grace
+        )
+
+
+@dataclass
+class SeedResult:
+    """One seed's training and eval, as the trial pools them."""
+
+    index: int  # 0-based position among the trial's seeds (the directory is seed-<index>)
+    seed: int
+    dir: Path
+    status: str = "ok"  # ok | crash | timeout | interrupted
+    error: str | None = None  # the crash report shown in the trial's log
+    child: ChildResult | None = None
+    outcome: TrainOutcome | None = None
+    eval_rows: list[dict[str, Any]] = field(default_factory=list)
+    eval_seconds: float = 0.0
+    slot: Slot = WHOLE_MACHINE
+    host: str = ""  # the machine it ran on (Ray); "" = this one
+    log: list[str] = field(default_factory=list)  # what the seed said, in order (printed by the trial)
+
+    @property
+    def evaluated(self) -> bool:
+        return bool(self.eval_rows) and self.status == "ok"
+
+    @property
+    def steps(self) -> int:
+        if self.child is None:
+            return 0
+        return max(self.child.steps, self.outcome.steps if self.outcome else 0)
+
+    @property
+    def peak_memory_gb(self) -> float:
+        if self.child is None:
+            return 0.0
+        return max(self.child.peak_rss_gb, (self.outcome.peak_memory_gb or 0.0) if self.outcome else 0.0)
+
+
+def write_resolved(backend: Backend, cfg: Any, seed_dir: Path, seed: int) -> Path:
+    """The fully resolved config the child runs with: written here and nowhere else."""
+    seed_dir.mkdir(parents=True, exist_ok=True)
+    path = seed_dir / "resolved.json"
+    path.write_text(json.dumps(backend.resolve(cfg, seed_dir, seed), indent=2, default=str) + "\n")
+    return path
+
+
+def run_eval(
+    launch: Launch, out: Path, log: Path, stop: Stop | None = None
+) -> tuple[list[dict[str, Any]], float, str | None]:
+    """Run the backend's fixed eval command as a capped child; returns rows, seconds, error."""
+    out.unlink(missing_ok=True)
+    spec = BudgetSpec(budget_s=math.inf, startup_cap_s=EVAL_CAP_S, hang_s=EVAL_CAP_S, grace_s=10.0)
+    started = time.monotonic()
+    result = run_budgeted(launch, log, spec, stop=stop)
+    seconds = time.monotonic() - started
+    if result.status != "ok" or not out.exists():
+        tail = "\n".join(result.log_tail[-15:])
+        return [], seconds, f"eval failed ({result.reason_text}):\n{tail}"
+    return read_jsonl(out), seconds, None
+
+
+def crash_report(result: SeedResult) -> str:
+    child, outcome = result.child, result.outcome
+    assert child is not None
+    who = f" in {outcome.failed_component}" if outcome and outcome.failed_component else ""
+    tail = "\n".join(f"    {line}" for line in child.log_tail[-25:])
+    return f"CRASH{who}: {child.reason_text}. Last lines of {result.dir / 'run.log'}:\n{tail}"
+
+
+def run_seed(
+    backend: Backend,
+    cfg: Any,
+    seed: int,
+    index: int,
+    seed_dir: Path,
+    spec: BudgetSpec,
+    slot: Slot = WHOLE_MACHINE,
+    on_event: Callable[[dict[str, Any], float], None] | None = None,
+    stop: Stop | None = None,
+) -> SeedResult:
+    """Train one seed under the budget on `slot`, then evaluate its latest saved weights.
+
+    A stopped trial (`stop` set) ends the training like the budget does (the trainer saves) and starts no
+    eval: the seed is `interrupted`.
+    """
+    result = SeedResult(index=index, seed=seed, dir=seed_dir, slot=slot)
+    write_resolved(backend, cfg, seed_dir, seed)
+    launch = backend.launch(cfg, seed_dir, seed, slot)
+    result.child = child = run_budgeted(launch, seed_dir / "run.log", spec, on_event=on_event, stop=stop)
+    result.status = child.status
+    result.log.append(
+        f"seed {seed}: {child.reason_text}, {child.training_seconds:.0f} s trained, {child.steps} steps"
+    )
+    result.outcome = backend.collect(cfg, seed_dir)
+    result.log.extend(result.outcome.notes)
+    if result.status == "crash":
+        result.error = crash_report(result)
+    if result.status == "interrupted" or (stop is not None and stop):
+        result.status = "interrupted"
+        return result
+    if result.outcome.weights_dir is None:
+        if result.status == "ok":
+            result.status = "crash"
+        no_weights = "no weights were saved: nothing to evaluate"
+        result.error = f"{result.error.rstrip()}\n{no_weights}" if result.error else no_weights
+        return result
+    result.log.append(f"evaluating {result.outcome.weights_dir}")
+    out = seed_dir / "eval.jsonl"
+    rows, result.eval_seconds, error = run_eval(
+        backend.eval_command(cfg, result.outcome.weights_dir, out), out, seed_dir / "eval.log", stop
+    )
+    if stop is not None and stop:
+        result.status = "interrupted"
+        return result
+    if error:
+        result.status, result.error = "crash", error
+    for row in rows:
+        row["seed"] = seed
+    result.eval_rows = rows
+    return result
