@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from autorl.ledger import Ledger, LedgerError
+from autorl.track import track_names
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -32,7 +33,7 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--space", type=Path, default=None, help="search space (default: space.toml)")
     t.add_argument("--budget", type=float, default=None, help="training budget per trial, seconds")
     t.add_argument("--config", type=Path, default=None, help="config to tune (default: train.toml)")
-    t.add_argument("--track", choices=["llm", "classic"], default="llm")
+    t.add_argument("--track", choices=track_names(), default="llm")
     t.add_argument("--seed", type=int, default=0, help="TPE sampler seed")
 
     r = sub.add_parser("report", help="progress.png and a markdown table of kept trials")

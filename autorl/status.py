@@ -11,7 +11,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from autorl.ledger import Ledger, as_float, best_kept, comparable
+from autorl.result import reference_score
 from autorl.stats import noise_floor
+from autorl.track import get_track
 
 MAX_LAST = 20  # --last is capped so the view stays bounded
 TEXT_WIDTH = 60  # descriptions and lessons are cut to this many characters
@@ -50,7 +52,9 @@ def collect(rows: Sequence[Mapping[str, str]], last: int = 8) -> dict[str, Any]:
     track, eval_hash, h_hash = latest["track"], latest["eval_hash"], latest["harness_hash"]
     same = [r for r in rows if comparable(r, track, eval_hash, h_hash)]
     best = best_kept(same, track, eval_hash, h_hash)
-    nf = noise_floor(same, track=track, eval_hash=eval_hash, harness_hash=h_hash)
+    # The noise floor the verdict uses: the track's prior scaled by the reference's score.
+    prior = get_track(track).prior_seed_sd(reference_score(best))
+    nf = noise_floor(same, track=track, eval_hash=eval_hash, harness_hash=h_hash, prior_sd=prior)
     decided = [r for r in same if r["decision"] in ("keep", "discard")]
     kept = [r for r in same if r["decision"] == "keep"]
     last_keep = max((i for i, r in enumerate(same) if r["decision"] == "keep"), default=None)

@@ -41,6 +41,7 @@ from tomlkit.items import Table
 
 from autorl import paths
 from autorl.ledger import Ledger, LedgerError
+from autorl.track import get_track
 
 SUMMARY_LINE = re.compile(r"^([A-Za-z_][\w/.\-]*): (.*)$")
 
@@ -200,7 +201,7 @@ def run_tune(
 ) -> int:
     root = paths.repo_root()
     space = space or root / "space.toml"
-    config = config or root / ("classic.toml" if track == "classic" else "train.toml")
+    config = config or root / get_track(track).default_config
     params = load_space(space)
     original = config.read_text()
     runner = runner or [sys.executable, str(root / "run.py")]
@@ -218,9 +219,7 @@ def run_tune(
             values = suggest(trial, params)
             config.write_text(render(original, params, values))
             desc = describe(values)
-            cmd = [*runner, "--config", str(config), "--description", desc]
-            if track != "llm":
-                cmd += ["--track", track]
+            cmd = [*runner, "--config", str(config), "--track", track, "--description", desc]
             if budget is not None:
                 cmd += ["--budget", f"{budget:g}"]
             cmd += extra_args or []

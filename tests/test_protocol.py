@@ -16,7 +16,7 @@ from autorl import cli, loop, report, status, tune
 from autorl.ledger import Ledger
 
 REPO = Path(__file__).resolve().parent.parent
-FAKE_RUN = Path(__file__).resolve().parent / "fake_run.py"
+FAKE_RUN = Path(__file__).resolve().parent / "fakes" / "fake_run.py"
 
 
 @pytest.fixture

@@ -1,5 +1,5 @@
-"""The trial runner end to end, with a test-double backend (tests/fake_backend.py): summary, ledger, run dir,
-crash and timeout recording, invalid configs, the dirty-harness refusal and the verdict."""
+"""The trial runner end to end, with a test-double backend (tests/fakes/fake_backend.py): summary, ledger,
+run dir, crash and timeout recording, invalid configs, the dirty-harness refusal and the verdict."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import tomllib
 from pathlib import Path
 
 import pytest
-from fake_backend import FakeBackend
+from fakes.fake_backend import FakeBackend
 
 from autorl import trial
 from autorl.ledger import Ledger

@@ -1,0 +1,102 @@
+"""Test double for run.py (used by tests/test_protocol.py to test `autorl tune` quickly).
+
+Not a trainer: it reads the config, turns it into a known score (peaked at lr = 1e-4, the other keys do
+not matter), writes a run directory with config.toml and per-example eval rows, and concludes the trial
+through the real autorl.result (statistics against the reference, the ledger row, run.py's summary
+block). `lr = 0` (or a config that does not parse) exits 2 like an invalid config; FAKE_RUN_CRASH=1
+crashes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import math
+import os
+import sys
+import tomllib
+from pathlib import Path
+
+from autorl import paths, stats
+from autorl.jsonl import read_jsonl
+from autorl.ledger import Ledger
+from autorl.result import TrialContext, conclude
+from autorl.seed import SeedResult
+from autorl.track import get_track
+
+N_EXAMPLES = 400
+
+
+def main() -> int:
+    p = argparse.ArgumentParser()
+    p.add_argument("--config", type=Path, default=paths.repo_root() / "train.toml")
+    p.add_argument("--description", default="")
+    p.add_argument("--budget", type=float, default=600.0)
+    p.add_argument("--track", default="llm")
+    args = p.parse_args()
+    try:
+        text = args.config.read_text()
+        lr = float(tomllib.loads(text).get("trainer", {}).get("optim", {}).get("lr", 1e-6))
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    if lr <= 0:
+        print("error: trainer.optim.lr must be > 0", file=sys.stderr)
+        return 2
+
+    ledger = Ledger(paths.results_file())
+    rows = ledger.rows()
+    n = len(rows)
+    run_id = f"20250101-{n:06d}-fake"
+    run_dir = paths.runs_dir() / run_id
+    run_dir.mkdir(parents=True)
+    (run_dir / "config.toml").write_text(text)
+    crashed = os.environ.get("FAKE_RUN_CRASH") == "1"
+    # A noise-free world: example i succeeds iff i / N < p, so eval_score == p (to 1/N).
+    p_success = 0.2 + 0.7 * math.exp(-((math.log10(lr) + 4.0) ** 2) / 2)
+    seed = SeedResult(index=0, seed=n, dir=run_dir / "seed-0", status="crash" if crashed else "ok")
+    if not crashed:
+        seed.eval_rows = [
+            {
+                "seed": n,
+                "env": "toy",
+                "example_id": str(i),
+                "sample": 0,
+                "score": float(i / N_EXAMPLES < p_success),
+            }
+            for i in range(N_EXAMPLES)
+        ]
+    ctx = TrialContext(
+        run_id=run_id,
+        run_dir=run_dir,
+        commit="fake",
+        track=args.track,
+        backend="fake",
+        config_hash=hashlib.sha256(text.encode()).hexdigest()[:12],
+        harness_hash="h",
+        eval_hash="e",
+        description=args.description,
+    )
+    reference = ledger.best_kept(args.track, "e", "h")
+    ref_rows = read_jsonl(paths.runs_dir() / reference["run_id"] / "eval.jsonl") if reference else []
+    prior = get_track(args.track).prior_seed_sd
+    result = conclude(
+        ctx,
+        [seed],
+        [],
+        reference,
+        ref_rows,
+        lambda score: stats.noise_floor(rows, args.track, "e", "h", prior_sd=prior(score)),
+    )
+    result.run_dir_shown = f"runs/{run_id}"
+    with open(run_dir / "eval.jsonl", "w") as f:
+        f.writelines(json.dumps(r) + "\n" for r in result.rows)
+    ledger.append(result.ledger_row())
+    print("some training output")
+    print("---\n" + "\n".join(f"{k}: {v}" for k, v in result.summary_lines().items()))
+    return 1 if crashed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
