@@ -47,14 +47,28 @@ COLUMNS: list[str] = [
     "steps",
     "seeds",  # training seeds, comma separated (harness-chosen)
     "seed_scores",  # seed=eval_score pairs, space separated (one per training seed)
+    "budget",  # training seconds per seed (--budget); trials are compared only under the same budget
+    "seeds_planned",  # --seeds (the early stop may have run fewer)
+    "parallel",  # seeds that ran at once
+    "stopped_early",  # why the trial stopped adding seeds (empty: it ran them all)
     "status",  # ok | crash | timeout | interrupted
     "decision",  # pending | keep | discard | crash
     "config_hash",
     "harness_hash",
     "eval_hash",
+    "eval_rows_hash",  # sha256 of runs/<run_id>/eval.jsonl as written: a reference is checked against it
     "description",
     "lesson",
     "extras",  # key=value pairs: everything else the caller passed (e.g. solved_seeds=5/5)
+]
+
+# Headers of earlier versions: read as they are (new columns empty); the next write upgrades the file.
+LEGACY_COLUMNS: list[list[str]] = [
+    [
+        c
+        for c in COLUMNS
+        if c not in ("budget", "seeds_planned", "parallel", "stopped_early", "eval_rows_hash")
+    ]
 ]
 
 STATUSES = ("ok", "crash", "timeout", "interrupted")
@@ -171,6 +185,8 @@ class Ledger:
             raise LedgerError(f"{self.path}:{n}: last line has no newline (a truncated row?); fix it by hand")
         lines = text.split("\n")[:-1]
         header = lines[0].split("\t")
+        if header in LEGACY_COLUMNS:
+            return self._rows(lines, header)
         if header != COLUMNS:
             missing = [c for c in COLUMNS if c not in header]
             extra = [c for c in header if c not in COLUMNS]
@@ -185,17 +201,26 @@ class Ledger:
                 f"{self.path}:1: header is not the autorl results.tsv header ({'; '.join(detail)}); "
                 "move the file aside (the ledger never rewrites it)"
             )
+        return self._rows(lines, header)
+
+    def _rows(self, lines: list[str], header: list[str]) -> list[dict[str, str]]:
         rows = []
         for lineno, line in enumerate(lines[1:], start=2):
             if not line.strip():
                 raise LedgerError(f"{self.path}:{lineno}: empty line")
             cells = line.split("\t")
-            if len(cells) != len(COLUMNS):
+            if len(cells) != len(header):
                 raise LedgerError(
-                    f"{self.path}:{lineno}: row has {len(cells)} fields, the header has {len(COLUMNS)}"
+                    f"{self.path}:{lineno}: row has {len(cells)} fields, the header has {len(header)}"
                 )
-            rows.append(dict(zip(COLUMNS, cells, strict=True)))
+            row = dict.fromkeys(COLUMNS, "")
+            row.update(zip(header, cells, strict=True))
+            rows.append(row)
         return rows
+
+    def _header(self) -> list[str] | None:
+        with open(self.path, encoding="utf-8", errors="replace") as f:
+            return f.readline().rstrip("\n").split("\t") or None
 
     def rows(self) -> list[dict[str, str]]:
         """All rows in file order, as strings (use `as_float` for numbers)."""
@@ -225,7 +250,9 @@ class Ledger:
         with self.locked():
             existing = self.path.exists() and self.path.stat().st_size > 0
             if existing:
-                self._read()  # validate before touching: never append to a file we cannot parse
+                rows = self._read()  # validate before touching: never append to a file we cannot parse
+                if self._header() != COLUMNS:  # an earlier version's header: upgrade, keeping every row
+                    self._replace(rows)
             data = (line if existing else "\t".join(COLUMNS) + "\n" + line).encode("utf-8")
             fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
             try:

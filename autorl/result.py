@@ -7,6 +7,8 @@ built.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -37,6 +39,8 @@ class TrialContext:
     harness_hash: str
     eval_hash: str
     description: str = ""
+    budget: float | None = None  # training seconds per seed
+    seeds_planned: int | None = None
 
 
 @dataclass
@@ -82,6 +86,10 @@ class TrialResult:
     def peak_memory_gb(self) -> float:
         return max((s.peak_memory_gb for s in self.done), default=0.0)
 
+    def eval_jsonl(self) -> str:
+        """runs/<run_id>/eval.jsonl: the pooled eval rows, one JSON object a line."""
+        return "".join(json.dumps(r) + "\n" for r in self.rows)
+
     @property
     def seed_list(self) -> str:
         return ",".join(str(s.seed) for s in self.seeds)
@@ -106,6 +114,7 @@ class TrialResult:
         lines["steps"] = str(self.steps)
         lines["peak_memory_gb"] = f"{self.peak_memory_gb:.2f}"
         lines["seeds"] = self.seed_list
+        lines["parallel"] = str(self.parallel)
         if self.stopped_early:
             lines["stopped_early"] = self.stopped_early
         lines.update(self.extras)
@@ -139,11 +148,16 @@ class TrialResult:
             "steps": self.steps,
             "seeds": self.seed_list,
             "seed_scores": stats.seed_scores(self.rows) if self.rows else None,
+            "budget": ctx.budget,
+            "seeds_planned": ctx.seeds_planned,
+            "parallel": self.parallel,
+            "stopped_early": self.stopped_early,
             "status": self.status,
             "decision": "pending",
             "config_hash": ctx.config_hash,
             "harness_hash": ctx.harness_hash,
             "eval_hash": ctx.eval_hash,
+            "eval_rows_hash": hashlib.sha256(self.eval_jsonl().encode()).hexdigest()[:16],
             "description": ctx.description,
             "lesson": "",
             "extras": self.extras,

@@ -393,6 +393,8 @@ def _run_trial(
         harness_hash=h_hash,
         eval_hash=eval_hash,
         description=opts.description,
+        budget=opts.budget,
+        seeds_planned=opts.seeds,
     )
     seeds = harness_seeds(run_id, opts.seeds)
     shutil.copyfile(cfg.path, run_dir / "config.toml")
@@ -494,7 +496,7 @@ def _run_trial(
     )
     result.run_dir_shown = str(run_dir.relative_to(paths.repo_root()))
     pooled = run_dir / "eval.jsonl"
-    pooled.write_text("".join(json.dumps(r) + "\n" for r in result.rows))
+    pooled.write_text(result.eval_jsonl())
     if stop:
         evaluated = sum(1 for s in results if s.evaluated)
         say(f"stopped by a signal: {evaluated} seed(s) evaluated; recording the trial as interrupted")

@@ -4,10 +4,11 @@
     uv run python scripts/bench_learning.py --budget 300 --seeds 0 1
     uv run python scripts/bench_learning.py --jobs 2                # two seeds at a time
 
-Drives the same pieces as ``run.py`` (EmbeddedBackend -> budgeted child via autorl.process -> the fixed
-eval of eval.toml), without touching results.tsv: for each seed it trains for ``--budget`` seconds of
-training (model loading excluded, as in a trial), stops the child with SIGTERM, evaluates the saved weights,
-and finally prints base_score, each seed's eval_score, their mean and spread, and the gain over the base.
+Runs each seed exactly as ``run.py`` does (``autorl.seed.run_seed``: budgeted child -> saved weights ->
+the fixed eval of eval.toml), without touching results.tsv: for each seed it trains for ``--budget`` seconds
+of training (model loading excluded, as in a trial), stops the child with SIGTERM, evaluates the saved
+weights, and finally prints base_score, each seed's eval_score, their mean and spread, and the gain over
+the base.
 Needs the base model (``uv run prepare.py``). Prints the machine load next to the figures: other work on the
 CPU slows training down and so lowers what a fixed budget reaches. On a CPU with 2+ cores each trainer
 already uses two (it samples in a second process, the ``hf-process`` sampler), so ``--jobs 2`` on a 2-core
@@ -17,10 +18,8 @@ machine halves the speed of both: use it only with 4+ cores.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -30,19 +29,18 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from autorl import stats  # noqa: E402
 from autorl.llm.config import load_train_config  # noqa: E402
 from autorl.llm.embedded import EmbeddedBackend  # noqa: E402
-from autorl.process import BudgetSpec, run_budgeted  # noqa: E402
+from autorl.process import BudgetSpec  # noqa: E402
+from autorl.seed import run_eval, run_seed  # noqa: E402
 
 
-def run_eval(backend: EmbeddedBackend, cfg, weights: Path | None, out: Path) -> float:
-    launch = backend.eval_command(cfg, weights, out)
-    proc = subprocess.run(
-        launch.argv, cwd=launch.cwd, env={**os.environ, **launch.env}, capture_output=True, text=True
-    )
-    if proc.returncode != 0:
-        raise RuntimeError(f"eval failed ({proc.returncode}):\n{proc.stderr[-2000:]}")
-    return float(json.loads(proc.stdout.strip().splitlines()[-1])["eval_score"])
+def eval_score(backend: EmbeddedBackend, cfg, weights: Path | None, out: Path) -> float:
+    rows, _, error = run_eval(backend.eval_command(cfg, weights, out), out, out.with_suffix(".log"))
+    if error:
+        raise RuntimeError(error)
+    return stats.eval_score(rows)
 
 
 def main() -> None:
@@ -65,25 +63,20 @@ def main() -> None:
         flush=True,
     )
 
-    base = run_eval(backend, cfg, None, out / "base_eval.jsonl")
+    base = eval_score(backend, cfg, None, out / "base_eval.jsonl")
     print(f"base_score {base:.4f}", flush=True)
 
     def one_seed(seed: int) -> float:
-        run_dir = out / f"seed-{seed}"
-        (run_dir / "resolved.json").parent.mkdir(parents=True, exist_ok=True)
-        launch = backend.launch(cfg, run_dir, seed)
         load_before = os.getloadavg()[0]
         start = time.monotonic()
-        child = run_budgeted(launch, run_dir / "run.log", BudgetSpec(budget_s=args.budget))
-        outcome = backend.collect(cfg, run_dir)
-        if outcome.weights_dir is None:
-            raise RuntimeError(
-                f"seed {seed}: no weights saved ({child.reason_text}); see {run_dir / 'run.log'}"
-            )
-        score = run_eval(backend, cfg, outcome.weights_dir, run_dir / "eval.jsonl")
+        result = run_seed(backend, cfg, seed, seed, out / f"seed-{seed}", BudgetSpec(budget_s=args.budget))
+        if not result.evaluated:
+            raise RuntimeError(f"seed {seed}: {result.status}: {result.error}")
+        score = stats.eval_score(result.eval_rows)
+        assert result.child is not None
         print(
-            f"seed {seed}: eval_score {score:.4f} (gain {score - base:+.4f}), {outcome.steps} steps in "
-            f"{child.training_seconds:.0f} s of training ({time.monotonic() - start:.0f} s wall), "
+            f"seed {seed}: eval_score {score:.4f} (gain {score - base:+.4f}), {result.steps} steps in "
+            f"{result.child.training_seconds:.0f} s of training ({time.monotonic() - start:.0f} s wall), "
             f"load {load_before:.1f} -> {os.getloadavg()[0]:.1f}",
             flush=True,
         )
