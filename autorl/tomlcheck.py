@@ -261,7 +261,9 @@ def nearest_key(path: KeyPath, known: Iterable[str], is_table: bool = False) -> 
     same_kind = sorted(k for k in known if not k.endswith("*") and (k in tables) == is_table)
     generic = generic_key(path)
     parent = dotted(generic[:-1])
-    siblings = [k.rsplit(".", 1)[-1] for k in same_kind if (k.rsplit(".", 1)[0] if "." in k else "") == parent]
+    siblings = [
+        k.rsplit(".", 1)[-1] for k in same_kind if (k.rsplit(".", 1)[0] if "." in k else "") == parent
+    ]
     if SYNONYMS.get(generic[-1]) in siblings:
         return dotted((*path[:-1], SYNONYMS[generic[-1]]))
     hit = difflib.get_close_matches(generic[-1], siblings, n=1, cutoff=0.6)
