@@ -257,7 +257,7 @@ def nearest_key(path: KeyPath, known: Iterable[str], is_table: bool = False) -> 
     (`orchestrator.train.temperature` -> `orchestrator.train.sampling.temperature`), then a close dotted key.
     """
     known = set(known)
-    tables = {k.rsplit(".", 1)[0] for k in known if "." in k}
+    tables = {k.rsplit(".", n)[0] for k in known for n in range(1, k.count(".") + 1)}  # every proper prefix
     same_kind = sorted(k for k in known if not k.endswith("*") and (k in tables) == is_table)
     generic = generic_key(path)
     parent = dotted(generic[:-1])
