@@ -3,11 +3,17 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
+from autorl.cliargs import int_in, nonempty_str, positive_float, positive_int
 from autorl.ledger import Ledger, LedgerError
 from autorl.track import track_names
+
+MAX_HOURS = 24 * 365  # loop --hours
+MAX_TRIALS = 100_000  # loop --max-trials, tune --trials
+MAX_BUDGET_S = 7 * 86_400  # tune --budget: one trial's training budget
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -16,7 +22,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("status", help="short bounded state: best kept trial, noise floor, last trials")
     s.add_argument("--json", action="store_true", help="machine-readable")
-    s.add_argument("--last", type=int, default=8, help="how many recent trials to list (max 20)")
+    s.add_argument(
+        "--last",
+        type=positive_int(MAX_TRIALS),
+        default=8,
+        help="how many recent trials to list (shows at most 20)",
+    )
 
     m = sub.add_parser("mark", help="record your decision on a trial (the latest by default)")
     m.add_argument("decision", choices=["keep", "discard", "crash"])
@@ -24,64 +35,103 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("--lesson", default=None, help="one line: what this trial taught")
 
     lp = sub.add_parser("loop", help="re-invoke a coding agent until a time/trial limit or a STOP file")
-    lp.add_argument("--agent", required=True, help='agent command, e.g. "claude -p" (prompt appended)')
-    lp.add_argument("--hours", type=float, default=None, help="stop after this many hours")
-    lp.add_argument("--max-trials", type=int, default=None, help="stop after this many new results.tsv rows")
+    lp.add_argument(
+        "--agent", type=nonempty_str, required=True, help='agent command, e.g. "claude -p" (prompt appended)'
+    )
+    lp.add_argument(
+        "--hours", type=positive_float(MAX_HOURS), default=None, help="stop after this many hours"
+    )
+    lp.add_argument(
+        "--max-trials",
+        type=positive_int(MAX_TRIALS),
+        default=None,
+        help="stop after this many new results.tsv rows",
+    )
 
     t = sub.add_parser("tune", help="Optuna TPE over space.toml, every trial through run.py")
-    t.add_argument("--trials", type=int, required=True)
+    t.add_argument("--trials", type=positive_int(MAX_TRIALS), required=True, help="run.py trials to run")
     t.add_argument("--space", type=Path, default=None, help="search space (default: space.toml)")
-    t.add_argument("--budget", type=float, default=None, help="training budget per trial, seconds")
+    t.add_argument(
+        "--budget", type=positive_float(MAX_BUDGET_S), default=None, help="training budget per trial, seconds"
+    )
     t.add_argument("--config", type=Path, default=None, help="config to tune (default: train.toml)")
     t.add_argument("--track", choices=track_names(), default="llm")
-    t.add_argument("--seed", type=int, default=0, help="TPE sampler seed")
+    t.add_argument("--seed", type=int_in(0, 2**32 - 1), default=0, help="TPE sampler seed")
 
     r = sub.add_parser("report", help="progress.png and a markdown table of kept trials")
     r.add_argument("--out", type=Path, default=None, help="PNG path (default: progress.png)")
     r.add_argument("--md", type=Path, default=None, help="also write the table to this markdown file")
+
+    lg = sub.add_parser("ledger", help="check results.tsv, or append a row a trial saved in result.json")
+    lg_sub = lg.add_subparsers(dest="ledger_command", required=True)
+    lg_sub.add_parser("check", help="exit 2 naming file:line if results.tsv is malformed")
+    la = lg_sub.add_parser("append", help="append runs/<id>/result.json (when writing results.tsv failed)")
+    la.add_argument("result_json", type=Path, help="the trial's runs/<id>/result.json")
     return p
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        if args.command == "status":
-            from autorl import status
-
-            return status.main(as_json=args.json, last=args.last)
-        if args.command == "mark":
-            row = Ledger().mark(args.decision, run_id=args.run, lesson=args.lesson)
-            print(
-                f"{row['run_id']}: decision {row['decision']}"
-                + (f"; lesson: {row['lesson']}" if row["lesson"] else "")
-            )
-            if args.decision == "keep" and row["verdict"] not in ("improved", "baseline"):
-                print(
-                    f"note: verdict {row['verdict'] or 'missing'}; program.md keeps only improved trials",
-                    file=sys.stderr,
-                )
-            return 0
-        if args.command == "loop":
-            from autorl import loop
-
-            return loop.main(args.agent, hours=args.hours, max_trials=args.max_trials)
-        if args.command == "tune":
-            from autorl import tune
-
-            try:
-                return tune.run_tune(
-                    args.trials, args.space, args.budget, args.config, track=args.track, seed=args.seed
-                )
-            except tune.SpaceError as exc:
-                print(f"error: {exc}", file=sys.stderr)
-                return 2
-        if args.command == "report":
-            from autorl import report
-
-            return report.main(args.out, args.md)
+        code = _run(args)
+        sys.stdout.flush()  # inside the try: a closed pipe (`autorl status | head -1`) is not an error
+        return code
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error at exit
+        return 1
     except LedgerError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    except OSError as exc:  # a path given on the command line that cannot be read or written
+        where = f"{exc.filename}: " if exc.filename else ""
+        print(f"error: {where}{exc.strerror or exc}", file=sys.stderr)
+        return 2
+
+
+def _run(args: argparse.Namespace) -> int:
+    if args.command == "status":
+        from autorl import status
+
+        return status.main(as_json=args.json, last=args.last)
+    if args.command == "mark":
+        row = Ledger().mark(args.decision, run_id=args.run, lesson=args.lesson)
+        print(
+            f"{row['run_id']}: decision {row['decision']}"
+            + (f"; lesson: {row['lesson']}" if row["lesson"] else "")
+        )
+        if args.decision == "keep" and row["verdict"] not in ("improved", "baseline"):
+            print(
+                f"note: verdict {row['verdict'] or 'missing'}; program.md keeps only improved trials",
+                file=sys.stderr,
+            )
+        return 0
+    if args.command == "loop":
+        from autorl import loop
+
+        return loop.main(args.agent, hours=args.hours, max_trials=args.max_trials)
+    if args.command == "tune":
+        from autorl import tune
+
+        try:
+            return tune.run_tune(
+                args.trials, args.space, args.budget, args.config, track=args.track, seed=args.seed
+            )
+        except tune.SpaceError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
+    if args.command == "report":
+        from autorl import report
+
+        return report.main(args.out, args.md)
+    if args.command == "ledger":
+        ledger = Ledger()
+        if args.ledger_command == "check":
+            ledger.check()
+            print(f"{ledger.path}: ok")
+            return 0
+        row = ledger.append_saved(args.result_json)
+        print(f"{ledger.path}: appended the row of run {row['run_id']}")
+        return 0
     return 2
 
 

@@ -14,6 +14,9 @@ from pathlib import Path
 # What the agent may edit, and what trials write. Everything else tracked by git is harness.
 AGENT_FILES = ("train.toml", "classic.toml")
 GENERATED = ("results.tsv", "runs/", "progress.png", "STOP")
+# Untracked files under these count as harness changes (a new module there runs inside the harness).
+CODE_DIRS = ("autorl/", "environments/", "tests/")
+MODULE_SUFFIXES = (".py", ".pyc", ".so")  # what `import name` finds in a directory on sys.path
 
 
 def _git(root: Path, *args: str) -> str:
@@ -60,10 +63,25 @@ def harness_hash(root: Path) -> str:
     return digest.hexdigest()[:12]
 
 
+def importable(root: Path, path: str) -> bool:
+    """Could Python import this untracked file while the harness runs?
+
+    The repo root is on sys.path (`uv run run.py` puts the script's directory first, `python -m` the working
+    directory), so a root-level module (a `difflib.py` shadows the standard library) or a file of a root-level
+    package counts, as does anything under the package, the environments and the tests.
+    """
+    if path.startswith(CODE_DIRS):
+        return True
+    top, sep, _ = path.partition("/")
+    if not sep:
+        return path.endswith(MODULE_SUFFIXES)
+    return top.isidentifier() and (root / top / "__init__.py").is_file() and path.endswith(MODULE_SUFFIXES)
+
+
 def dirty_harness_files(root: Path) -> list[str]:
     """Harness files that differ from the last commit, plus untracked files the harness would import.
 
-    Untracked, non-ignored files under the package or environments count: a new module can change the
+    Untracked, non-ignored files that Python could import (`importable`) count: a new module can change the
     harness as much as an edited one.
     """
     if not is_git_repo(root):
@@ -80,16 +98,7 @@ def dirty_harness_files(root: Path) -> list[str]:
         code, path = entry[:2], entry[3:]
         if code[0] in "RC":  # rename/copy: the next entry is the source path
             i += 1
-        if (
-            code == "??"
-            and not path.startswith(("autorl/", "environments/", "tests/"))
-            and path
-            not in (
-                "run.py",
-                "prepare.py",
-                "eval.toml",
-            )
-        ):
+        if code == "??" and not importable(root, path) and path != "eval.toml":
             continue
         if _is_harness(path):
             dirty.append(path)

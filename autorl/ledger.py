@@ -5,13 +5,16 @@ sidecar file `results.tsv.lock`. An append is one `os.write` of the whole line o
 descriptor, so even a reader that ignores the lock never sees half a row. `mark` rewrites the file
 under the same lock through a temporary file and `os.replace`, so a crash mid-mark leaves the old file.
 
-A malformed file (wrong header, ragged row, missing final newline) raises `LedgerError` naming the file,
-the line and the problem. The ledger never truncates or "repairs" it; the caller saves its row elsewhere.
+A malformed file (not UTF-8 text, wrong header, ragged row, missing final newline) raises `LedgerError`
+naming the file, the line, the problem and how to repair it; `Ledger.check()` runs that check alone (before a
+trial trains). The ledger never truncates or "repairs" it; the caller saves its row in runs/<id>/result.json,
+and `append_saved` (`autorl ledger append runs/<id>/result.json`) appends that row once the file is fixed.
 """
 
 from __future__ import annotations
 
 import fcntl
+import json
 import math
 import os
 import tempfile
@@ -78,6 +81,9 @@ MARKABLE = ("keep", "discard", "crash")
 
 class LedgerError(Exception):
     """results.tsv is malformed or a lookup/mark request cannot be satisfied."""
+
+
+REPAIR = "move the file aside (`mv results.tsv results.tsv.bad`) or fix that line by hand"
 
 
 def clean(text: str) -> str:
@@ -177,12 +183,22 @@ class Ledger:
         """Parse and validate the whole file; raise LedgerError on anything malformed."""
         if not self.path.exists():
             return []
-        text = self.path.read_text(encoding="utf-8")
+        try:
+            raw = self.path.read_bytes()
+        except OSError as e:
+            raise LedgerError(f"{self.path}: cannot read: {e.strerror or e}") from None
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as e:
+            n = raw[: e.start].count(b"\n") + 1
+            raise LedgerError(
+                f"{self.path}:{n}: not UTF-8 text (a binary or corrupted file); {REPAIR}"
+            ) from None
         if not text:
             return []
         if not text.endswith("\n"):
             n = text.count("\n") + 1
-            raise LedgerError(f"{self.path}:{n}: last line has no newline (a truncated row?); fix it by hand")
+            raise LedgerError(f"{self.path}:{n}: last line has no newline (a truncated row?); {REPAIR}")
         lines = text.split("\n")[:-1]
         header = lines[0].split("\t")
         if header in LEGACY_COLUMNS:
@@ -207,11 +223,12 @@ class Ledger:
         rows = []
         for lineno, line in enumerate(lines[1:], start=2):
             if not line.strip():
-                raise LedgerError(f"{self.path}:{lineno}: empty line")
+                raise LedgerError(f"{self.path}:{lineno}: empty line; {REPAIR}")
             cells = line.split("\t")
             if len(cells) != len(header):
                 raise LedgerError(
-                    f"{self.path}:{lineno}: row has {len(cells)} fields, the header has {len(header)}"
+                    f"{self.path}:{lineno}: row has {len(cells)} fields, the header has {len(header)}; "
+                    f"{REPAIR}"
                 )
             row = dict.fromkeys(COLUMNS, "")
             row.update(zip(header, cells, strict=True))
@@ -226,7 +243,8 @@ class Ledger:
         """All rows in file order, as strings (use `as_float` for numbers)."""
         return self._read()
 
-    def validate(self) -> None:
+    def check(self) -> None:
+        """Raise LedgerError (file:line, the problem, how to repair) if results.tsv cannot be appended to."""
         self._read()
 
     # -- writing -------------------------------------------------------------------------------------
@@ -246,14 +264,17 @@ class Ledger:
 
     def append(self, row: Mapping[str, Any]) -> None:
         """Append one row (creating the file with its header). Raises LedgerError if the file is malformed."""
-        line = self.format_row(row)
         with self.locked():
-            existing = self.path.exists() and self.path.stat().st_size > 0
-            if existing:
-                rows = self._read()  # validate before touching: never append to a file we cannot parse
-                if self._header() != COLUMNS:  # an earlier version's header: upgrade, keeping every row
-                    self._replace(rows)
-            data = (line if existing else "\t".join(COLUMNS) + "\n" + line).encode("utf-8")
+            rows = self._read()  # never append to a file we cannot parse
+            if rows and self._header() != COLUMNS:  # an earlier version's header: upgrade, keeping every row
+                self._replace(rows)
+            self._append(self.format_row(row))
+
+    def _append(self, line: str) -> None:
+        """Write one line (the header first on a new file); the caller holds the lock, the file is checked."""
+        existing = self.path.exists() and self.path.stat().st_size > 0
+        data = (line if existing else "\t".join(COLUMNS) + "\n" + line).encode("utf-8")
+        try:
             fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
             try:
                 written = os.write(fd, data)
@@ -262,6 +283,30 @@ class Ledger:
                 os.fsync(fd)
             finally:
                 os.close(fd)
+        except OSError as e:
+            raise LedgerError(f"{self.path}: cannot write: {e.strerror or e}") from None
+
+    def append_saved(self, result_json: Path) -> dict[str, Any]:
+        """Append the row a trial saved in runs/<id>/result.json (when writing results.tsv failed).
+
+        Refuses a row whose keys are not this ledger's columns and a run id already recorded.
+        """
+        try:
+            row = json.loads(Path(result_json).read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+            raise LedgerError(f"{result_json}: not a readable result.json ({e})") from None
+        if not isinstance(row, dict) or set(row) != set(COLUMNS):
+            keys = set(row) if isinstance(row, dict) else set()
+            raise LedgerError(
+                f"{result_json}: not a row of this results.tsv header "
+                f"(missing {sorted(set(COLUMNS) - keys)}, unknown {sorted(keys - set(COLUMNS))})"
+            )
+        with self.locked():
+            rows = self._read()
+            if any(r["run_id"] == row["run_id"] for r in rows):
+                raise LedgerError(f"{self.path}: run {row['run_id']} is already recorded; nothing appended")
+            self._append(self.format_row(row))
+        return row
 
     def _replace(self, rows: list[dict[str, str]]) -> None:
         text = "\t".join(COLUMNS) + "\n" + "".join("\t".join(r[c] for c in COLUMNS) + "\n" for r in rows)

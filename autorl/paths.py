@@ -34,6 +34,20 @@ def cache_dir() -> Path:
     return state_dir() / "cache"
 
 
+DATA_DIR_VAR = "AUTORL_DATA_DIR"  # a data directory outside the repo that taskset `data_path`s may point into
+
+
+def data_roots() -> list[Path]:
+    """Where taskset data paths may resolve: the repo, and the directory AUTORL_DATA_DIR names (if set)."""
+    extra = os.environ.get(DATA_DIR_VAR, "").strip()
+    return [repo_root(), *([Path(extra).expanduser().resolve()] if extra else [])]
+
+
+def resolve_data_path(text: str) -> Path:
+    """A taskset `data_path` as the training child reads it: `~` expanded, relative to the repo root."""
+    return (repo_root() / Path(text).expanduser()).resolve()
+
+
 def runs_dir() -> Path:
     return repo_root() / "runs"
 

@@ -37,6 +37,16 @@ def model_path(name: str) -> Path | None:
     return None
 
 
+def require_model(model_dir: str) -> None:
+    """Exit 2 with the command to run when a resolved model directory holds no model (scripts' check)."""
+    if not (Path(model_dir) / "config.json").is_file():
+        print(
+            f"error: the base model {model_dir} is not prepared yet: run `uv run prepare.py` first",
+            file=sys.stderr,
+        )
+        raise SystemExit(2)
+
+
 def fetch_model(name: str) -> Path:
     """Build the builtin model, accept a local directory, or download a hub id (huggingface_hub)."""
     local = model_path(name)

@@ -250,21 +250,27 @@ SYNONYMS = {
 }
 
 
-def nearest_key(path: KeyPath, known: Iterable[str]) -> str | None:
-    """The valid key closest to a misspelt one: first among its siblings, then anywhere."""
+def nearest_key(path: KeyPath, known: Iterable[str], is_table: bool = False) -> str | None:
+    """The valid key closest to a misspelt one, of the same kind (a table for a table, else a value key).
+
+    First a synonym or a close spelling among its siblings, then the same name elsewhere in the schema
+    (`orchestrator.train.temperature` -> `orchestrator.train.sampling.temperature`), then a close dotted key.
+    """
+    known = set(known)
+    tables = {k.rsplit(".", n)[0] for k in known for n in range(1, k.count(".") + 1)}  # every proper prefix
+    same_kind = sorted(k for k in known if not k.endswith("*") and (k in tables) == is_table)
     generic = generic_key(path)
     parent = dotted(generic[:-1])
-    siblings = sorted(
-        k.rsplit(".", 1)[-1] if "." in k else k
-        for k in known
-        if (k.rsplit(".", 1)[0] if "." in k else "") == parent and not k.endswith("*")
-    )
+    siblings = [
+        k.rsplit(".", 1)[-1] for k in same_kind if (k.rsplit(".", 1)[0] if "." in k else "") == parent
+    ]
     if SYNONYMS.get(generic[-1]) in siblings:
         return dotted((*path[:-1], SYNONYMS[generic[-1]]))
     hit = difflib.get_close_matches(generic[-1], siblings, n=1, cutoff=0.6)
     if hit:
         return dotted((*path[:-1], hit[0]))
-    hit = difflib.get_close_matches(dotted(generic), sorted(known), n=1, cutoff=0.8)
+    same_name = [k for k in same_kind if k.rsplit(".", 1)[-1] == generic[-1]]
+    hit = same_name[:1] or difflib.get_close_matches(dotted(generic), same_kind, n=1, cutoff=0.8)
     if hit:  # put the real list indices back
         segs = hit[0].split(".")
         return dotted(path[i] if s == "*" and i < len(path) else s for i, s in enumerate(segs))
@@ -293,6 +299,11 @@ def _error_path(loc: tuple, data: Any) -> KeyPath:
     return tuple(path)
 
 
+def short(text: str, limit: int = 80) -> str:
+    """Text echoed back in a message, cut to `limit` characters (a 100k-character key stays readable)."""
+    return text if len(text) <= limit else f"{text[: limit - 20]}...({len(text)} characters)"
+
+
 def _fmt_value(value: Any) -> str:
     if isinstance(value, dict):
         return "a table"
@@ -300,7 +311,33 @@ def _fmt_value(value: Any) -> str:
         return "an array"
     if value is None:
         return '"None"'
-    return json.dumps(value) if isinstance(value, str) else repr(value)
+    if isinstance(value, bool):
+        return "true" if value else "false"  # TOML spelling
+    return short(json.dumps(value)) if isinstance(value, str) else short(repr(value))
+
+
+def _toml_type(value: Any) -> str:
+    """What a TOML value is, in words."""
+    for kind, name in ((bool, "a boolean"), (int, "an integer"), (float, "a float"), (str, "a string")):
+        if isinstance(value, kind):
+            return name
+    return "a table" if isinstance(value, dict) else "an array" if isinstance(value, list) else "a date/time"
+
+
+# pydantic's type errors (strict mode: TOML types are exact, so `seq_len = true` is not an integer).
+_TYPE_ERRORS = ("int_type", "float_type", "bool_type", "string_type")
+INT64 = (-(2**63), 2**63 - 1)  # TOML integers are 64-bit; Python's tomllib reads any size
+
+
+def _huge_ints(data: Any, path: KeyPath = ()) -> Iterator[KeyPath]:
+    if isinstance(data, dict):
+        for key, value in data.items():
+            yield from _huge_ints(value, (*path, str(key)))
+    elif isinstance(data, list):
+        for i, value in enumerate(data):
+            yield from _huge_ints(value, (*path, str(i)))
+    elif isinstance(data, int) and not isinstance(data, bool) and not INT64[0] <= data <= INT64[1]:
+        yield path
 
 
 def _validation_problems(
@@ -314,16 +351,18 @@ def _validation_problems(
             for field, msg in cause.problems:
                 problems.append(((*path, *field), f"`{dotted((*path, *field))}` {msg}"))
             continue
-        key = dotted(path) if path else "(top level)"
+        key = short(dotted(path)) if path else "(top level)"
         kind = e["type"]
         if kind == "extra_forbidden":
             msg = f"unknown key `{key}`"
-            explained = hint(key) if hint else None
-            near = None if explained else nearest_key(path, known)
+            explained = hint(dotted(path)) if hint else None
+            near = None if explained else nearest_key(path, known, isinstance(e.get("input"), dict))
             if explained:
                 msg += f": {explained}"
             elif near:
-                msg += f"; did you mean `{near}`?"
+                msg += f"; did you mean `{short(near)}`?"
+            else:
+                msg += " (no accepted key has this name)"
             problems.append((path, msg))
         elif kind == "missing":
             problems.append((path, f"missing required key `{key}`"))
@@ -335,6 +374,8 @@ def _validation_problems(
             )
         else:
             text = e["msg"].removeprefix("Value error, ").removeprefix("Assertion failed, ")
+            if kind in _TYPE_ERRORS:  # strict mode: say what was written instead
+                text += f", not {_toml_type(e.get('input'))}"
             if kind == "list_type" and isinstance(e.get("input"), dict):
                 text += f"; write each item as a [[{key}]] table"
             problems.append((path, f"`{key}`: {text} (got {_fmt_value(e.get('input'))})"))
@@ -357,9 +398,17 @@ def load_toml(
     """
     path = Path(path)
     try:
-        text = path.read_text()
+        raw = path.read_bytes()
     except OSError as e:
         raise ConfigError(f"{path}: cannot read config: {e.strerror or e}") from None
+    try:
+        text = raw.decode("utf-8-sig")  # a UTF-8 byte-order mark is harmless: dropped
+    except UnicodeDecodeError as e:
+        line = raw[: e.start].count(b"\n") + 1
+        raise ConfigError(
+            f"{path.name}:{line}: not UTF-8 text (byte 0x{raw[e.start]:02x} at offset {e.start}); "
+            "a TOML file must be UTF-8"
+        ) from None
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
@@ -369,8 +418,12 @@ def load_toml(
 
     problems: list[tuple[KeyPath, str]] = []
     drop: list[KeyPath] = []
+    for key in _huge_ints(data):
+        problems.append((key, f"`{short(dotted(key))}`: integer out of range (TOML integers are 64-bit)"))
+        drop.append(key)
     for key, reason, by_value in find_refused(data, refused):
-        shown = f"`{dotted(key)} = {_fmt_value(_get(data, key))}`" if by_value else f"`{dotted(key)}`"
+        name = short(dotted(key))
+        shown = f"`{name} = {_fmt_value(_get(data, key))}`" if by_value else f"`{name}`"
         problems.append((key, f"{shown} {reason}"))
         drop.append(key[:-1] if by_value else key)  # a refused value takes its whole table out
     for check in checks:

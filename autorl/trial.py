@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from autorl import paths
+from autorl.cliargs import float_in, nonempty_str, positive_float, positive_int
 from autorl.harness import commit_short, dirty_harness_files, harness_hash
 from autorl.jsonl import read_jsonl
 from autorl.process import Stop
@@ -36,29 +37,10 @@ MAX_SEEDS = 64  # more seeds than any decision needs (power saturates near 16); 
 MAX_BUDGET_S = 7 * 24 * 3600.0
 
 
-def _bounded(kind: type, low: float, high: float, low_open: bool = False):
-    """An argparse type: a finite number in [low, high] ((low, high] with low_open)."""
-
-    def parse(text: str) -> float | int:
-        try:
-            value = kind(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"not a {kind.__name__}: {text!r}") from None
-        if value != value or value in (float("inf"), float("-inf")):
-            raise argparse.ArgumentTypeError(f"must be a finite number (got {text})")
-        if (value <= low if low_open else value < low) or value > high:
-            bracket = "(" if low_open else "["
-            raise argparse.ArgumentTypeError(f"must be in {bracket}{low:g}, {high:g}] (got {text})")
-        return value
-
-    parse.__name__ = kind.__name__
-    return parse
-
-
 def _parallel(text: str) -> int | None:
     if text == "auto":
         return None
-    return int(_bounded(int, 1, MAX_SEEDS)(text))
+    return positive_int(MAX_SEEDS)(text)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -67,13 +49,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--track", choices=track_names(), default="llm", help="llm (default) or classic PPO")
     p.add_argument(
         "--budget",
-        type=_bounded(float, 0, MAX_BUDGET_S, low_open=True),
+        type=positive_float(MAX_BUDGET_S),
         default=600.0,
         help="training seconds per seed (default 600)",
     )
     p.add_argument(
         "--seeds",
-        type=_bounded(int, 1, MAX_SEEDS),
+        type=positive_int(MAX_SEEDS),
         default=None,
         help=f"trainings with harness-chosen seeds (llm 6, classic 5; at most {MAX_SEEDS})",
     )
@@ -90,7 +72,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="seeds run at once (default auto: as many as the machine has slots for)",
     )
     p.add_argument(
-        "--ray", default=None, metavar="ADDRESS", help="run the seeds as Ray tasks ('local' starts Ray here)"
+        "--ray",
+        type=nonempty_str,
+        default=None,
+        metavar="ADDRESS",
+        help="run the seeds as Ray tasks ('local' starts Ray here)",
     )
     p.add_argument("--description", default="", help="one line recorded in results.tsv")
     p.add_argument("--dry-run", action="store_true", help="validate, print the resolved config, exit")
@@ -102,19 +88,19 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--hang-timeout",
-        type=_bounded(float, 1, 86400),
+        type=float_in(1, 86400, low_open=False),
         default=300.0,
         help="seconds without output = hung (300; 1..86400)",
     )
     p.add_argument(
         "--startup-cap",
-        type=_bounded(float, 1, 86400),
+        type=float_in(1, 86400, low_open=False),
         default=900.0,
         help="max seconds of start-up before training (900; 1..86400)",
     )
     p.add_argument(
         "--grace",
-        type=_bounded(float, 0.5, 3600),
+        type=float_in(0.5, 3600, low_open=False),
         default=30.0,
         help="seconds between SIGTERM and SIGKILL (30; 0.5..3600)",
     )
@@ -123,8 +109,6 @@ def build_parser() -> argparse.ArgumentParser:
 
 def parse_options(argv: list[str] | None) -> RunOptions:
     a = build_parser().parse_args(argv)
-    if a.ray is not None and not a.ray.strip():
-        build_parser().error("--ray needs an address (or 'local')")
     return RunOptions(
         track=a.track,
         config=a.config,
@@ -263,6 +247,12 @@ def _main(opts: RunOptions) -> int:
             + "\n(commit or revert these files; "
             "--allow-dirty-harness exists for developing the harness itself)"
         )
+    from autorl.ledger import Ledger, LedgerError
+
+    try:
+        Ledger(paths.results_file()).check()
+    except LedgerError as exc:
+        return invalid(str(exc))
     # 3. The backend must be able to run here (e.g. prime-rl found): a usage problem, before any prepare.
     try:
         backend.preflight()
@@ -372,11 +362,7 @@ def _run_trial(
 
     t0 = time.monotonic()
     ledger = Ledger(paths.results_file())
-    try:
-        ledger_rows = ledger.rows()
-    except LedgerError as exc:
-        say(f"warning: {exc}")
-        ledger_rows = []
+    ledger_rows = ledger.rows()  # checked before prepare: a malformed ledger was refused there
     assert opts.seeds is not None
     h_hash = harness_hash(root)
     eval_hash = track.eval_hash(cfg)
@@ -506,6 +492,9 @@ def _run_trial(
     try:
         ledger.append(row)
     except LedgerError as exc:
-        say(f"results.tsv NOT updated: {exc}\n  the row is saved in {run_dir / 'result.json'}")
+        say(
+            f"results.tsv NOT updated: {exc}\n  the row is saved in {run_dir / 'result.json'}; once the "
+            f"ledger is fixed, append it with: uv run autorl ledger append {run_dir / 'result.json'}"
+        )
     print_summary(result.summary_lines(), run_dir)
     return EXIT_OK if result.status == "ok" else EXIT_CRASH

@@ -31,7 +31,8 @@ sys.path.insert(0, str(REPO))
 
 from autorl import stats  # noqa: E402
 from autorl.llm.config import load_train_config  # noqa: E402
-from autorl.llm.embedded import EmbeddedBackend  # noqa: E402
+from autorl.llm.embedded import EmbeddedBackend, build_spec  # noqa: E402
+from autorl.prepare import require_model  # noqa: E402
 from autorl.process import BudgetSpec  # noqa: E402
 from autorl.seed import run_eval, run_seed  # noqa: E402
 
@@ -53,6 +54,7 @@ def main() -> None:
     args = ap.parse_args()
 
     cfg = load_train_config(args.config, backend="embedded")
+    require_model(build_spec(cfg).model_path)
     backend = EmbeddedBackend()
     backend.check(cfg)
     out = args.out or Path(tempfile.mkdtemp(prefix="bench-learning-"))

@@ -42,8 +42,11 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 def load_spec(config: Path):
     from autorl.llm.config import load_train_config
     from autorl.llm.embedded import build_spec
+    from autorl.prepare import require_model
 
-    return build_spec(load_train_config(config, backend="embedded"))
+    spec = build_spec(load_train_config(config, backend="embedded"))
+    require_model(spec.model_path)
+    return spec
 
 
 def bench_embedded(spec, steps: int, warmup: int, seed: int, threads: int, sampler: str) -> dict:

@@ -36,9 +36,11 @@ REFUSED: dict[str, str] = {
 
 
 class ClassicConfig(BaseModel):
-    """Every PPO hyperparameter, CleanRL names where one exists. Defaults = the shipped classic.toml."""
+    """Every PPO hyperparameter, CleanRL names where one exists. Defaults = the shipped classic.toml.
 
-    model_config = ConfigDict(extra="forbid")
+    Strict: TOML types are exact (`clip_vloss = 1` is not a boolean); an integer is still a valid float."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
 
     # --- what to train and for how long --------------------------------------------------------------
     env_id: Literal["CartPole-v1", "BipedalWalker-v3"] = "CartPole-v1"

@@ -10,8 +10,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from autorl import paths
+from autorl.llm import envs
 from autorl.llm.schema import ModelConfig, TrainConfig, is_primerl_key
-from autorl.tomlcheck import Check, KeyPath, config_hash, load_toml
+from autorl.tomlcheck import Check, KeyPath, config_hash, dotted, load_toml, match_key, short
 
 # ====================================================================================================
 # Refusals: harness-owned keys, keys that would run code, keys only the prime-rl backend runs
@@ -127,6 +129,59 @@ def _hint(key: str) -> str | None:
 
 
 # ====================================================================================================
+# Taskset fields: checked by the environment's own core before anything runs
+# ====================================================================================================
+
+
+def _tasksets(data: dict) -> list[tuple[KeyPath, dict]]:
+    """(key, table) of every [orchestrator.train.source.env.taskset] written in the raw TOML."""
+    node: object = data
+    for seg in ("orchestrator", "train", "source"):
+        node = node.get(seg) if isinstance(node, dict) else None
+    found = []
+    for i, source in enumerate(node if isinstance(node, list) else []):
+        env = source.get("env") if isinstance(source, dict) else None
+        taskset = env.get("taskset") if isinstance(env, dict) else None
+        if isinstance(taskset, dict):
+            found.append((("orchestrator", "train", "source", str(i), "env", "taskset"), taskset))
+    return found
+
+
+def check_tasksets(data: dict) -> list[tuple[KeyPath, str]]:
+    """Fields of known tasksets through the environment's `settings_from_fields` (types, ranges, names),
+    and every `*_path` field inside the repo or AUTORL_DATA_DIR (the training child reads it)."""
+    problems: list[tuple[KeyPath, str]] = []
+    for where, taskset in _tasksets(data):
+        fields = {
+            name: value
+            for name, value in taskset.items()
+            if name != "id" and not any(match_key(p.split("=")[0], (*where, name)) for p in REFUSED)
+        }
+        for name, value in fields.items():
+            if name.endswith("_path") and isinstance(value, str):
+                resolved = paths.resolve_data_path(value)
+                if not any(resolved.is_relative_to(root) for root in paths.data_roots()):
+                    problems.append(
+                        (
+                            (*where, name),
+                            f"`{dotted((*where, name))}` resolves to {short(str(resolved))}, outside "
+                            f"the repo; put the data inside the repo or under the directory named by the "
+                            f"{paths.DATA_DIR_VAR} environment variable",
+                        )
+                    )
+        core = envs.core_of(taskset["id"]) if isinstance(taskset.get("id"), str) else None
+        if core is None:
+            continue  # a taskset only prime-rl loads: prime-rl checks its fields
+        try:
+            core.settings_from_fields(fields)
+        except ValueError as e:
+            field = getattr(e, "field", None)
+            key = (*where, field) if isinstance(field, str) and field in taskset else where
+            problems.append((key, f"`{short(dotted(key))}`: {getattr(e, 'message', e)}"))
+    return problems
+
+
+# ====================================================================================================
 # Loading train.toml
 # ====================================================================================================
 
@@ -151,7 +206,7 @@ def load_train_config(
     refused = dict(REFUSED)
     if backend == "embedded":
         refused |= {key: _PRIMERL_ONLY for key in EMBEDDED_UNSUPPORTED if key not in refused}
-    checks: list[Check] = []
+    checks: list[Check] = [check_tasksets]
     if prepared_model is not None:
 
         def check_model(data: dict) -> list[tuple[KeyPath, str]]:

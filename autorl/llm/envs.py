@@ -14,6 +14,8 @@ and in the verifiers Taskset (``split`` picks the problems; unknown fields are a
 A core module offers four functions: ``settings_from_fields(dict) -> Settings`` (with ``.split``),
 ``stream(settings, seed) -> Iterator[Problem]``, ``first(settings, n) -> list[Problem]`` and
 ``score(completion, answer) -> float``; ``Problem`` has ``id``, ``prompt`` and ``answer``.
+``settings_from_fields`` raises a ValueError whose ``field`` attribute names the bad (or unknown) field and
+``message`` says why: autorl checks the fields of train.toml with it before anything runs.
 """
 
 from __future__ import annotations
@@ -74,6 +76,12 @@ def normalize_id(taskset_id: str) -> str:
     """verifiers' id rules: drop ``owner/`` and ``@version``; dashes and underscores are the same."""
     name = taskset_id.rsplit("/", 1)[-1].split("@", 1)[0].lower()
     return name.replace("_", "-")
+
+
+def core_of(taskset_id: str) -> ModuleType | None:
+    """The core module of a known taskset id; None for ids only prime-rl can load."""
+    key = normalize_id(taskset_id)
+    return importlib.import_module(ENVIRONMENTS[key]) if key in ENVIRONMENTS else None
 
 
 def load_env(taskset_id: str, fields: dict[str, Any] | None = None) -> Env:

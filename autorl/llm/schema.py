@@ -65,9 +65,11 @@ def is_primerl_key(key: str) -> bool:
 
 
 class Strict(BaseModel):
-    """Base of every table: unknown keys are errors; the string "None" means None (prime-rl's TOML null)."""
+    """Base of every table: unknown keys are errors; TOML types are exact (strict: `"64"` is not an
+    integer, `true` is not 1; an integer is still a valid float); the string "None" means None (prime-rl's
+    TOML null)."""
 
-    model_config = ConfigDict(extra="forbid", validate_default=True)
+    model_config = ConfigDict(extra="forbid", validate_default=True, strict=True)
 
     @model_validator(mode="before")
     @classmethod

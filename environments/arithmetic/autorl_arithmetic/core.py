@@ -32,9 +32,19 @@ SPLITS = ("train", "eval")
 MAX_EVAL_MISSES = 100_000
 EVAL_SEED = 1234  # the fixed eval stream; changing it changes the eval set (and eval_spec_hash)
 HASH_BUCKETS = 10  # 1 bucket of 10 (10% of all problems) is reserved for the eval split
+MAX_EXAMPLES = 10_000_000  # num_examples cap: the verifiers Taskset materialises that many tasks
 INSTRUCTION = "Give the final answer as a number on the last line after '#### '."
 
 Split = Literal["train", "eval"]
+
+
+class SettingsError(ValueError):
+    """A taskset field with a bad value or name; ``field`` names it (autorl's config check shows its line)."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(f"{field}: {message}")
+        self.field = field
+        self.message = message
 
 
 @dataclass(frozen=True)
@@ -55,28 +65,33 @@ class Settings:
     num_examples: int = 10_000  # tasks the verifiers Taskset yields (the embedded train stream is endless)
 
     def __post_init__(self) -> None:
+        for name in ("min_terms", "max_terms", "min_digits", "max_digits", "num_examples"):
+            if not isinstance(getattr(self, name), int) or isinstance(getattr(self, name), bool):
+                raise SettingsError(name, f"must be an integer, got {getattr(self, name)!r}")
+        if not isinstance(self.instruction, bool):
+            raise SettingsError("instruction", f"must be true or false, got {self.instruction!r}")
         if self.split not in SPLITS:
-            raise ValueError(f"split must be one of {SPLITS}, got {self.split!r}")
+            raise SettingsError("split", f"must be one of {SPLITS}, got {self.split!r}")
         if not 2 <= self.min_terms <= self.max_terms <= 10:
-            raise ValueError(
-                f"need 2 <= min_terms <= max_terms <= 10, got {self.min_terms}, {self.max_terms}"
+            raise SettingsError(
+                "max_terms", f"need 2 <= min_terms <= max_terms <= 10, got {self.min_terms}, {self.max_terms}"
             )
         if not 1 <= self.min_digits <= self.max_digits <= 18:
-            raise ValueError(
-                f"need 1 <= min_digits <= max_digits <= 18, got {self.min_digits}, {self.max_digits}"
+            raise SettingsError(
+                "max_digits",
+                f"need 1 <= min_digits <= max_digits <= 18, got {self.min_digits}, {self.max_digits}",
             )
-        if not self.ops or set(self.ops) - {"+", "-"}:
-            raise ValueError(f"ops must be a non-empty combination of '+' and '-', got {self.ops!r}")
-        if self.num_examples < 1:
-            raise ValueError(f"num_examples must be >= 1, got {self.num_examples}")
+        if not isinstance(self.ops, str) or not self.ops or set(self.ops) - {"+", "-"}:
+            raise SettingsError("ops", f"must be a non-empty combination of '+' and '-', got {self.ops!r}")
+        if not 1 <= self.num_examples <= MAX_EXAMPLES:
+            raise SettingsError("num_examples", f"must be in [1, {MAX_EXAMPLES}], got {self.num_examples}")
 
 
 def settings_from_fields(values: dict) -> Settings:
     """Settings from taskset fields (as written in a TOML table); unknown names are an error."""
     known = {f.name for f in fields(Settings)}
-    unknown = sorted(set(values) - known)
-    if unknown:
-        raise ValueError(f"unknown autorl-arithmetic field(s) {unknown}; valid fields: {sorted(known)}")
+    for name in sorted(set(values) - known):
+        raise SettingsError(name, f"unknown autorl-arithmetic field; valid fields: {sorted(known)}")
     return Settings(**values)
 
 

@@ -34,6 +34,15 @@ class GSM8KDataError(RuntimeError):
     """The data could not be loaded (no hub, bad data_path)."""
 
 
+class SettingsError(ValueError):
+    """A taskset field with a bad value or name; ``field`` names it (autorl's config check shows its line)."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(f"{field}: {message}")
+        self.field = field
+        self.message = message
+
+
 @dataclass(frozen=True)
 class Settings:
     """The taskset fields (the verifiers TasksetConfig declares the same ones, same defaults)."""
@@ -46,15 +55,19 @@ class Settings:
 
     def __post_init__(self) -> None:
         if self.split not in SPLITS:
-            raise ValueError(f"split must be one of {SPLITS}, got {self.split!r}")
+            raise SettingsError("split", f"must be one of {SPLITS}, got {self.split!r}")
+        if self.data_path is not None and (not isinstance(self.data_path, str) or not self.data_path):
+            raise SettingsError("data_path", f"must be a non-empty path string, got {self.data_path!r}")
+        n = self.num_examples
+        if not isinstance(n, int) or isinstance(n, bool) or not (n == -1 or n >= 1):
+            raise SettingsError("num_examples", f"must be -1 (the whole split) or a count >= 1, got {n!r}")
 
 
 def settings_from_fields(values: dict) -> Settings:
     """Settings from taskset fields (as written in a TOML table); unknown names are an error."""
     known = {f.name for f in fields(Settings)}
-    unknown = sorted(set(values) - known)
-    if unknown:
-        raise ValueError(f"unknown autorl-gsm8k field(s) {unknown}; valid fields: {sorted(known)}")
+    for name in sorted(set(values) - known):
+        raise SettingsError(name, f"unknown autorl-gsm8k field; valid fields: {sorted(known)}")
     return Settings(**values)
 
 

@@ -1,0 +1,68 @@
+"""Range-checked argparse types: every numeric flag is finite and bounded, every text flag non-empty.
+
+    p.add_argument("--budget", type=positive_float(86_400), help=...)
+    p.add_argument("--trials", type=positive_int(10_000), help=...)
+
+A bad value ends in argparse's usage line plus `argument --budget: must be a finite number in (0, 86400],
+got 'nan'` (exit 2), before anything runs. Shared by the `autorl` commands and run.py's parser.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+from collections.abc import Callable
+
+
+def _fmt(x: float) -> str:
+    return f"{x:g}"
+
+
+def float_in(low: float, high: float, low_open: bool = True) -> Callable[[str], float]:
+    """A finite float in (low, high] (or [low, high] with low_open=False)."""
+    bounds = f"{'(' if low_open else '['}{_fmt(low)}, {_fmt(high)}]"
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"must be a number in {bounds}, got {text!r}") from None
+        if not math.isfinite(value) or value > high or value < low or (low_open and value == low):
+            raise argparse.ArgumentTypeError(f"must be a finite number in {bounds}, got {text!r}")
+        return value
+
+    parse.__name__ = "float"
+    return parse
+
+
+def int_in(low: int, high: int) -> Callable[[str], int]:
+    """An integer in [low, high]."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"must be an integer in [{low}, {high}], got {text!r}") from None
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"must be an integer in [{low}, {high}], got {text!r}")
+        return value
+
+    parse.__name__ = "int"
+    return parse
+
+
+def positive_float(maximum: float) -> Callable[[str], float]:
+    """A finite float in (0, maximum]."""
+    return float_in(0.0, maximum)
+
+
+def positive_int(maximum: int) -> Callable[[str], int]:
+    """An integer in [1, maximum]."""
+    return int_in(1, maximum)
+
+
+def nonempty_str(text: str) -> str:
+    """Text with something in it besides whitespace."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("must not be empty")
+    return text
