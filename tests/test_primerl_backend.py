@@ -16,19 +16,19 @@ import pytest
 
 from autorl.llm.config import load_train_config
 from autorl.llm.primerl import backend as primerl
-from autorl.llm.primerl.backend import (
-    NOT_FOUND,
-    PrimeRLBackend,
+from autorl.llm.primerl import install as primerl_install
+from autorl.llm.primerl.backend import PrimeRLBackend
+from autorl.llm.primerl.follow import (
+    COMPONENTS,
     PrimeRLFollower,
-    PrimeRLNotFound,
     attribute_crash,
-    latest_stable_broadcast,
     merge_metrics,
+    our_row,
     parse_step_line,
-    render,
-    to_toml,
-    unknown_keys,
 )
+from autorl.llm.primerl.install import NOT_FOUND, PrimeRLNotFound, find_prime_rl, locate_prime_rl
+from autorl.llm.primerl.render import render, to_toml, unknown_keys
+from autorl.llm.primerl.weights import latest_stable_broadcast
 from autorl.llm.schema import is_primerl_key
 from autorl.tomlcheck import ConfigError
 
@@ -80,7 +80,7 @@ def _isolated(tmp_path, monkeypatch):
         monkeypatch.delenv(var, raising=False)
     for var in [v for v in os.environ if v.startswith("FAKE_RL_")]:
         monkeypatch.delenv(var)
-    monkeypatch.setattr(primerl, "_warned", set())
+    monkeypatch.setattr(primerl_install, "_warned", set())
 
 
 @pytest.fixture
@@ -226,7 +226,7 @@ def test_check_rejects_a_key_outside_the_pinned_schema(tmp_path):
 
 def test_not_found_message_and_dry_run_note(tmp_path):
     backend = PrimeRLBackend()
-    assert primerl.locate_prime_rl() is None
+    assert locate_prime_rl() is None
     assert backend.availability_note() == NOT_FOUND
     assert "--prime-rl PATH" in NOT_FOUND and "PRIME_RL_DIR" in NOT_FOUND
     cfg = arithmetic_config(tmp_path)
@@ -240,13 +240,13 @@ def test_not_found_message_and_dry_run_note(tmp_path):
 
 
 def test_find_prime_rl_checks_layout_and_commit(tmp_path, fake_prime, capsys):
-    assert primerl.find_prime_rl(tmp_path / "nowhere") is None
+    assert find_prime_rl(tmp_path / "nowhere") is None
     empty = tmp_path / "empty"
     empty.mkdir()
-    assert primerl.find_prime_rl(empty) is None
+    assert find_prime_rl(empty) is None
     assert "uv sync --all-extras" in capsys.readouterr().err
 
-    prime = primerl.find_prime_rl(None)  # from $PRIME_RL_DIR
+    prime = find_prime_rl(None)  # from $PRIME_RL_DIR
     assert prime is not None and prime.rl == fake_prime / ".venv" / "bin" / "rl"
     assert prime.commit is None and not prime.supported
     assert "not a git checkout" in capsys.readouterr().err
@@ -254,7 +254,7 @@ def test_find_prime_rl_checks_layout_and_commit(tmp_path, fake_prime, capsys):
     git = ["git", "-C", str(fake_prime), "-c", "user.email=t@t", "-c", "user.name=t"]
     subprocess.run([*git, "init", "-q"], check=True)
     subprocess.run([*git, "commit", "-q", "--allow-empty", "-m", "x"], check=True)
-    prime = primerl.find_prime_rl(str(fake_prime))
+    prime = find_prime_rl(str(fake_prime))
     assert prime is not None and prime.commit and len(prime.commit) == 40
     assert not prime.supported and "not the supported 559b447" in capsys.readouterr().err
 
@@ -319,8 +319,8 @@ def test_install_environments_uses_no_deps_and_pins_prime_rls_packages(tmp_path,
             calls[-1].append(Path(cmd[cmd.index("--constraint") + 1]).read_text())
         return Done()
 
-    prime = primerl.find_prime_rl(str(fake_prime))
-    primerl.install_environments(prime, run=run)
+    prime = find_prime_rl(str(fake_prime))
+    primerl_install.install_environments(prime, run=run)
     install = calls[0]
     assert install[1:3] == ["pip", "install"] and "--no-deps" in install
     assert str(prime.python) in install
@@ -390,11 +390,11 @@ def test_metrics_merge_by_step_keeps_both_step_times():
     merged = merge_metrics([orchestrator_row(1, 0.25), *trainer_rows(1, 0.5), orchestrator_row(2, 0.5)])
     assert sorted(merged) == [1, 2]
     assert merged[1]["trainer/time/step"] == 2.0 and merged[1]["orchestrator/time/step"] == 9.0
-    row = primerl.our_row(1, merged[1])
+    row = our_row(1, merged[1])
     shape = {"step": 1, "reward_mean": 0.25, "loss": 0.5, "lr": 3e-6, "seconds": 2.0, "samples_per_s": 128.0}
     assert row.items() >= shape.items()  # the embedded backend's keys, plus the same-named extras
     assert row["grad_norm"] == 0.3 and row["peak_memory_gb"] == 10.0
-    assert primerl.our_row(2, merged[2])["loss"] is None  # the trainer has not finished step 2 yet
+    assert our_row(2, merged[2])["loss"] is None  # the trainer has not finished step 2 yet
 
 
 def test_follower_emits_trainer_steps_and_copies_complete_steps(tmp_path):
@@ -482,7 +482,7 @@ def write_logs(prime_dir: Path, tracebacks: dict[str, str]) -> Path:
     logs = prime_dir / "logs" / "attempt_1"
     logs.mkdir(parents=True)
     (prime_dir / "logs" / "latest").symlink_to("attempt_1")
-    for i, component in enumerate(primerl.COMPONENTS):
+    for i, component in enumerate(COMPONENTS):
         text = f"12:00:0{i}    INFO {component} started\n"
         if component in tracebacks:
             text += f'Traceback (most recent call last):\n  File "x.py", line 1\n{tracebacks[component]}\n'
