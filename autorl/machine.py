@@ -8,6 +8,7 @@ import platform
 import shutil
 import subprocess
 import sys
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -33,7 +34,7 @@ class Machine:
     cpus: int
     ram_gb: float
     gpus: list[Gpu] = field(default_factory=list)
-    prime_rl: dict[str, Any] | None = None  # dir, python, rl, commit, version (see backends.primerl)
+    prime_rl: dict[str, Any] | None = None  # dir, python, rl, commit, version (autorl.llm.primerl.install)
     backend: str = "embedded"  # the backend `--backend auto` picks
     model_name: str | None = None  # the model prepared for train.toml (harness-owned from here on)
     model_path: str | None = None  # where its weights are (local dir)
@@ -48,27 +49,37 @@ class Machine:
         return cls(**{**data, "gpus": gpus})
 
 
+def nvidia_smi(query: str, fields: Sequence[str]) -> list[list[str]] | None:
+    """`nvidia-smi --query-<query>=<fields>` as rows of stripped values (no CUDA context is created).
+
+    query is `gpu` (one row per GPU) or `compute-apps` (one row per process holding GPU memory); None where
+    nvidia-smi is absent or fails. The one place nvidia-smi is called.
+    """
+    if shutil.which("nvidia-smi") is None:
+        return None
+    try:
+        out = subprocess.run(
+            ["nvidia-smi", f"--query-{query}={','.join(fields)}", "--format=csv,noheader,nounits"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=True,
+        ).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return [[part.strip() for part in line.split(",")] for line in out.strip().splitlines() if line.strip()]
+
+
 def detect_gpus() -> list[Gpu]:
-    """GPUs via nvidia-smi when present (no CUDA context created), else via torch."""
-    if shutil.which("nvidia-smi"):
+    """GPUs via nvidia-smi when present, else via torch."""
+    rows = nvidia_smi("gpu", ["index", "name", "memory.total", "memory.free"])
+    if rows is not None:
         try:
-            out = subprocess.run(
-                [
-                    "nvidia-smi",
-                    "--query-gpu=index,name,memory.total,memory.free",
-                    "--format=csv,noheader,nounits",
-                ],
-                capture_output=True,
-                text=True,
-                timeout=30,
-                check=True,
-            ).stdout
-            gpus = []
-            for line in out.strip().splitlines():
-                idx, name, total, free = (part.strip() for part in line.split(","))
-                gpus.append(Gpu(int(idx), name, round(float(total) / 1024, 1), round(float(free) / 1024, 1)))
-            return gpus
-        except (subprocess.SubprocessError, ValueError):
+            return [
+                Gpu(int(idx), name, round(float(total) / 1024, 1), round(float(free) / 1024, 1))
+                for idx, name, total, free in rows
+            ]
+        except ValueError:
             pass
     try:
         import torch

@@ -101,7 +101,7 @@ def prepare_data(cfg_sources: list[tuple[str, dict]], eval_envs: list[tuple[str,
 def find_prime_rl(explicit: str | None) -> dict | None:
     from dataclasses import asdict
 
-    from autorl.llm.primerl import backend as primerl
+    from autorl.llm.primerl import install as primerl
 
     prime = primerl.find_prime_rl(explicit)
     return None if prime is None else {k: str(v) for k, v in asdict(prime).items()}
@@ -145,7 +145,7 @@ def prepare(config: Path, prime_rl_dir: str | None = None, skip_model: bool = Fa
         raise PrepareError("data missing:\n  " + "\n  ".join(problems))
 
     if machine.prime_rl and machine.backend == "prime-rl":
-        from autorl.llm.primerl import backend as primerl
+        from autorl.llm.primerl import install as primerl
 
         say("installing autorl's environments into prime-rl's environment")
         try:

@@ -341,15 +341,34 @@ def _kill_everything(proc: subprocess.Popen[str], pgid: int, tree: _Tree) -> int
     tree.refresh()
     survivors = [p for p in tree.alive() if p.pid != proc.pid]
     _signal_group(pgid, signal.SIGKILL)
-    for p in survivors:
-        try:
-            p.kill()
-        except psutil.Error:
-            pass
-    psutil.wait_procs(survivors, timeout=5)
+    kill_processes(survivors)
     try:
         proc.wait(timeout=10)
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.wait()
     return len(survivors)
+
+
+def kill_processes(procs: list[psutil.Process], timeout_s: float = 5.0) -> None:
+    """SIGKILL each process (gone ones are skipped) and wait up to timeout_s for them to go."""
+    for p in procs:
+        try:
+            p.kill()
+        except psutil.Error:
+            pass
+    psutil.wait_procs(procs, timeout=timeout_s)
+
+
+def processes_with_env(name: str, value: str) -> list[psutil.Process]:
+    """Live processes whose environment has name=value: a marker a launcher puts in its child's environment
+    finds every process of that run afterwards, a grandchild that left the process group included. Other
+    users' processes (whose environment cannot be read) are skipped."""
+    found = []
+    for proc in psutil.process_iter(["pid"]):
+        try:
+            if proc.environ().get(name) == value and proc.status() != psutil.STATUS_ZOMBIE:
+                found.append(proc)
+        except (psutil.Error, OSError):
+            continue  # gone, or another user's process
+    return found

@@ -427,6 +427,7 @@ REFUSED_CASES = [
     ("[orchestrator.model.client]\nbase_url = 'http://x'", "orchestrator.model", "base_url"),
     ("[orchestrator.renderer]\nname = 'qwen3'", "orchestrator.renderer", "renderer"),
     ("[tokenizer]\nname = 'x'", "tokenizer", "owned by the harness"),
+    ("[orchestrator]\nenv_server_base_port = 6000", "orchestrator.env_server_base_port", "per seed"),
     ('[orchestrator.algo]\ntype = "opd"', "orchestrator.algo.type", "teacher"),
 ]
 

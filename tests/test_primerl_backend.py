@@ -14,21 +14,22 @@ from pathlib import Path
 
 import pytest
 
+from autorl.backend import WHOLE_MACHINE, Slot
 from autorl.llm.config import load_train_config
 from autorl.llm.primerl import backend as primerl
-from autorl.llm.primerl.backend import (
-    NOT_FOUND,
-    PrimeRLBackend,
+from autorl.llm.primerl import install as primerl_install
+from autorl.llm.primerl.backend import PrimeRLBackend
+from autorl.llm.primerl.follow import (
+    COMPONENTS,
     PrimeRLFollower,
-    PrimeRLNotFound,
     attribute_crash,
-    latest_stable_broadcast,
     merge_metrics,
+    our_row,
     parse_step_line,
-    render,
-    to_toml,
-    unknown_keys,
 )
+from autorl.llm.primerl.install import NOT_FOUND, PrimeRLNotFound, find_prime_rl, locate_prime_rl
+from autorl.llm.primerl.render import render, to_toml, unknown_keys
+from autorl.llm.primerl.weights import latest_stable_broadcast
 from autorl.llm.schema import is_primerl_key
 from autorl.tomlcheck import ConfigError
 
@@ -80,7 +81,7 @@ def _isolated(tmp_path, monkeypatch):
         monkeypatch.delenv(var, raising=False)
     for var in [v for v in os.environ if v.startswith("FAKE_RL_")]:
         monkeypatch.delenv(var)
-    monkeypatch.setattr(primerl, "_warned", set())
+    monkeypatch.setattr(primerl_install, "_warned", set())
 
 
 @pytest.fixture
@@ -226,7 +227,7 @@ def test_check_rejects_a_key_outside_the_pinned_schema(tmp_path):
 
 def test_not_found_message_and_dry_run_note(tmp_path):
     backend = PrimeRLBackend()
-    assert primerl.locate_prime_rl() is None
+    assert locate_prime_rl() is None
     assert backend.availability_note() == NOT_FOUND
     assert "--prime-rl PATH" in NOT_FOUND and "PRIME_RL_DIR" in NOT_FOUND
     cfg = arithmetic_config(tmp_path)
@@ -240,13 +241,13 @@ def test_not_found_message_and_dry_run_note(tmp_path):
 
 
 def test_find_prime_rl_checks_layout_and_commit(tmp_path, fake_prime, capsys):
-    assert primerl.find_prime_rl(tmp_path / "nowhere") is None
+    assert find_prime_rl(tmp_path / "nowhere") is None
     empty = tmp_path / "empty"
     empty.mkdir()
-    assert primerl.find_prime_rl(empty) is None
+    assert find_prime_rl(empty) is None
     assert "uv sync --all-extras" in capsys.readouterr().err
 
-    prime = primerl.find_prime_rl(None)  # from $PRIME_RL_DIR
+    prime = find_prime_rl(None)  # from $PRIME_RL_DIR
     assert prime is not None and prime.rl == fake_prime / ".venv" / "bin" / "rl"
     assert prime.commit is None and not prime.supported
     assert "not a git checkout" in capsys.readouterr().err
@@ -254,7 +255,7 @@ def test_find_prime_rl_checks_layout_and_commit(tmp_path, fake_prime, capsys):
     git = ["git", "-C", str(fake_prime), "-c", "user.email=t@t", "-c", "user.name=t"]
     subprocess.run([*git, "init", "-q"], check=True)
     subprocess.run([*git, "commit", "-q", "--allow-empty", "-m", "x"], check=True)
-    prime = primerl.find_prime_rl(str(fake_prime))
+    prime = find_prime_rl(str(fake_prime))
     assert prime is not None and prime.commit and len(prime.commit) == 40
     assert not prime.supported and "not the supported 559b447" in capsys.readouterr().err
 
@@ -319,8 +320,8 @@ def test_install_environments_uses_no_deps_and_pins_prime_rls_packages(tmp_path,
             calls[-1].append(Path(cmd[cmd.index("--constraint") + 1]).read_text())
         return Done()
 
-    prime = primerl.find_prime_rl(str(fake_prime))
-    primerl.install_environments(prime, run=run)
+    prime = find_prime_rl(str(fake_prime))
+    primerl_install.install_environments(prime, run=run)
     install = calls[0]
     assert install[1:3] == ["pip", "install"] and "--no-deps" in install
     assert str(prime.python) in install
@@ -390,11 +391,11 @@ def test_metrics_merge_by_step_keeps_both_step_times():
     merged = merge_metrics([orchestrator_row(1, 0.25), *trainer_rows(1, 0.5), orchestrator_row(2, 0.5)])
     assert sorted(merged) == [1, 2]
     assert merged[1]["trainer/time/step"] == 2.0 and merged[1]["orchestrator/time/step"] == 9.0
-    row = primerl.our_row(1, merged[1])
+    row = our_row(1, merged[1])
     shape = {"step": 1, "reward_mean": 0.25, "loss": 0.5, "lr": 3e-6, "seconds": 2.0, "samples_per_s": 128.0}
     assert row.items() >= shape.items()  # the embedded backend's keys, plus the same-named extras
     assert row["grad_norm"] == 0.3 and row["peak_memory_gb"] == 10.0
-    assert primerl.our_row(2, merged[2])["loss"] is None  # the trainer has not finished step 2 yet
+    assert our_row(2, merged[2])["loss"] is None  # the trainer has not finished step 2 yet
 
 
 def test_follower_emits_trainer_steps_and_copies_complete_steps(tmp_path):
@@ -482,7 +483,7 @@ def write_logs(prime_dir: Path, tracebacks: dict[str, str]) -> Path:
     logs = prime_dir / "logs" / "attempt_1"
     logs.mkdir(parents=True)
     (prime_dir / "logs" / "latest").symlink_to("attempt_1")
-    for i, component in enumerate(primerl.COMPONENTS):
+    for i, component in enumerate(COMPONENTS):
         text = f"12:00:0{i}    INFO {component} started\n"
         if component in tracebacks:
             text += f'Traceback (most recent call last):\n  File "x.py", line 1\n{tracebacks[component]}\n'
@@ -702,3 +703,208 @@ def test_render_makes_a_relative_data_path_absolute(tmp_path, monkeypatch):
     out = render(data, tmp_path / "run", seed=0)
     taskset = out["orchestrator"]["train"]["source"][0]["env"]["taskset"]
     assert taskset["data_path"] == str((tmp_path / "data" / "gsm8k").resolve())
+
+
+# ----------------------------------------------------------------------------------------------------
+# Seeds side by side: slots (GPU pairs, seeds per pair, ports, vLLM memory share)
+# ----------------------------------------------------------------------------------------------------
+
+# Published shapes (config.json) of a 0.6B, a 1.5B and a 7B model (Qwen3-0.6B, Qwen2.5-1.5B, Qwen2.5-7B).
+QWEN3_0_6B = dict(
+    hidden_size=1024,
+    num_hidden_layers=28,
+    intermediate_size=3072,
+    vocab_size=151936,
+    num_attention_heads=16,
+    num_key_value_heads=8,
+    head_dim=128,
+    tie_word_embeddings=True,
+)
+QWEN25_1_5B = dict(
+    hidden_size=1536,
+    num_hidden_layers=28,
+    intermediate_size=8960,
+    vocab_size=151936,
+    num_attention_heads=12,
+    num_key_value_heads=2,
+    tie_word_embeddings=True,
+)
+QWEN25_7B = dict(
+    hidden_size=3584,
+    num_hidden_layers=28,
+    intermediate_size=18944,
+    vocab_size=152064,
+    num_attention_heads=28,
+    num_key_value_heads=4,
+    tie_word_embeddings=False,
+)
+
+
+def described_machine(n_gpus: int, memory_gb: float, cpus: int = 64):
+    from autorl.machine import Gpu, Machine
+
+    gpus = [Gpu(i, "H100", memory_gb) for i in range(n_gpus)]
+    return Machine(python="3.12", platform="Linux x86_64", torch=None, cpus=cpus, ram_gb=512.0, gpus=gpus)
+
+
+def model_config_dir(tmp_path: Path, shape: dict) -> Path:
+    """A model directory with only config.json: the parameter count comes from the shape."""
+    model = tmp_path / "models" / str(shape["hidden_size"])
+    model.mkdir(parents=True)
+    (model / "config.json").write_text(json.dumps({"model_type": "qwen2", **shape}))
+    return model
+
+
+def test_parameter_counts_from_safetensors_headers_and_from_config(tmp_path):
+    from autorl.llm.primerl.slots import config_parameters, model_parameters, safetensors_parameters
+
+    tensors = tiny_model(tmp_path / "tiny")
+    assert safetensors_parameters(tmp_path / "tiny") == sum(t.size for t in tensors.values())
+    assert model_parameters(str(tmp_path / "tiny")) == sum(t.size for t in tensors.values())
+    # the published sizes: 0.6B (0.44B without embeddings), 1.5B (1.31B without), 7.6B
+    assert 0.58e9 < config_parameters(QWEN3_0_6B) < 0.62e9
+    assert 1.50e9 < config_parameters(QWEN25_1_5B) < 1.56e9
+    assert 7.5e9 < config_parameters(QWEN25_7B) < 7.7e9
+    assert config_parameters({"hidden_size": 8}) is None
+    assert model_parameters("Org/not-on-this-machine") is None
+
+
+def test_eight_gpus_give_four_pairs_with_distinct_ports(tmp_path):
+    from autorl.llm.primerl.render import PORT_STRIDE
+
+    cfg = arithmetic_config(tmp_path, model=str(model_config_dir(tmp_path, QWEN25_7B)))
+    plan = PrimeRLBackend().plan_slots(cfg, described_machine(8, 80.0))
+    assert [s.gpus for s in plan] == [(0, 1), (2, 3), (4, 5), (6, 7)]
+    assert [s.index for s in plan] == [0, 1, 2, 3] and all(s.gpu_share is None for s in plan)
+    assert [s.port for s in plan] == [8000 + PORT_STRIDE * i for i in range(4)]
+
+
+def test_a_small_model_shares_a_pair_and_a_big_one_does_not(tmp_path):
+    backend = PrimeRLBackend()
+    small = arithmetic_config(tmp_path, model=str(model_config_dir(tmp_path, QWEN25_1_5B)))
+    big = arithmetic_config(tmp_path, model=str(model_config_dir(tmp_path, QWEN25_7B)))
+    two_80gb = described_machine(2, 80.0)
+    plan = backend.plan_slots(small, two_80gb)
+    k = len(plan)
+    assert k >= 2 and all(s.gpus == (0, 1) for s in plan)  # 1.5B x 18 bytes + margin < half of 72 GB
+    assert all(s.gpu_share == pytest.approx(1 / k) for s in plan)
+    assert len({s.port for s in plan}) == k
+    assert backend.plan_slots(big, two_80gb) == [Slot(index=0, gpus=(0, 1), port=8000)]  # k = 1
+    assert len(backend.plan_slots(small, described_machine(2, 24.0))) == 1  # less memory: no sharing
+    # every seed needs its cores: 16 CPUs over 4 pairs leave one seed per pair
+    assert len(backend.plan_slots(small, described_machine(8, 80.0, cpus=16))) == 4
+    # fewer than 2 GPUs: the whole machine
+    assert backend.plan_slots(small, described_machine(1, 80.0)) == [WHOLE_MACHINE]
+
+
+def test_seeds_per_pair_override_and_unknown_model(tmp_path, monkeypatch):
+    backend = PrimeRLBackend()
+    # a hub name not on this machine: size unknown, one seed per pair
+    cfg = arithmetic_config(tmp_path, model="Org/not-on-this-machine")
+    assert len(backend.plan_slots(cfg, described_machine(2, 80.0))) == 1
+    monkeypatch.setenv("AUTORL_PRIMERL_SEEDS_PER_PAIR", "3")
+    monkeypatch.setenv("AUTORL_PRIMERL_PORT", "9000")
+    plan = backend.plan_slots(cfg, described_machine(4, 80.0))
+    # across pairs first: slots 0 and 1 on different pairs
+    assert [s.gpus for s in plan] == [(0, 1), (2, 3)] * 3
+    assert [s.port for s in plan] == [9000, 9100, 9200, 9300, 9400, 9500]
+    assert all(s.gpu_share == pytest.approx(1 / 3) for s in plan)
+    monkeypatch.setenv("AUTORL_PRIMERL_SEEDS_PER_PAIR", "0")
+    with pytest.raises(ValueError, match="AUTORL_PRIMERL_SEEDS_PER_PAIR"):
+        backend.plan_slots(cfg, described_machine(2, 80.0))
+
+
+def test_launch_in_a_slot_renders_its_ports_memory_share_and_gpus(tmp_path, fake_prime, monkeypatch):
+    log = tmp_path / "dry-runs.log"
+    monkeypatch.setenv("FAKE_RL_DRY_RUN_LOG", str(log))
+    monkeypatch.setenv("AUTORL_PRIMERL_SEEDS_PER_PAIR", "2")
+    backend = PrimeRLBackend()
+    cfg = arithmetic_config(tmp_path)
+    plan = backend.plan_slots(cfg, described_machine(8, 80.0))
+    slot = plan[5]  # the second seed on pair (2, 3)
+    assert slot.gpus == (2, 3) and slot.gpu_share == 0.5
+    run_dir = tmp_path / "runs" / "r" / "seed-5"
+    launch = backend.launch(cfg, run_dir, seed=5, slot=slot)
+    assert log.read_text().count("\n") == 1  # the double's `rl --dry-run` accepted every rendered key
+    assert launch.env["CUDA_VISIBLE_DEVICES"] == "2,3"
+    out = tomllib.loads((run_dir / primerl.RENDERED_FILE).read_text())
+    assert unknown_keys(out) == []
+    port = slot.port
+    assert port == 8500 and out["inference"]["server"]["port"] == port
+    assert out["orchestrator"]["model"]["client"]["base_url"] == f"http://localhost:{port}/v1"
+    transport = {"type": "zmq", "port": port + 10}  # prime-rl binds port and port + 1
+    assert out["orchestrator"]["rollout_transport"] == out["trainer"]["rollout_transport"] == transport
+    assert out["orchestrator"]["env_server_base_port"] == port + 20
+    assert out["inference"]["vllm"]["gpu_memory_utilization"] == 0.45  # half of prime-rl's default 0.9
+    assert json.loads((run_dir / primerl.LAUNCH_FILE).read_text())["slot"]["port"] == port
+
+
+def test_launch_on_the_whole_machine_renders_what_resolve_does(tmp_path, fake_prime):
+    """The default slot adds nothing: the rendered file is the golden-file rendering."""
+    backend = PrimeRLBackend()
+    cfg = load(tmp_path, DEFAULT_TOML)
+    run_dir = tmp_path / "runs" / "r1" / "seed-0"
+    backend.launch(cfg, run_dir, seed=1234)
+    text = (run_dir / primerl.RENDERED_FILE).read_text().replace(str(tmp_path.resolve()), "<ROOT>")
+    assert text == (GOLDEN / "primerl-default.toml").read_text()
+
+
+def free_base_port() -> int:
+    """A base port whose two slots' ports (vLLM, transport and transport + 1, env server) are all free."""
+    import socket
+
+    for base in range(20000, 60000, 1000):
+        ports = [base + s * 100 + offset for s in (0, 1) for offset in (0, 10, 11, 20)]
+        try:
+            for port in ports:
+                with socket.socket() as sock:
+                    sock.bind(("127.0.0.1", port))
+        except OSError:
+            continue
+        return base
+    pytest.skip("no free port range")
+
+
+def run_side_by_side(tmp_path: Path, slots: list, name: str) -> list:
+    """Two seeds of the test double at once (each in its slot) under the budget; their results."""
+    import threading
+
+    from autorl.process import BudgetSpec, run_budgeted
+
+    backend, cfg = PrimeRLBackend(), arithmetic_config(tmp_path)
+    spec = BudgetSpec(budget_s=1.5, startup_cap_s=30.0, hang_s=30.0, grace_s=5.0)
+    results: dict[int, object] = {}
+    launches = [
+        backend.launch(cfg, tmp_path / "runs" / name / f"seed-{i}", seed=i, slot=slot)
+        for i, slot in enumerate(slots)
+    ]
+
+    def one(i: int) -> None:
+        results[i] = run_budgeted(launches[i], tmp_path / "runs" / name / f"seed-{i}" / "run.log", spec)
+
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(len(slots))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert all(primerl.run_processes(launch.env["PRL_RUN_ID"]) == [] for launch in launches)
+    return [results[i] for i in range(len(slots))]
+
+
+def test_two_slots_run_side_by_side_without_port_collisions(tmp_path, fake_prime, monkeypatch):
+    monkeypatch.setenv("FAKE_RL_BIND_PORTS", "1")  # the double holds every port a real run opens
+    monkeypatch.setenv("FAKE_RL_STEP_S", "0.05")
+    monkeypatch.setenv("AUTORL_PRIMERL_PORT", str(free_base_port()))
+    monkeypatch.setenv("AUTORL_PRIMERL_SEEDS_PER_PAIR", "2")
+    plan = PrimeRLBackend().plan_slots(arithmetic_config(tmp_path), described_machine(2, 80.0))
+    results = run_side_by_side(tmp_path, plan, "slots")
+    assert [r.stop_reason for r in results] == ["budget", "budget"]
+    assert all(r.status == "ok" and r.steps >= 1 for r in results)
+    # the control: the same two seeds on the whole machine share every port and die of it (the one that
+    # binds a port second; with both starting at once each may lose a different port)
+    results = run_side_by_side(tmp_path, [WHOLE_MACHINE, WHOLE_MACHINE], "same-ports")
+    crashed = [i for i, r in enumerate(results) if r.status == "crash"]
+    assert crashed
+    for i in crashed:
+        outcome = PrimeRLBackend().collect(None, tmp_path / "runs" / "same-ports" / f"seed-{i}")
+        assert "Address already in use" in outcome.extras["failed_log_tail"][-1]

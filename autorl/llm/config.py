@@ -35,6 +35,7 @@ REFUSED: dict[str, str] = {
     "inference": f"{_HARNESS}: the harness starts and configures vLLM",
     "**.weight_broadcast": f"{_HARNESS}: weights are broadcast to disk so the eval always finds the latest",
     "**.rollout_transport": f"{_HARNESS}: process plumbing between orchestrator and trainer",
+    "orchestrator.env_server_base_port": f"{_HARNESS}: ports are assigned per seed (seeds run side by side)",
     "**.monitors": f"{_HARNESS}: metrics go to the run directory's metrics.jsonl",
     "**.ckpt": f"{_HARNESS}: weights are saved by the harness; checkpoints would write outside the run",
     "**.resume": f"{_HARNESS}: every trial starts from the prepared base model",
