@@ -4,7 +4,6 @@ run dir, crash and timeout recording, invalid configs, the dirty-harness refusal
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import sys
 import time
@@ -12,27 +11,13 @@ import tomllib
 from pathlib import Path
 
 import pytest
-from fakes.fake_backend import FakeBackend
+from fakes.fake_backend import TRAIN_TOML, FakeBackend
 
 from autorl import trial
 from autorl.ledger import Ledger
 from autorl.llm.track import LLMTrack
-from autorl.machine import Machine, save_machine
 
 REPO = Path(__file__).resolve().parent.parent
-
-TRAIN_TOML = """\
-max_steps = 100
-[model]
-name = "tiny-test-model"
-[orchestrator]
-batch_size = 8
-group_size = 4
-[[orchestrator.train.source]]
-name = "arithmetic"
-[orchestrator.train.source.env.taskset]
-id = "autorl-arithmetic"
-"""
 
 SUMMARY_KEYS = [
     "eval_score",
@@ -50,18 +35,6 @@ SUMMARY_KEYS = [
     "status",
     "run_dir",
 ]
-
-
-@pytest.fixture
-def root(tmp_path, monkeypatch):
-    monkeypatch.setenv("AUTORL_ROOT", str(tmp_path))
-    (tmp_path / "train.toml").write_text(TRAIN_TOML)
-    shutil.copyfile(REPO / "eval.toml", tmp_path / "eval.toml")
-    machine = Machine(
-        python="3", platform="test", torch=None, cpus=2, ram_gb=1.0, model_name="tiny-test-model"
-    )
-    save_machine(machine)
-    return tmp_path
 
 
 def use_backend(monkeypatch, root: Path, mode: str = "ok", quality: float = 0.6) -> None:

@@ -14,6 +14,21 @@ from typing import Any
 
 from autorl.backend import WHOLE_MACHINE, Backend, Launch, Slot, TrainOutcome
 
+# A valid train.toml for the test model the fake machine file names (no model is loaded: the backend is a
+# test double).
+TRAIN_TOML = """\
+max_steps = 100
+[model]
+name = "tiny-test-model"
+[orchestrator]
+batch_size = 8
+group_size = 4
+[[orchestrator.train.source]]
+name = "arithmetic"
+[orchestrator.train.source.env.taskset]
+id = "autorl-arithmetic"
+"""
+
 CHILD = """
 import json, signal, sys, time
 from pathlib import Path
@@ -35,6 +50,11 @@ if mode == "crash":
     print("Traceback (most recent call last):", flush=True)
     print("RuntimeError: CUDA out of memory (simulated)", flush=True)
     sys.exit(3)
+if mode == "grandchild":  # like the sampler process: a child of the trainer that dies with it
+    import subprocess
+    code = "import time, autorl.process as p; p.die_with_parent(); print('grandchild up', flush=True); "
+    code += "time.sleep(600)"
+    subprocess.Popen([sys.executable, "-c", code])
 if mode == "hang":
     emit("step", step=1, reward=0.1)
     time.sleep(600)
@@ -64,10 +84,19 @@ print(json.dumps({"eval_score": quality}))
 
 
 class FakeBackend(Backend):
+    """`slots`: how many seeds the fake machine runs at once; `modes`: a mode per seed index (else `mode`)."""
+
     name = "embedded"
 
-    def __init__(self, mode: str = "ok", quality: float = 0.6, scripts_dir: Path | None = None) -> None:
-        self.mode, self.quality = mode, quality
+    def __init__(
+        self,
+        mode: str = "ok",
+        quality: float = 0.6,
+        scripts_dir: Path | None = None,
+        slots: int = 1,
+        modes: dict[int, str] | None = None,
+    ) -> None:
+        self.mode, self.quality, self.slots, self.modes = mode, quality, slots, modes or {}
         self.dir = scripts_dir or Path.cwd()
         (self.dir / "fake_child.py").write_text(CHILD)
         (self.dir / "fake_eval.py").write_text(EVAL)
@@ -79,8 +108,12 @@ class FakeBackend(Backend):
         return {"fake": True, "mode": self.mode, "seed": seed}
 
     def launch(self, cfg: Any, run_dir: Path, seed: int, slot: Slot = WHOLE_MACHINE) -> Launch:
-        argv = [sys.executable, str(self.dir / "fake_child.py"), self.mode, str(run_dir), str(self.quality)]
-        return Launch(argv=argv, cwd=run_dir)
+        mode = self.modes.get(int(run_dir.name.removeprefix("seed-")), self.mode)
+        argv = [sys.executable, str(self.dir / "fake_child.py"), mode, str(run_dir), str(self.quality)]
+        return Launch(argv=argv, cwd=run_dir, cpus=slot.cpus)
+
+    def plan_slots(self, cfg: Any, machine: Any) -> list[Slot]:
+        return [Slot(index=i) for i in range(self.slots)]
 
     def collect(self, cfg: Any, run_dir: Path) -> TrainOutcome:
         weights = run_dir / "weights"

@@ -1,0 +1,26 @@
+"""Shared fixtures: a repo root for trials run with a test-double backend (tests/fakes/)."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+from fakes.fake_backend import TRAIN_TOML
+
+from autorl.machine import Machine, save_machine
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture
+def root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """AUTORL_ROOT in a temp dir with train.toml, the repo's eval.toml and a prepared (fake) machine file."""
+    monkeypatch.setenv("AUTORL_ROOT", str(tmp_path))
+    (tmp_path / "train.toml").write_text(TRAIN_TOML)
+    shutil.copyfile(REPO / "eval.toml", tmp_path / "eval.toml")
+    machine = Machine(
+        python="3", platform="test", torch=None, cpus=2, ram_gb=1.0, model_name="tiny-test-model"
+    )
+    save_machine(machine)
+    return tmp_path

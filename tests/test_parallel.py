@@ -1,0 +1,196 @@
+"""Seeds side by side: the slot plan, waves and the early stop across them, a crash beside a running sibling,
+signals (SIGINT/SIGTERM stop the trial and leave no process; a SIGKILLed runner takes its children along),
+and Ray (`--ray local`, classic track, no test double)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+from fakes.fake_backend import FakeBackend
+
+from autorl import trial
+from autorl.ledger import Ledger
+from autorl.llm.track import LLMTrack
+from autorl.seed import RunOptions
+from autorl.slots import plan
+from autorl.tune import parse_summary
+
+REPO = Path(__file__).resolve().parent.parent
+TESTS = Path(__file__).resolve().parent
+
+
+def use(monkeypatch, root: Path, **kw) -> FakeBackend:
+    backend = FakeBackend(scripts_dir=root, **kw)
+    monkeypatch.setattr(LLMTrack, "make_backend", lambda self, name: backend)
+    return backend
+
+
+# --- the plan ----------------------------------------------------------------------------------------------
+
+
+def test_auto_runs_as_many_seeds_as_slots_in_waves(root):
+    backend = FakeBackend(scripts_dir=root, slots=4)
+    p = plan(backend, None, RunOptions(seeds=6))
+    assert (p.parallel, p.waves, len(p.slots), p.oversubscribed) == (4, 2, 4, False)
+    assert "6 seed(s), 4 at a time (2 wave(s))" in p.describe()
+    assert plan(backend, None, RunOptions(seeds=3)).parallel == 3  # never more than the seeds
+    assert plan(backend, None, RunOptions(seeds=6, parallel=1)).waves == 6
+
+
+def test_more_parallel_than_slots_is_oversubscribed_and_unpinned(root):
+    p = plan(FakeBackend(scripts_dir=root, slots=2), None, RunOptions(seeds=6, parallel=3))
+    assert p.parallel == 3 and p.oversubscribed and all(not s.cpus for s in p.slots)
+    assert "oversubscribed" in p.describe()
+
+
+def test_ray_plan_lets_the_cluster_place_every_seed(root):
+    p = plan(FakeBackend(scripts_dir=root, slots=1), None, RunOptions(seeds=5, ray="local"))
+    assert (p.parallel, p.waves, p.where) == (5, 1, "ray local")
+
+
+@pytest.mark.parametrize("flag", [["--parallel", "0"], ["--parallel", "x"], ["--ray", " "]])
+def test_bad_parallel_flags_exit_2(root, flag):
+    with pytest.raises(SystemExit) as exc:
+        trial.main(flag)
+    assert exc.value.code == 2
+
+
+# --- trials ------------------------------------------------------------------------------------------------
+
+
+def test_two_seeds_run_side_by_side_and_the_row_records_it(root, monkeypatch, capsys):
+    use(monkeypatch, root, slots=2)
+    assert trial.main(["--budget", "1.5", "--seeds", "2"]) == 0
+    s = parse_summary(capsys.readouterr().out)
+    assert s["parallel"] == "2" and s["status"] == "ok" and len(s["seeds"].split(",")) == 2
+    run = root / s["run_dir"]
+    # seed 1 started before seed 0 had finished training
+    assert (run / "seed-1" / "resolved.json").stat().st_mtime < (
+        run / "seed-0" / "eval.jsonl"
+    ).stat().st_mtime
+    row = Ledger(root / "results.tsv").rows()[-1]
+    assert row["parallel"] == "2" and row["seeds_planned"] == "2" and row["budget"] == "1.5"
+
+
+def test_a_crashed_seed_does_not_stop_its_running_sibling(root, monkeypatch, capsys):
+    use(monkeypatch, root, slots=2, modes={1: "crash"})
+    assert trial.main(["--budget", "1.5", "--seeds", "2"]) == 1
+    out = capsys.readouterr().out
+    s = parse_summary(out)
+    assert s["status"] == "crash" and out.count("CRASH") == 1  # the crash report, once
+    pooled = [json.loads(line) for line in (root / s["run_dir"] / "eval.jsonl").read_text().splitlines()]
+    seed0 = int(s["seeds"].split(",")[0])
+    assert pooled and {r["seed"] for r in pooled} == {seed0}  # the sibling trained and was evaluated
+    assert len(Ledger(root / "results.tsv").rows()) == 1
+
+
+def test_early_stop_is_checked_after_each_wave(root, monkeypatch, capsys):
+    use(monkeypatch, root, quality=0.6)
+    trial.main(["--budget", "0.3", "--seeds", "1"])
+    Ledger(root / "results.tsv").mark("keep")
+    capsys.readouterr()
+    use(monkeypatch, root, quality=0.3, slots=2)
+    trial.main(["--budget", "0.3", "--seeds", "6"])
+    s = parse_summary(capsys.readouterr().out)
+    assert s["stopped_early"].startswith("after 2/6 seeds") and len(s["seeds"].split(",")) == 2
+
+
+# --- signals -----------------------------------------------------------------------------------------------
+
+DRIVER = """
+import sys
+from pathlib import Path
+sys.path.insert(0, {tests!r})
+from fakes.fake_backend import FakeBackend
+from autorl.llm.track import LLMTrack
+from autorl import trial
+backend = FakeBackend("grandchild", 0.6, scripts_dir=Path({root!r}), slots=2)
+LLMTrack.make_backend = lambda self, name: backend
+sys.exit(trial.main(["--seeds", "2", "--budget", "120", "--grace", "5"]))
+"""
+
+
+def start_driver(root: Path) -> tuple[subprocess.Popen[str], list[psutil.Process]]:
+    """run.py's trial with two fake seeds (each with a grandchild, like the sampler), both training."""
+    env = {**os.environ, "AUTORL_ROOT": str(root)}
+    proc = subprocess.Popen(
+        [sys.executable, "-c", DRIVER.format(tests=str(TESTS), root=str(root))],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        logs = [p.read_text() for p in (root / "runs").glob("*/seed-*/run.log")]
+        if len(logs) == 2 and all("grandchild up" in log for log in logs):  # it asked to die with its parent
+            return proc, psutil.Process(proc.pid).children(recursive=True)
+        time.sleep(0.2)
+    proc.kill()
+    raise AssertionError(f"the seeds did not start: {proc.communicate()}")
+
+
+def alive(procs: list[psutil.Process]) -> list[psutil.Process]:
+    out = []
+    for p in procs:
+        try:
+            if p.is_running() and p.status() != psutil.STATUS_ZOMBIE:
+                out.append(p)
+        except psutil.NoSuchProcess:
+            pass
+    return out
+
+
+@pytest.mark.parametrize("sig, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_a_signal_stops_the_trial_records_it_interrupted_and_leaves_no_process(root, sig, code):
+    proc, tree = start_driver(root)
+    proc.send_signal(sig)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == code, err
+    assert "Traceback" not in out + err
+    assert parse_summary(out)["status"] == "interrupted"
+    rows = Ledger(root / "results.tsv").rows()
+    assert len(rows) == 1 and rows[0]["status"] == "interrupted"
+    time.sleep(0.5)
+    assert alive(tree) == []
+    # the graceful stop let both trainers save their weights
+    assert len(list((root / "runs").glob("*/seed-*/weights/quality.txt"))) == 2
+
+
+def test_a_killed_runner_takes_its_trainers_and_their_children_along(root):
+    proc, tree = start_driver(root)
+    proc.kill()
+    proc.communicate(timeout=30)
+    deadline = time.monotonic() + 10
+    while alive(tree) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert alive(tree) == []
+
+
+# --- Ray ---------------------------------------------------------------------------------------------------
+
+
+def test_ray_local_runs_both_classic_seeds_as_ray_tasks(tmp_path):
+    pytest.importorskip("ray")
+    (tmp_path / "classic.toml").write_text("total_env_steps = 4096\nnum_envs = 8\nnum_steps = 32\n")
+    env = {**os.environ, "AUTORL_ROOT": str(tmp_path)}
+    cmd = [sys.executable, str(REPO / "run.py"), "--track", "classic", "--seeds", "2", "--ray", "local"]
+    cmd += ["--budget", "30", "--all-seeds", "--allow-dirty-harness"]
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    s = parse_summary(proc.stdout)
+    assert s["status"] == "ok" and len(s["seeds"].split(",")) == 2 and s["parallel"] == "2"
+    assert "on ray local" in proc.stdout
+    rows = Ledger(tmp_path / "results.tsv").rows()
+    assert len(rows) == 1 and rows[0]["parallel"] == "2"
+    run = tmp_path / s["run_dir"]
+    for k in (0, 1):
+        assert (run / f"seed-{k}" / "eval.jsonl").exists() and (run / f"seed-{k}" / "run.log").exists()
