@@ -35,7 +35,6 @@ class BudgetSpec:
     startup_cap_s: float = 900.0  # start-up (imports, model load, vLLM start) before the clock starts
     hang_s: float = 300.0  # no output at all for this long = hung
     grace_s: float = 30.0  # SIGTERM -> SIGKILL
-    max_steps_seen: int | None = None  # informational; the child stops itself at max_steps
 
 
 @dataclass

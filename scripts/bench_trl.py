@@ -43,7 +43,7 @@ def load_spec(config: Path):
     from autorl.llm.config import load_train_config
     from autorl.llm.embedded import build_spec
 
-    return build_spec(load_train_config(config, backend="embedded"))
+    return build_spec(load_train_config(config, backend="embedded").model)
 
 
 def bench_embedded(spec, steps: int, warmup: int, seed: int, threads: int, sampler: str) -> dict:
@@ -82,8 +82,8 @@ def bench_trl(spec, steps: int, warmup: int, seed: int, threads: int) -> dict:
     from transformers import AutoModelForCausalLM, TrainerCallback
     from trl import GRPOConfig, GRPOTrainer
 
-    from autorl.llm.embedded.train import load_tokenizer
     from autorl.llm.envs import load_env
+    from autorl.llm.eval import load_tokenizer
 
     torch.set_num_threads(threads)
     source = spec.sources[0]
