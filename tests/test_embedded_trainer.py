@@ -115,7 +115,8 @@ def make_spec(model: Path, **overrides) -> RunSpec:
         "num_threads": 1,  # tiny ops: one thread is fastest, and immune to a busy neighbour core
         "sampler": "hf",  # in-process; the hf-process sampler has its own tests
     }
-    base.update(overrides)
+    for key, value in overrides.items():  # a table (optim, loss) overrides the keys it names
+        base[key] = {**base[key], **value} if isinstance(base.get(key), dict) else value
     return RunSpec.model_validate(base)
 
 

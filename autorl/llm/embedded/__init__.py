@@ -1,8 +1,9 @@
 """The embedded backend: a one-process GRPO trainer with prime-rl's semantics (torch + transformers).
 
-``EmbeddedBackend`` turns a validated ``train.toml`` (prime-rl ``rl`` schema, see autorl.llm.config) into a
-``RunSpec`` (the flat, fully resolved settings the child runs with, written as ``resolved.json``), starts
-``python -m autorl.llm.embedded.train``, and afterwards picks the latest complete weights.
+``EmbeddedBackend`` turns the validated ``train.toml`` (``TrainConfig``, prime-rl's ``rl`` schema in
+autorl.llm.schema) into a ``RunSpec`` (the flat, fully resolved settings the child runs with; the runner
+writes it as ``resolved.json``), starts ``python -m autorl.llm.embedded.train`` on the seed's slot of the
+machine (slots.py), and afterwards picks the latest complete weights.
 
 Key by key (prime-rl 559b447 sources in brackets; details in docs/embedded.md and the modules named):
 
