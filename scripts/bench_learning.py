@@ -70,7 +70,8 @@ def main() -> None:
 
     def one_seed(seed: int) -> float:
         run_dir = out / f"seed-{seed}"
-        (run_dir / "resolved.json").parent.mkdir(parents=True, exist_ok=True)
+        run_dir.mkdir(parents=True, exist_ok=True)
+        (run_dir / "resolved.json").write_text(json.dumps(backend.resolve(cfg, run_dir, seed), indent=2))
         launch = backend.launch(cfg, run_dir, seed)
         load_before = os.getloadavg()[0]
         start = time.monotonic()
