@@ -146,7 +146,7 @@ class Trainer:
         # GPU: float32 master weights, bf16 compute (autocast); CPU: plain float32.
         self.autocast_dtype = torch.bfloat16 if self.device.type == "cuda" else None
         if self.device.type == "cuda" and spec.gpu_share < 1.0:  # k seeds share this GPU
-            torch.cuda.set_per_process_memory_fraction(spec.gpu_share, self.device)
+            torch.cuda.set_per_process_memory_fraction(spec.gpu_share, self.device.index)  # None = current
 
         self.tokenizer = load_tokenizer(spec.model_path)
         model = AutoModelForCausalLM.from_pretrained(
