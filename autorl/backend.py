@@ -81,7 +81,7 @@ class Backend(Protocol):
     def check(self, cfg: Any) -> None:
         """Raise autorl.tomlcheck.ConfigError for anything this backend cannot honour (named by key)."""
 
-    def resolve(self, cfg: Any, run_dir: Path, seed: int) -> dict[str, Any]:
+    def resolve(self, cfg: Any, run_dir: Path, seed: int, slot: Slot = WHOLE_MACHINE) -> dict[str, Any]:
         """The config the child runs with (printed by --dry-run; the runner writes it as resolved.json)."""
         ...
 
@@ -93,8 +93,11 @@ class Backend(Protocol):
         """After the child ended: pick the latest complete weights, count steps, attribute a crash."""
         ...
 
-    def eval_command(self, cfg: Any, weights_dir: Path | None, out_path: Path) -> Launch:
-        """The fixed evaluation of weights_dir (None = the untrained base model) writing out_path (JSONL)."""
+    def eval_command(
+        self, cfg: Any, weights_dir: Path | None, out_path: Path, slot: Slot = WHOLE_MACHINE
+    ) -> Launch:
+        """The fixed evaluation of weights_dir (None = the untrained base model) writing out_path (JSONL),
+        on the seed's slot (its cores / GPUs)."""
         ...
 
     def preflight(self) -> None:

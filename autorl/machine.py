@@ -94,6 +94,13 @@ def detect_gpus() -> list[Gpu]:
     return gpus
 
 
+def cpu_ids(machine: Machine) -> list[int]:
+    """The ids of the machine's cores, to pin seeds to: this process's CPU affinity when it has
+    ``machine.cpus`` cores (the machine file was written here), else ``0..cpus-1`` (a described machine)."""
+    own = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
+    return own if len(own) == machine.cpus else list(range(machine.cpus))
+
+
 def torch_version() -> str | None:
     try:
         import torch

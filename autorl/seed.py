@@ -82,11 +82,11 @@ class SeedResult:
         return max(self.child.peak_rss_gb, (self.outcome.peak_memory_gb or 0.0) if self.outcome else 0.0)
 
 
-def write_resolved(backend: Backend, cfg: Any, seed_dir: Path, seed: int) -> Path:
-    """The fully resolved config the child runs with: written here and nowhere else."""
+def write_resolved(backend: Backend, cfg: Any, seed_dir: Path, seed: int, slot: Slot = WHOLE_MACHINE) -> Path:
+    """The fully resolved config the child runs with, on its slot: written here and nowhere else."""
     seed_dir.mkdir(parents=True, exist_ok=True)
     path = seed_dir / "resolved.json"
-    path.write_text(json.dumps(backend.resolve(cfg, seed_dir, seed), indent=2, default=str) + "\n")
+    path.write_text(json.dumps(backend.resolve(cfg, seed_dir, seed, slot), indent=2, default=str) + "\n")
     return path
 
 
@@ -130,7 +130,7 @@ def run_seed(
     eval: the seed is `interrupted`.
     """
     result = SeedResult(index=index, seed=seed, dir=seed_dir, slot=slot)
-    write_resolved(backend, cfg, seed_dir, seed)
+    write_resolved(backend, cfg, seed_dir, seed, slot)
     launch = backend.launch(cfg, seed_dir, seed, slot)
     result.child = child = run_budgeted(launch, seed_dir / "run.log", spec, on_event=on_event, stop=stop)
     result.status = child.status
@@ -153,7 +153,7 @@ def run_seed(
     result.log.append(f"evaluating {result.outcome.weights_dir}")
     out = seed_dir / "eval.jsonl"
     rows, result.eval_seconds, error = run_eval(
-        backend.eval_command(cfg, result.outcome.weights_dir, out), out, seed_dir / "eval.log", stop
+        backend.eval_command(cfg, result.outcome.weights_dir, out, slot), out, seed_dir / "eval.log", stop
     )
     if stop is not None and stop:
         result.status = "interrupted"

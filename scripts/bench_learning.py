@@ -54,7 +54,7 @@ def main() -> None:
     args = ap.parse_args()
 
     cfg = load_train_config(args.config, backend="embedded")
-    require_model(build_spec(cfg).model_path)
+    require_model(build_spec(cfg.model).model_path)
     backend = EmbeddedBackend()
     backend.check(cfg)
     out = args.out or Path(tempfile.mkdtemp(prefix="bench-learning-"))

@@ -44,7 +44,7 @@ def load_spec(config: Path):
     from autorl.llm.embedded import build_spec
     from autorl.prepare import require_model
 
-    spec = build_spec(load_train_config(config, backend="embedded"))
+    spec = build_spec(load_train_config(config, backend="embedded").model)
     require_model(spec.model_path)
     return spec
 
@@ -85,8 +85,8 @@ def bench_trl(spec, steps: int, warmup: int, seed: int, threads: int) -> dict:
     from transformers import AutoModelForCausalLM, TrainerCallback
     from trl import GRPOConfig, GRPOTrainer
 
-    from autorl.llm.embedded.train import load_tokenizer
     from autorl.llm.envs import load_env
+    from autorl.llm.eval import load_tokenizer
 
     torch.set_num_threads(threads)
     source = spec.sources[0]

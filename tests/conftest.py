@@ -9,6 +9,7 @@ import pytest
 from fakes.fake_backend import TRAIN_TOML
 
 from autorl.machine import Machine, save_machine
+from autorl.seed import write_resolved as write_resolved_json
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -24,3 +25,9 @@ def root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     )
     save_machine(machine)
     return tmp_path
+
+
+@pytest.fixture
+def write_resolved():
+    """What the runner does before `backend.launch`: autorl.seed.write_resolved (its only writer)."""
+    return write_resolved_json

@@ -183,7 +183,10 @@ def start_child(tmp_path: Path, **over) -> tuple[subprocess.Popen, Path]:
     cfg = load_classic_config(write(tmp_path, "\n".join(f"{k} = {json.dumps(v)}" for k, v in over.items())))
     run_dir = tmp_path / "seed-0"
     run_dir.mkdir()
-    launch = ClassicBackend().launch(cfg, run_dir, seed=5)
+    backend = ClassicBackend()
+    # what the runner does before launch
+    (run_dir / "resolved.json").write_text(json.dumps(backend.resolve(cfg, run_dir, seed=5)))
+    launch = backend.launch(cfg, run_dir, seed=5)
     proc = subprocess.Popen(
         launch.argv, cwd=launch.cwd, env={**os.environ, **launch.env}, stdout=subprocess.PIPE, text=True
     )

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -18,21 +19,24 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+import tomlkit
 import torch
 from transformers import Qwen2ForCausalLM
 
 from autorl import progress
+from autorl.backend import Slot
+from autorl.llm.config import LoadedConfig, load_train_config
 from autorl.llm.embedded import (
     COMPLETE_MARKER,
     EmbeddedBackend,
     RunSpec,
     build_spec,
     latest_weights,
-    semantic_problems,
 )
 from autorl.llm.embedded.generation import HFSampler
 from autorl.llm.embedded.train import Sample, Trainer, available_cores
 from autorl.llm.model_builder import build_config, build_tokenizer
+from autorl.tomlcheck import ConfigError
 
 # ---------------------------------------------------------------------------------------------- fixtures
 
@@ -92,6 +96,7 @@ def make_spec(model: Path, **overrides) -> RunSpec:
         "temperature": 1.0,
         "max_completion_tokens": 6,
         "taskset_id": "count",
+        "ratio": 1.0,
     }
     source.update(overrides.pop("source", {}))
     base = {
@@ -100,13 +105,18 @@ def make_spec(model: Path, **overrides) -> RunSpec:
         "seq_len": 64,
         "batch_size": 8,
         "max_off_policy_steps": 0,
+        "filter_zero_advantages": True,
         "optim": {"lr": 1e-2},
+        "scheduler": {"type": "constant"},
+        "loss": {"type": "default"},
+        "length_penalty": None,
         "sources": [source],
         "save_interval_s": 1e9,
         "num_threads": 1,  # tiny ops: one thread is fastest, and immune to a busy neighbour core
         "sampler": "hf",  # in-process; the hf-process sampler has its own tests
     }
-    base.update(overrides)
+    for key, value in overrides.items():  # a table (optim, loss) overrides the keys it names
+        base[key] = {**base[key], **value} if isinstance(base.get(key), dict) else value
     return RunSpec.model_validate(base)
 
 
@@ -116,6 +126,39 @@ def make_trainer(model: Path, run_dir: Path, seed: int = 0, **overrides) -> Trai
 
 def metrics(run_dir: Path) -> list[dict]:
     return [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
+
+
+# ---------------------------------------------------------------------------------------------- tokenizer
+
+
+def _plain_tokenizers_model(tiny_model: Path, out: Path) -> Path:
+    """The tiny model with a tokenizer saved as a plain `tokenizers` one (tokenizer_class TokenizersBackend):
+    one token per character, spaces and newlines included."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    shutil.copytree(tiny_model, out)
+    vocab = {c: i for i, c in enumerate(["<pad>", "<eos>", " ", "\n", *map(chr, range(33, 127))])}
+    raw = Tokenizer(models.WordLevel(vocab, unk_token="<eos>"))
+    raw.pre_tokenizer = pre_tokenizers.Split("", "isolated")
+    raw.decoder = decoders.Fuse()
+    PreTrainedTokenizerFast(tokenizer_object=raw, eos_token="<eos>", pad_token="<pad>").save_pretrained(out)
+    return out
+
+
+def test_trainer_and_eval_encode_a_prompt_to_the_same_ids(tiny_model, tmp_path):
+    """The trainer learns on the ids the eval scores with, for the project's tokenizer and for one saved as a
+    plain `tokenizers` tokenizer (which transformers' AutoTokenizer would re-tokenize as Qwen2's)."""
+    from autorl.llm.eval import HFGenerator, encode_prompt
+
+    prompt = "What is 12 + 7?\nAnswer with #### N."
+    plain = _plain_tokenizers_model(tiny_model, tmp_path / "plain")
+    for model in (tiny_model, plain):
+        trainer = make_trainer(model, tmp_path / f"run-{model.name}")
+        train_ids = encode_prompt(trainer.tokenizer, prompt)
+        eval_ids = encode_prompt(HFGenerator(model, None, "cpu").tokenizer, prompt)
+        assert train_ids == eval_ids
+        assert trainer.tokenizer.decode(train_ids) == prompt  # spaces and newlines kept
 
 
 # ---------------------------------------------------------------------------------------------- sampling
@@ -334,8 +377,8 @@ def test_weights_saved_atomically_with_marker(tiny_model, tmp_path):
 # ---------------------------------------------------------------------------------------------- backend
 
 
-def _cfg(**model) -> SimpleNamespace:
-    """The shape of a LoadedConfig that build_spec reads (a dict tree in place of the pydantic model)."""
+def _cfg(tmp_path: Path, **model) -> LoadedConfig:
+    """train.toml with `model`'s dotted keys set, loaded for the embedded backend."""
     tree = {
         "model": {"name": "some/model"},
         "max_steps": 5,
@@ -360,11 +403,22 @@ def _cfg(**model) -> SimpleNamespace:
         for part in parts[:-1]:
             node = node[int(part)] if isinstance(node, list) else node[part]
         node[parts[-1]] = value
-    return SimpleNamespace(model=tree, path=Path("train.toml"))
+    path = tmp_path / "train.toml"
+    path.write_text(tomlkit.dumps(tree))
+    return load_train_config(path, backend="embedded")
 
 
-def test_build_spec_maps_prime_rl_keys():
-    spec = build_spec(_cfg())
+def _refusal(tmp_path: Path, **model) -> str:
+    """What the embedded backend refuses in this config (the loader's problems, then check()'s), or ""."""
+    try:
+        EmbeddedBackend().check(_cfg(tmp_path, **model))
+    except ConfigError as e:
+        return str(e)
+    return ""
+
+
+def test_build_spec_maps_prime_rl_keys(tmp_path):
+    spec = build_spec(_cfg(tmp_path).model)
     assert spec.optim.max_norm is None and spec.optim.lr == 1e-4
     src = spec.sources[0]
     assert (src.group_size, src.temperature, src.max_completion_tokens) == (4, 0.7, 16)
@@ -372,6 +426,7 @@ def test_build_spec_maps_prime_rl_keys():
     # Per-source overrides win.
     spec = build_spec(
         _cfg(
+            tmp_path,
             **{
                 "orchestrator.train.source": [
                     {
@@ -381,41 +436,47 @@ def test_build_spec_maps_prime_rl_keys():
                         "env": {"taskset": {"id": "t"}},
                     }
                 ]
-            }
-        )
+            },
+        ).model
     )
     assert (spec.sources[0].group_size, spec.sources[0].temperature) == (2, 1.3)
 
 
-def test_semantic_refusals_name_the_key():
-    errors, notes = semantic_problems(build_spec(_cfg(**{"trainer.loss": {"type": "custom"}})))
-    assert any("trainer.loss.type" in e and "prime-rl backend only" in e for e in errors)
-    errors, _ = semantic_problems(build_spec(_cfg(**{"orchestrator.train.sampling": {"temperature": 0.0}})))
-    assert any("temperature" in e for e in errors)
-    errors, notes = semantic_problems(build_spec(_cfg(**{"orchestrator.group_size": 1})))
-    assert not errors and any("group_size = 1" in n for n in notes)
-    errors, _ = semantic_problems(build_spec(_cfg(**{"orchestrator.batch_size": 6})))
-    assert any("orchestrator.batch_size" in e for e in errors)
-    errors, _ = semantic_problems(
-        build_spec(_cfg(**{"trainer.scheduler": {"type": "cosine"}, "max_steps": None}))
+def test_semantic_refusals_name_the_key(tmp_path):
+    # A custom loss runs arbitrary code: refused on every backend (autorl.llm.config.REFUSED).
+    assert "trainer.loss.type" in _refusal(tmp_path, **{"trainer.loss": {"type": "custom"}})
+    error = _refusal(tmp_path, **{"orchestrator.algo": {"type": "max_rl"}})
+    assert "orchestrator.algo.type" in error and "prime-rl backend only" in error
+    assert "temperature" in _refusal(tmp_path, **{"orchestrator.train.sampling": {"temperature": 0.0}})
+    with pytest.warns(UserWarning, match="group_size = 1"):
+        assert _refusal(tmp_path, **{"orchestrator.group_size": 1}) == ""
+    assert "orchestrator.batch_size" in _refusal(tmp_path, **{"orchestrator.batch_size": 6})
+    error = _refusal(tmp_path, **{"trainer.scheduler": {"type": "cosine"}, "max_steps": "None"})
+    assert "trainer.scheduler" in error
+    error = _refusal(
+        tmp_path, **{"orchestrator.train.source.0.env": {"taskset": {"id": "someone/other-env"}}}
     )
-    assert any("trainer.scheduler" in e for e in errors)
+    assert "orchestrator.train.source.0.env.taskset.id" in error and "prime-rl backend only" in error
 
 
-def test_launch_and_eval_commands(tmp_path):
+def test_launch_and_eval_commands(tmp_path, write_resolved):
     backend = EmbeddedBackend()
-    launch = backend.launch(_cfg(), tmp_path, 3)
+    cfg = _cfg(tmp_path)
+    run_dir = tmp_path / "seed-3"
+    write_resolved(backend, cfg, run_dir, 3)
+    launch = backend.launch(cfg, run_dir, 3)
     assert launch.argv[1:3] == ["-m", "autorl.llm.embedded.train"]
     assert launch.argv[-6:] == [
         "--config",
-        str(tmp_path / "resolved.json"),
+        str(run_dir / "resolved.json"),
         "--run-dir",
-        str(tmp_path),
+        str(run_dir),
         "--seed",
         "3",
     ]
-    assert RunSpec.model_validate_json((tmp_path / "resolved.json").read_text()).batch_size == 8
-    ev = backend.eval_command(_cfg(), None, tmp_path / "eval.jsonl")
+    assert launch.cpus == () and "CUDA_VISIBLE_DEVICES" not in launch.env
+    assert RunSpec.model_validate_json((run_dir / "resolved.json").read_text()).batch_size == 8
+    ev = backend.eval_command(cfg, None, tmp_path / "eval.jsonl")
     assert ev.argv[1:] == [
         "-m",
         "autorl.llm.eval",
@@ -424,8 +485,21 @@ def test_launch_and_eval_commands(tmp_path):
         "--out",
         str(tmp_path / "eval.jsonl"),
     ]
-    ev = backend.eval_command(_cfg(), tmp_path / "weights", tmp_path / "e.jsonl")
+    ev = backend.eval_command(cfg, tmp_path / "weights", tmp_path / "e.jsonl")
     assert ev.argv[ev.argv.index("--weights") + 1] == str(tmp_path / "weights")
+
+
+def test_launch_runs_the_seed_on_its_slot(tmp_path, write_resolved):
+    """The slot's cores, threads and GPU share reach the child: affinity, --threads, CUDA_VISIBLE_DEVICES."""
+    backend = EmbeddedBackend()
+    cfg = _cfg(tmp_path)
+    write_resolved(backend, cfg, tmp_path, 0)
+    launch = backend.launch(
+        cfg, tmp_path, 0, Slot(index=1, cpus=(2, 3), threads=1, gpus=(1,), gpu_share=0.25)
+    )
+    assert launch.cpus == (2, 3) and launch.env["CUDA_VISIBLE_DEVICES"] == "1"
+    argv = launch.argv
+    assert argv[argv.index("--threads") + 1] == "1" and argv[argv.index("--gpu-share") + 1] == "0.25"
 
 
 def test_shared_prompt_forward_equals_a_full_forward_per_row(tiny_model, tmp_path):
@@ -474,16 +548,15 @@ id = "autorl-arithmetic"
 """
 
 
-def test_child_saves_weights_and_exits_cleanly_on_sigterm(tiny_model, tmp_path):
+def test_child_saves_weights_and_exits_cleanly_on_sigterm(tiny_model, tmp_path, write_resolved):
     """The real child, started as the runner starts it, stopped mid-run by SIGTERM: it saves the weights of
     its last completed step (atomically, marked complete), says so, and exits 0."""
-    from autorl.llm.config import load_train_config
-
     (tmp_path / "train.toml").write_text(CHILD_TOML.format(model=tiny_model))
     cfg = load_train_config(tmp_path / "train.toml", backend="embedded")
     backend = EmbeddedBackend()
     backend.check(cfg)
     run_dir = tmp_path / "seed-0"
+    write_resolved(backend, cfg, run_dir, 0)
     launch = backend.launch(cfg, run_dir, 0)
     proc = subprocess.Popen(
         launch.argv, cwd=launch.cwd, env={**os.environ, **launch.env}, stdout=subprocess.PIPE, text=True

@@ -26,6 +26,7 @@ from autorl.classic.evaluate import (
     TRAIN_EVAL_SEED,
     eval_hash,
 )
+from autorl.machine import Machine, cpu_ids
 
 # One thread per process: small MLPs run fastest single-threaded, and torch's thread pool would otherwise
 # fight the env stepping for the cores.
@@ -38,7 +39,7 @@ class ClassicBackend(Backend):
     def check(self, cfg: Any) -> None:
         """Everything classic.toml can express is runnable; validation already happened in the loader."""
 
-    def resolve(self, cfg: Any, run_dir: Path, seed: int) -> dict[str, Any]:
+    def resolve(self, cfg: Any, run_dir: Path, seed: int, slot: Slot = WHOLE_MACHINE) -> dict[str, Any]:
         env_id = cfg.model.env_id
         return {
             "track": "classic",
@@ -58,21 +59,28 @@ class ClassicBackend(Backend):
         }
 
     def launch(self, cfg: Any, run_dir: Path, seed: int, slot: Slot = WHOLE_MACHINE) -> Launch:
-        resolved = run_dir / "resolved.json"
-        if not resolved.exists():  # the runner writes it; standalone use (tests, scripts) may not
-            resolved.write_text(json.dumps(self.resolve(cfg, run_dir, seed), indent=2))
         argv = [
             sys.executable,
             "-m",
             "autorl.classic.train",
             "--config",
-            str(resolved),
+            str(run_dir / "resolved.json"),  # written by the runner
             "--run-dir",
             str(run_dir),
             "--seed",
             str(seed),
         ]
-        return Launch(argv=argv, cwd=paths.repo_root(), env=dict(CHILD_ENV))
+        # The child runs the config's torch_threads; plan_slots gave the slot that many cores.
+        return Launch(argv=argv, cwd=paths.repo_root(), env=dict(CHILD_ENV), cpus=slot.cpus)
+
+    def plan_slots(self, cfg: Any, machine: Machine) -> list[Slot]:
+        """One seed per `torch_threads` cores (one core by default), each pinned to its own cores."""
+        cores, per_seed = cpu_ids(machine), cfg.model.torch_threads
+        n = max(1, len(cores) // per_seed)
+        return [
+            Slot(index=i, cpus=tuple(cores[i * per_seed : (i + 1) * per_seed]), threads=per_seed)
+            for i in range(n)
+        ]
 
     def collect(self, cfg: Any, run_dir: Path) -> TrainOutcome:
         state_path = run_dir / "train_state.json"
@@ -103,7 +111,9 @@ class ClassicBackend(Backend):
             },
         )
 
-    def eval_command(self, cfg: Any, weights_dir: Path | None, out_path: Path) -> Launch:
+    def eval_command(
+        self, cfg: Any, weights_dir: Path | None, out_path: Path, slot: Slot = WHOLE_MACHINE
+    ) -> Launch:
         weights = str(weights_dir / "policy.pt") if weights_dir is not None else "none"
         argv = [
             sys.executable,
@@ -116,7 +126,7 @@ class ClassicBackend(Backend):
             "--out",
             str(out_path),
         ]
-        return Launch(argv=argv, cwd=paths.repo_root(), env=dict(CHILD_ENV))
+        return Launch(argv=argv, cwd=paths.repo_root(), env=dict(CHILD_ENV), cpus=slot.cpus)
 
     def summary_extras(
         self, cfg: Any, outcomes: list[TrainOutcome], eval_rows: list[dict[str, Any]]

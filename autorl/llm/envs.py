@@ -21,7 +21,7 @@ A core module offers four functions: ``settings_from_fields(dict) -> Settings`` 
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
@@ -61,11 +61,6 @@ class Env:
     def score(self, completion: str, example: Example) -> float:
         """The environment's reward for one completion (the taskset's ``correct`` reward)."""
         return self.core.score(completion, example.answer)
-
-    @property
-    def scorer(self) -> Callable[[str, str], float]:
-        """The core's ``score(completion, answer)``: a plain module function, picklable for workers."""
-        return self.core.score
 
 
 def known_ids() -> list[str]:

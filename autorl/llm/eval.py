@@ -136,6 +136,30 @@ def format_prompt(tokenizer, prompt: str) -> str:
     return prompt
 
 
+def encode_prompt(tokenizer, prompt: str) -> list[int]:
+    """Token ids of a task prompt (``format_prompt``, no special tokens added): the eval's and the embedded
+    trainer's."""
+    return list(tokenizer(format_prompt(tokenizer, prompt), add_special_tokens=False)["input_ids"])
+
+
+def load_tokenizer(path: str | Path):
+    """The tokenizer as saved: the eval's and the embedded trainer's.
+
+    transformers 5's AutoTokenizer picks the model family's class from config.json (Qwen2Tokenizer for any
+    qwen2 model), which re-tokenizes a tokenizer saved as a plain ``tokenizers`` one (tokenizer_class
+    ``TokenizersBackend``): a character vocabulary loses its spaces and newlines that way. When
+    tokenizer_config.json names the generic backend, load exactly that.
+    """
+    from transformers import AutoTokenizer, PreTrainedTokenizerFast
+
+    config = Path(path) / "tokenizer_config.json"
+    if config.is_file():
+        saved_class = json.loads(config.read_text()).get("tokenizer_class")
+        if saved_class in ("TokenizersBackend", "PreTrainedTokenizerFast"):
+            return PreTrainedTokenizerFast.from_pretrained(path)
+    return AutoTokenizer.from_pretrained(path)
+
+
 def resolve_device(device: Device) -> str:
     if device == "auto":
         return "cuda" if torch.cuda.is_available() else "cpu"
@@ -156,12 +180,10 @@ def resolve_engine(engine: Engine, device: str) -> str:
 
 
 def _load_tokenizer(weights: Path, base_model: str | None):
-    from transformers import AutoTokenizer
-
     # Trainers may save weights without tokenizer files (prime-rl broadcasts): fall back to the base model.
     has_tokenizer = any((weights / f).exists() for f in ("tokenizer.json", "tokenizer_config.json"))
     source = str(weights) if has_tokenizer or base_model is None else base_model
-    tokenizer = AutoTokenizer.from_pretrained(source)
+    tokenizer = load_tokenizer(source)
     tokenizer.padding_side = "left"
     if tokenizer.pad_token_id is None:
         tokenizer.pad_token = tokenizer.eos_token
@@ -205,8 +227,7 @@ class HFGenerator:
             pad_token_id=self.tokenizer.pad_token_id,
             **sampling,
         )
-        texts = [format_prompt(self.tokenizer, p) for p in prompts]
-        ids = [self.tokenizer(t, add_special_tokens=False)["input_ids"] for t in texts]
+        ids = [encode_prompt(self.tokenizer, p) for p in prompts]
         # Batches of similar length waste less on padding; the order is fixed, so results are too.
         order = sorted(range(len(ids)), key=lambda i: (len(ids[i]), i))
         results: list[list[str]] = [[] for _ in prompts]

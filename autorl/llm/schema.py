@@ -125,6 +125,35 @@ SchedulerConfig = Annotated[
 ]
 
 
+def check_scheduler(
+    type_: str, warmup_steps: int, decay_steps: int, max_steps: int | None
+) -> tuple[str, str] | None:
+    """(key, why) when prime-rl would refuse this `[trainer.scheduler]` (its own config checks), else None.
+
+    The schema checks train.toml with it; autorl.llm.embedded.scheduler checks what it builds with it too.
+    """
+    if type_ == "linear":
+        if warmup_steps == 0 and decay_steps == 0:
+            return (
+                "trainer.scheduler.type",
+                "linear needs warmup_steps > 0 or decay_steps > 0 (or use constant)",
+            )
+        if decay_steps > 0 and max_steps is None:
+            return ("trainer.scheduler.decay_steps", "> 0 needs max_steps to be set (prime-rl)")
+        if max_steps is not None and warmup_steps + decay_steps > max_steps:
+            return (
+                "trainer.scheduler.decay_steps",
+                f"warmup_steps ({warmup_steps}) + decay_steps ({decay_steps}) "
+                f"must not exceed max_steps ({max_steps})",
+            )
+    if type_ == "cosine":
+        if max_steps is None:
+            return ("trainer.scheduler.type", "cosine needs max_steps to be set (prime-rl)")
+        if warmup_steps >= max_steps:
+            return ("trainer.scheduler.warmup_steps", f"({warmup_steps}) must be < max_steps ({max_steps})")
+    return None
+
+
 class DefaultLoss(Strict):
     """prime-rl's default loss: sign-conditioned trust-region mask on probability gaps, squared-log KL."""
 
@@ -454,34 +483,11 @@ class TrainConfig(Strict):
                     )
                 )
         sched = self.trainer.scheduler
-        if isinstance(sched, LinearScheduler):
-            if sched.warmup_steps == 0 and sched.decay_steps == 0:
-                problems.append(
-                    (
-                        "trainer.scheduler.type",
-                        "linear needs warmup_steps > 0 or decay_steps > 0 (or use constant)",
-                    )
-                )
-            if sched.decay_steps > 0 and self.max_steps is None:
-                problems.append(("trainer.scheduler.decay_steps", "> 0 needs max_steps to be set (prime-rl)"))
-            elif self.max_steps is not None and sched.warmup_steps + sched.decay_steps > self.max_steps:
-                problems.append(
-                    (
-                        "trainer.scheduler.decay_steps",
-                        f"warmup_steps ({sched.warmup_steps}) + decay_steps ({sched.decay_steps}) "
-                        f"must not exceed max_steps ({self.max_steps})",
-                    )
-                )
-        if isinstance(sched, CosineScheduler):
-            if self.max_steps is None:
-                problems.append(("trainer.scheduler.type", "cosine needs max_steps to be set (prime-rl)"))
-            elif sched.warmup_steps >= self.max_steps:
-                problems.append(
-                    (
-                        "trainer.scheduler.warmup_steps",
-                        f"({sched.warmup_steps}) must be < max_steps ({self.max_steps})",
-                    )
-                )
+        problem = check_scheduler(
+            sched.type, getattr(sched, "warmup_steps", 0), getattr(sched, "decay_steps", 0), self.max_steps
+        )
+        if problem:
+            problems.append(problem)
         if problems:
             raise FieldProblem(*problems)
         return self

@@ -104,7 +104,7 @@ class FakeBackend(Backend):
     def check(self, cfg: Any) -> None:
         pass
 
-    def resolve(self, cfg: Any, run_dir: Path, seed: int) -> dict[str, Any]:
+    def resolve(self, cfg: Any, run_dir: Path, seed: int, slot: Slot = WHOLE_MACHINE) -> dict[str, Any]:
         return {"fake": True, "mode": self.mode, "seed": seed}
 
     def launch(self, cfg: Any, run_dir: Path, seed: int, slot: Slot = WHOLE_MACHINE) -> Launch:
@@ -119,6 +119,8 @@ class FakeBackend(Backend):
         weights = run_dir / "weights"
         return TrainOutcome(weights_dir=weights if (weights / "quality.txt").exists() else None)
 
-    def eval_command(self, cfg: Any, weights_dir: Path | None, out_path: Path) -> Launch:
+    def eval_command(
+        self, cfg: Any, weights_dir: Path | None, out_path: Path, slot: Slot = WHOLE_MACHINE
+    ) -> Launch:
         argv = [sys.executable, str(self.dir / "fake_eval.py"), str(out_path), str(weights_dir or "base")]
         return Launch(argv=argv, cwd=out_path.parent)

@@ -1,8 +1,9 @@
 """The embedded backend: a one-process GRPO trainer with prime-rl's semantics (torch + transformers).
 
-``EmbeddedBackend`` turns a validated ``train.toml`` (prime-rl ``rl`` schema, see autorl.llm.config) into a
-``RunSpec`` (the flat, fully resolved settings the child runs with, written as ``resolved.json``), starts
-``python -m autorl.llm.embedded.train``, and afterwards picks the latest complete weights.
+``EmbeddedBackend`` turns the validated ``train.toml`` (``TrainConfig``, prime-rl's ``rl`` schema in
+autorl.llm.schema) into a ``RunSpec`` (the flat, fully resolved settings the child runs with; the runner
+writes it as ``resolved.json``), starts ``python -m autorl.llm.embedded.train`` on the seed's slot of the
+machine (slots.py), and afterwards picks the latest complete weights.
 
 Key by key (prime-rl 559b447 sources in brackets; details in docs/embedded.md and the modules named):
 
@@ -34,115 +35,70 @@ import json
 import sys
 import warnings
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from autorl import paths
 from autorl.backend import WHOLE_MACHINE, Backend, Launch, Slot, TrainOutcome
+from autorl.jsonl import read_jsonl
+from autorl.llm.embedded.slots import VLLM_GPU_FRACTION, plan_slots, read_param_count
+from autorl.llm.schema import GRPOAlgo, LengthPenalty, LossConfig, OptimConfig, SchedulerConfig, TrainConfig
 
-PRIME_RL_ONLY = "supported on the prime-rl backend only"
+if TYPE_CHECKING:
+    from autorl.machine import Machine
+
 COMPLETE_MARKER = "STABLE"  # written last into a weights dir (prime-rl's broadcast convention)
 
 
-class _Spec(BaseModel):
+class SourceSpec(BaseModel):
+    """One ``[[orchestrator.train.source]]`` with what it inherits from the orchestrator filled in."""
+
     model_config = ConfigDict(extra="forbid")
 
-
-class OptimSpec(_Spec):
-    lr: float = 1e-6
-    weight_decay: float = 0.01
-    max_norm: float | None = 1.0
-    betas1: float = 0.9
-    betas2: float = 0.999
-
-
-class SchedulerSpec(_Spec):
-    type: str = "constant"
-    warmup_steps: int = 10
-    decay_steps: int = 10
-    min_lr: float = 0.0
-
-
-class LossSpec(_Spec):
-    type: str = "default"
-    dppo_mask_low: float = 0.2
-    dppo_mask_high: float = 0.2
-    adv_tau: float = 1.0
-    kl_tau: float = 1e-3
-    ipo_threshold: float = 0.1
-
-
-class LengthPenaltySpec(_Spec):
-    num_output_tokens_weight: float = 0.25
-    num_input_tokens_weight: float = 0.1
-    num_turns_weight: float = 0.1
-
-
-class SourceSpec(_Spec):
     name: str
-    ratio: float = 1.0
-    group_size: int = 1
-    temperature: float = 1.0
-    max_completion_tokens: int | None = None
+    ratio: float
+    group_size: int
+    temperature: float
+    max_completion_tokens: int | None
     taskset_id: str
     taskset_fields: dict[str, Any] = Field(default_factory=dict)
 
 
-class RunSpec(_Spec):
-    """What the training child runs with (``resolved.json``): prime-rl's keys, resolved and flattened."""
+class RunSpec(BaseModel):
+    """What the training child runs with (``resolved.json``): prime-rl's keys, resolved and flattened.
+
+    The prime-rl settings have no defaults here: ``build_spec`` fills every one from the validated
+    ``TrainConfig``, whose defaults are prime-rl's (autorl.llm.schema).
+    """
+
+    model_config = ConfigDict(extra="forbid")
 
     model_path: str
-    max_steps: int | None = None
-    seq_len: int = 2048
-    batch_size: int = 128
-    max_off_policy_steps: int = 8
-    filter_zero_advantages: bool = True
-    optim: OptimSpec = Field(default_factory=OptimSpec)
-    scheduler: SchedulerSpec = Field(default_factory=SchedulerSpec)
-    loss: LossSpec = Field(default_factory=LossSpec)
-    length_penalty: LengthPenaltySpec | None = None
+    max_steps: int | None
+    seq_len: int
+    batch_size: int
+    max_off_policy_steps: int
+    filter_zero_advantages: bool
+    optim: OptimConfig
+    scheduler: SchedulerConfig
+    loss: LossConfig
+    length_penalty: LengthPenalty | None
     sources: list[SourceSpec]
     # Embedded-only runtime settings (no prime-rl key; not set from train.toml):
     device: str = "auto"  # auto = cuda when available, else cpu
-    num_threads: int = 0  # torch CPU threads; 0 = auto (train.cpu_threads: 1 for a tiny model, else all)
+    # torch CPU threads; 0 = auto (train.cpu_threads: 1 for a tiny model, else all). The seed's
+    # Slot.threads replaces it (EmbeddedBackend.launch passes train.py --threads).
+    num_threads: int = 0
     # auto = vllm when importable on a GPU; on a CPU with 2+ cores, a 1-thread trainer and the one-step lag,
     # hf-process (sampling overlapped with training in a second process, sampler_process.py); else hf.
     sampler: Literal["auto", "hf", "hf-process", "vllm"] = "auto"
     save_interval_s: float = 30.0  # periodic weight saves (plus one at SIGTERM and at max_steps)
     micro_batch_tokens: int = 0  # trainer forward/backward chunks (tokens); 0 = 16384 on CPU, 4096 on GPU
-    vllm_gpu_memory_utilization: float = 0.3
-
-
-def _get(obj: Any, dotted_key: str, default: Any = None) -> Any:
-    """obj.a.b.c for pydantic models or dicts; default when any part is missing or None."""
-    for part in dotted_key.split("."):
-        if obj is None:
-            return default
-        obj = obj.get(part) if isinstance(obj, dict) else getattr(obj, part, None)
-    return default if obj is None else obj
-
-
-def _as_dict(obj: Any) -> dict[str, Any]:
-    if obj is None:
-        return {}
-    if isinstance(obj, dict):
-        return dict(obj)
-    if isinstance(obj, BaseModel):
-        return obj.model_dump(exclude_none=True)
-    return dict(vars(obj))
-
-
-def _none_str(value: Any) -> Any:
-    return None if isinstance(value, str) and value == "None" else value
-
-
-def _max_norm(optim: Any) -> float | None:
-    """prime-rl's default is 1.0; None (written "None" in TOML) disables clipping."""
-    if optim is None:
-        return 1.0
-    raw = optim.get("max_norm", 1.0) if isinstance(optim, dict) else optim.max_norm
-    return None if raw is None or raw == "None" else float(raw)
+    vllm_gpu_memory_utilization: float = VLLM_GPU_FRACTION  # of the seed's GPU memory (gpu_share below)
+    # Fraction of the GPU's memory this seed may use: the seed's Slot.gpu_share when k seeds share a GPU
+    # (EmbeddedBackend.launch passes train.py --gpu-share).
+    gpu_share: float = 1.0
 
 
 def resolve_model_path(name: str) -> str:
@@ -162,96 +118,53 @@ def resolve_model_path(name: str) -> str:
         return name
 
 
-def build_spec(cfg: Any) -> RunSpec:
-    """RunSpec from a LoadedConfig (or anything with ``.model`` shaped like prime-rl's rl config)."""
-    m = cfg.model
-    orch = _get(m, "orchestrator")
-    train = _get(orch, "train")
-    default_group = int(_get(orch, "group_size", 1))
-    default_temp = float(_get(train, "sampling.temperature", 1.0))
-    default_max_tokens = _none_str(_get(train, "sampling.max_completion_tokens"))
+def build_spec(cfg: TrainConfig) -> RunSpec:
+    """RunSpec from the validated train.toml (``LoadedConfig.model``)."""
+    orch = cfg.orchestrator
+    assert orch.batch_size is not None, "token_batch_size is refused on the embedded backend"
     sources = []
-    for i, src in enumerate(_get(train, "source", []) or []):
-        taskset = _as_dict(_get(src, "env.taskset"))
-        taskset_id = taskset.pop("id", None)
-        sampling = _get(src, "sampling")
-        temp = _get(sampling, "temperature")
-        max_tokens = _none_str(_get(sampling, "max_completion_tokens"))
+    for src in orch.train.source:
+        # The schema already resolved inheritance: group_size from the orchestrator, sampling from the group.
+        taskset = src.env.taskset.model_dump(exclude={"id"})
         sources.append(
             SourceSpec(
-                name=_get(src, "name") or taskset_id or f"source{i}",
-                ratio=float(_get(src, "ratio", 1.0)),
-                group_size=int(_get(src, "group_size") or default_group),
-                temperature=float(default_temp if temp is None else temp),
-                max_completion_tokens=default_max_tokens if max_tokens is None else int(max_tokens),
-                taskset_id=str(taskset_id),
+                name=src.resolved_name,
+                ratio=src.ratio,
+                group_size=src.group_size,
+                temperature=src.sampling.temperature,
+                max_completion_tokens=src.sampling.max_completion_tokens,
+                taskset_id=src.env.taskset.id,
                 taskset_fields=taskset,
             )
         )
-    lp = _get(orch, "algo.length_penalty")
-    length_penalty = None
-    if lp is not None:
-        lp_fields = {k: v for k, v in _as_dict(lp).items() if k in LengthPenaltySpec.model_fields}
-        length_penalty = LengthPenaltySpec(**lp_fields)
-    optim = _get(m, "trainer.optim")
-    sched = _get(m, "trainer.scheduler")
-    loss = _get(m, "trainer.loss")
-    max_steps = _none_str(_get(m, "max_steps"))
     return RunSpec(
-        model_path=resolve_model_path(str(_get(m, "model.name"))),
-        max_steps=None if max_steps is None else int(max_steps),
-        seq_len=int(_get(m, "seq_len", 2048)),
-        batch_size=int(_get(orch, "batch_size", 128)),
-        max_off_policy_steps=int(_get(orch, "max_off_policy_steps", 8)),
-        filter_zero_advantages=bool(_get(train, "filter_zero_advantages", True)),
-        optim=OptimSpec(
-            lr=float(_get(optim, "lr", 1e-6)),
-            weight_decay=float(_get(optim, "weight_decay", 0.01)),
-            max_norm=_max_norm(optim),
-            betas1=float(_get(optim, "betas1", 0.9)),
-            betas2=float(_get(optim, "betas2", 0.999)),
-        ),
-        scheduler=SchedulerSpec(
-            type=str(_get(sched, "type", "constant")),
-            warmup_steps=int(_get(sched, "warmup_steps", 10)),
-            decay_steps=int(_get(sched, "decay_steps", 10)),
-            min_lr=float(_get(sched, "min_lr", 0.0)),
-        ),
-        loss=LossSpec(
-            type=str(_get(loss, "type", "default")),
-            dppo_mask_low=float(_get(loss, "dppo_mask_low", 0.2)),
-            dppo_mask_high=float(_get(loss, "dppo_mask_high", 0.2)),
-            adv_tau=float(_get(loss, "adv_tau", 1.0)),
-            kl_tau=float(_get(loss, "kl_tau", 1e-3)),
-            ipo_threshold=float(_get(loss, "ipo_threshold", 0.1)),
-        ),
-        length_penalty=length_penalty,
+        model_path=resolve_model_path(cfg.model.name),
+        max_steps=cfg.max_steps,
+        seq_len=cfg.seq_len,
+        batch_size=orch.batch_size,
+        max_off_policy_steps=orch.max_off_policy_steps,
+        filter_zero_advantages=orch.train.filter_zero_advantages,
+        optim=cfg.trainer.optim,
+        scheduler=cfg.trainer.scheduler,
+        loss=cfg.trainer.loss,
+        # the other algorithms are refused on the embedded backend (autorl.llm.config)
+        length_penalty=orch.algo.length_penalty if isinstance(orch.algo, GRPOAlgo) else None,
         sources=sources,
     )
 
 
 def semantic_problems(spec: RunSpec) -> tuple[list[str], list[str]]:
-    """(errors, warnings) about a spec the trainer would run badly or not at all."""
-    from autorl.llm.embedded.scheduler import check_scheduler
+    """(errors, warnings) the embedded trainer adds to the schema's checks (autorl.llm.schema)."""
+    from autorl.llm.envs import known_ids, normalize_id
 
     errors: list[str] = []
     notes: list[str] = []
-    if not spec.sources:
-        errors.append("`orchestrator.train.source` needs at least one [[orchestrator.train.source]]")
-    if spec.loss.type not in ("default", "ipo"):
-        errors.append(f"`trainer.loss.type` = {spec.loss.type!r} is {PRIME_RL_ONLY}")
-    problem = check_scheduler(
-        spec.scheduler.type, spec.scheduler.warmup_steps, spec.scheduler.decay_steps, spec.max_steps
-    )
-    if problem:
-        errors.append(f"`trainer.scheduler`: {problem}")
-    known = _known_tasksets()
     for i, src in enumerate(spec.sources):
         key = f"orchestrator.train.source.{i}"
-        if known is not None and src.taskset_id not in known:
+        if normalize_id(src.taskset_id) not in known_ids():
             errors.append(
                 f"`{key}.env.taskset.id` = {src.taskset_id!r} is not an autorl environment "
-                f"(known: {', '.join(sorted(known))})"
+                f"(known: {', '.join(known_ids())}); other tasksets run on the prime-rl backend only"
             )
         if src.temperature <= 0:
             errors.append(
@@ -263,27 +176,7 @@ def semantic_problems(spec: RunSpec) -> tuple[list[str], list[str]]:
                 f"`{key}` group_size = 1: every advantage is 0 (reward minus its own mean), "
                 "so nothing is learned; use group_size >= 2"
             )
-        if spec.batch_size % src.group_size:
-            errors.append(
-                f"`orchestrator.batch_size` ({spec.batch_size}) must be divisible by {key} group_size "
-                f"({src.group_size})"
-            )
-        if src.max_completion_tokens is not None and src.max_completion_tokens < 1:
-            errors.append(f"`{key}` max_completion_tokens must be >= 1")
     return errors, notes
-
-
-def _known_tasksets() -> set[str] | None:
-    try:
-        from autorl.llm import envs
-    except ImportError:
-        return None
-    for attr in ("TASKSETS", "ENVIRONMENTS", "KNOWN_TASKSETS"):
-        registry = getattr(envs, attr, None)
-        if registry:
-            return set(registry)
-    known = getattr(envs, "known_tasksets", None)
-    return set(known()) if callable(known) else None
 
 
 def latest_weights(run_dir: Path) -> Path | None:
@@ -295,58 +188,52 @@ def latest_weights(run_dir: Path) -> Path | None:
     return None
 
 
-def read_metrics(run_dir: Path) -> list[dict[str, Any]]:
-    rows = []
-    path = Path(run_dir) / "metrics.jsonl"
-    if path.is_file():
-        for line in path.read_text().splitlines():
-            try:
-                rows.append(json.loads(line))
-            except json.JSONDecodeError:
-                continue  # a line cut by SIGKILL
-    return rows
-
-
 class EmbeddedBackend(Backend):
-    """The Backend protocol (autorl/backend.py) for the one-process trainer."""
+    """The Backend protocol (autorl/backend.py) for the one-process trainer.
+
+    ``cfg`` is the LoadedConfig of autorl.llm.config; ``cfg.model`` the validated TrainConfig.
+    """
 
     name = "embedded"
 
     def check(self, cfg: Any) -> None:
         from autorl.tomlcheck import ConfigError
 
-        errors, notes = semantic_problems(build_spec(cfg))
+        errors, notes = semantic_problems(build_spec(cfg.model))
         for note in notes:
             warnings.warn(note, stacklevel=2)
         if errors:
             raise ConfigError("\n".join(f"{Path(str(cfg.path)).name}: {e}" for e in errors))
 
-    def resolve(self, cfg: Any, run_dir: Path, seed: int) -> dict[str, Any]:
-        return build_spec(cfg).model_dump()
+    def resolve(self, cfg: Any, run_dir: Path, seed: int, slot: Slot = WHOLE_MACHINE) -> dict[str, Any]:
+        return build_spec(cfg.model).model_dump()
 
     def launch(self, cfg: Any, run_dir: Path, seed: int, slot: Slot = WHOLE_MACHINE) -> Launch:
         run_dir = Path(run_dir)
-        run_dir.mkdir(parents=True, exist_ok=True)
-        resolved = run_dir / "resolved.json"
-        resolved.write_text(json.dumps(self.resolve(cfg, run_dir, seed), indent=2) + "\n")
         argv = [
             sys.executable,
             "-m",
             "autorl.llm.embedded.train",
             "--config",
-            str(resolved),
+            str(run_dir / "resolved.json"),  # written by the runner
             "--run-dir",
             str(run_dir),
             "--seed",
             str(seed),
         ]
+        if slot.threads is not None:
+            argv += ["--threads", str(slot.threads)]
+        if slot.gpu_share is not None:
+            argv += ["--gpu-share", str(slot.gpu_share)]
         # PASSIVE: idle OpenMP threads sleep instead of spinning, so a busy neighbour on a small CPU does not
         # stall every op (tiny matmul, 2 threads, loaded 2-core box: 4.5 ms spinning, 36 us passive).
         env = {"OMP_WAIT_POLICY": "PASSIVE", "TOKENIZERS_PARALLELISM": "false"}
-        return Launch(argv=argv, cwd=paths.repo_root(), env=env)
+        if slot.gpus:
+            env["CUDA_VISIBLE_DEVICES"] = ",".join(map(str, slot.gpus))
+        return Launch(argv=argv, cwd=paths.repo_root(), env=env, cpus=slot.cpus)
 
     def collect(self, cfg: Any, run_dir: Path) -> TrainOutcome:
-        rows = read_metrics(run_dir)
+        rows = read_jsonl(Path(run_dir) / "metrics.jsonl")
         weights = latest_weights(run_dir)
         notes = []
         if weights is not None:
@@ -361,8 +248,15 @@ class EmbeddedBackend(Backend):
             notes=notes,
         )
 
-    def eval_command(self, cfg: Any, weights_dir: Path | None, out_path: Path) -> Launch:
-        weights = str(weights_dir) if weights_dir is not None else build_spec(cfg).model_path
+    def eval_command(
+        self, cfg: Any, weights_dir: Path | None, out_path: Path, slot: Slot = WHOLE_MACHINE
+    ) -> Launch:
+        weights = str(weights_dir) if weights_dir is not None else resolve_model_path(cfg.model.model.name)
         argv = [sys.executable, "-m", "autorl.llm.eval", "--weights", weights, "--out", str(out_path)]
         env = {"OMP_WAIT_POLICY": "PASSIVE", "TOKENIZERS_PARALLELISM": "false"}
-        return Launch(argv=argv, cwd=paths.repo_root(), env=env)
+        if slot.gpus:
+            env["CUDA_VISIBLE_DEVICES"] = ",".join(map(str, slot.gpus))
+        return Launch(argv=argv, cwd=paths.repo_root(), env=env, cpus=slot.cpus)
+
+    def plan_slots(self, cfg: Any, machine: Machine) -> list[Slot]:
+        return plan_slots(read_param_count(resolve_model_path(cfg.model.model.name)), machine)

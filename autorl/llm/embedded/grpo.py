@@ -31,31 +31,10 @@ value: they are zeroed before exponentiation so they can never produce NaN.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import torch
 from torch import Tensor
 
-
-@dataclass(frozen=True)
-class LengthPenalty:
-    """``[orchestrator.algo.length_penalty]`` weights (prime-rl defaults)."""
-
-    num_output_tokens_weight: float = 0.25
-    num_input_tokens_weight: float = 0.1
-    num_turns_weight: float = 0.1
-
-
-@dataclass(frozen=True)
-class LossSettings:
-    """``[trainer.loss]``: ``type`` is ``default`` (dppo masks) or ``ipo`` (symmetric threshold)."""
-
-    type: str = "default"
-    dppo_mask_low: float = 0.2
-    dppo_mask_high: float = 0.2
-    adv_tau: float = 1.0
-    kl_tau: float = 1e-3
-    ipo_threshold: float = 0.1
+from autorl.llm.schema import DefaultLoss, IPOLoss, LengthPenalty
 
 
 def group_advantages(
@@ -125,7 +104,7 @@ def token_loss(
     inference_logprobs: Tensor,
     advantages: Tensor,
     loss_mask: Tensor,
-    settings: LossSettings,
+    settings: DefaultLoss | IPOLoss,
 ) -> tuple[Tensor, dict[str, Tensor]]:
     """Sum of prime-rl's per-token loss over ``loss_mask`` (not yet divided by N) and its metrics.
 
@@ -150,18 +129,16 @@ def token_loss(
     delta = torch.exp(logpi) - torch.exp(logmu)
 
     positive = adv > 0
-    if settings.type == "default":
+    if isinstance(settings, DefaultLoss):
         too_high = delta > settings.dppo_mask_high
         too_low = delta < -settings.dppo_mask_low
         is_masked = torch.where(positive, too_high, too_low)
         masked_high = positive & too_high
         masked_low = (adv < 0) & too_low
-    elif settings.type == "ipo":
+    else:  # ipo
         is_masked = delta.abs() > settings.ipo_threshold
         masked_high = is_masked & (delta > 0)
         masked_low = is_masked & (delta < 0)
-    else:
-        raise ValueError(f"unsupported trainer.loss.type {settings.type!r}")
     keep = mask & ~is_masked
 
     pg = keep * (settings.adv_tau * adv) * ratio

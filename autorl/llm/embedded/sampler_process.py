@@ -42,6 +42,9 @@ def _serve(
     seed: int,
 ) -> None:
     """Child: load the model around the shared parameters, then answer requests until the pipe closes."""
+    from autorl.process import die_with_parent
+
+    die_with_parent()  # a SIGKILLed trainer takes its sampler along (no wait for a broken pipe)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     torch.set_num_threads(1)

@@ -1,8 +1,9 @@
 """``[trainer.scheduler]``: constant, linear (warmup-stable-decay) and cosine, as prime-rl builds them.
 
 Source: prime-rl 559b447 ``src/prime_rl/trainer/scheduler.py`` (``setup_*_scheduler``) with the validation
-of ``packages/prime-rl-configs/src/prime_rl/configs/trainer.py`` (``validate_scheduler``). prime-rl composes
-torch's own schedulers, and so do we, so the learning rate of every step is the same:
+of ``packages/prime-rl-configs/src/prime_rl/configs/trainer.py`` (``validate_scheduler``, mirrored by
+autorl.llm.schema.check_scheduler). prime-rl composes torch's own schedulers, and so do we, so the learning
+rate of every step is the same:
 
 - ``constant``: ``lr`` at every step.
 - ``linear``: warmup ``LinearLR`` from ``f0 = min_lr/lr`` (``1e-8`` when ``min_lr == 0``) to 1 over
@@ -21,26 +22,7 @@ from __future__ import annotations
 from torch.optim import Optimizer
 from torch.optim.lr_scheduler import ConstantLR, CosineAnnealingLR, LinearLR, LRScheduler, SequentialLR
 
-
-def check_scheduler(type_: str, warmup_steps: int, decay_steps: int, max_steps: int | None) -> str | None:
-    """The reason this scheduler cannot run (prime-rl's own config checks), or None."""
-    if type_ == "linear":
-        if warmup_steps == 0 and decay_steps == 0:
-            return "linear scheduler needs warmup_steps > 0 or decay_steps > 0 (use type = 'constant')"
-        if decay_steps > 0 and max_steps is None:
-            return "linear scheduler with decay_steps > 0 needs max_steps"
-        if decay_steps > 0 and max_steps is not None and warmup_steps + decay_steps > max_steps:
-            return (
-                f"warmup_steps ({warmup_steps}) + decay_steps ({decay_steps}) exceed max_steps ({max_steps})"
-            )
-    elif type_ == "cosine":
-        if max_steps is None:
-            return "cosine scheduler needs max_steps"
-        if warmup_steps > max_steps:
-            return f"warmup_steps ({warmup_steps}) exceed max_steps ({max_steps})"
-    elif type_ != "constant":
-        return f"unknown scheduler type {type_!r}"
-    return None
+from autorl.llm.schema import check_scheduler
 
 
 def build_scheduler(
@@ -54,7 +36,7 @@ def build_scheduler(
 ) -> LRScheduler:
     problem = check_scheduler(type_, warmup_steps, decay_steps, max_steps)
     if problem:
-        raise ValueError(problem)
+        raise ValueError(f"`{problem[0]}` {problem[1]}")
     if type_ == "constant":
         return ConstantLR(optimizer, factor=1.0)
 

@@ -63,8 +63,7 @@ import signal
 import sys
 import time
 from collections import deque
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -72,60 +71,16 @@ import numpy as np
 import torch
 
 from autorl import progress
-from autorl.llm.embedded import COMPLETE_MARKER, RunSpec, SourceSpec, grpo
-from autorl.llm.embedded.generation import (
-    HFSampler,
-    Rollouts,
-    VLLMSampler,
-    shared_prefill,
-    vllm_available,
-)
+from autorl.llm.embedded import COMPLETE_MARKER, RunSpec, grpo
+from autorl.llm.embedded.batches import Batches, BatchPlan, Sample, default_env_loader
+from autorl.llm.embedded.generation import HFSampler, VLLMSampler, shared_prefill, vllm_available
 from autorl.llm.embedded.sampler_process import ProcessSampler
 from autorl.llm.embedded.scheduler import build_scheduler
+from autorl.llm.embedded.slots import SMALL_MODEL_PARAMS
+from autorl.llm.eval import load_tokenizer
 
 # prime-rl's orchestrator aborts after this many consecutive empty train batches (orchestrator.py).
 MAX_CONSECUTIVE_EMPTY_BATCHES = 10
-
-
-@dataclass
-class Sample:
-    """One rollout as the trainer receives it (prime-rl's TrainingSample, single turn)."""
-
-    prompt_ids: list[int]
-    completion_ids: list[int]
-    logprobs: list[float]  # sampling logprobs after temperature, one per completion token
-    reward: float
-    advantage: float
-    temperature: float
-    version: int  # optimizer steps applied to the policy that sampled it
-    source: str
-    truncated: bool  # hit the token limit before EOS
-
-
-@dataclass
-class Source:
-    spec: SourceSpec
-    env: Any
-    examples: Iterator[Any]
-
-
-@dataclass
-class SamplerCall:
-    """One sampler call: every row's prompt, the task each row belongs to, the sampling settings."""
-
-    prompts: list[list[int]]
-    owners: list[int]  # index into BatchPlan.tasks
-    temperature: float
-    limit: int  # max new tokens
-
-
-@dataclass
-class BatchPlan:
-    """The tasks of one batch and its sampler calls, drawn before sampling."""
-
-    tasks: list[tuple[Source, Any, list[int]]]
-    calls: list[SamplerCall]
-    version: int  # optimizer steps applied to the policy that samples it
 
 
 def seed_everything(seed: int) -> None:
@@ -139,9 +94,6 @@ def available_cores() -> int:
         return len(os.sched_getaffinity(0))
     except AttributeError:  # not Linux
         return os.cpu_count() or 1
-
-
-SMALL_MODEL_PARAMS = 20_000_000
 
 
 def cpu_threads(requested: int, n_params: int) -> int:
@@ -166,36 +118,6 @@ def attention_implementation(device: torch.device) -> str:
     if device.type == "cuda" and importlib.util.find_spec("flash_attn") is not None:
         return "flash_attention_2"
     return "sdpa"
-
-
-def encode_prompt(tokenizer: Any, prompt: str) -> list[int]:
-    """Token ids of a task prompt, rendered exactly as the fixed eval renders it
-    (autorl.llm.eval.format_prompt: the chat template as a user turn when the tokenizer has one, the raw
-    text otherwise)."""
-    from autorl.llm.eval import format_prompt
-
-    return list(tokenizer(format_prompt(tokenizer, prompt), add_special_tokens=False)["input_ids"])
-
-
-def load_tokenizer(path: str) -> Any:
-    """The tokenizer as saved. transformers 5's AutoTokenizer picks the model family's class from
-    config.json (Qwen2Tokenizer for any qwen2 model), which re-tokenizes a plain ``tokenizers`` tokenizer such
-    as the tiny model's character vocabulary (spaces and newlines are lost). When tokenizer_config.json names
-    the generic backend, load exactly that."""
-    from transformers import AutoTokenizer, PreTrainedTokenizerFast
-
-    config = Path(path) / "tokenizer_config.json"
-    if config.is_file():
-        saved_class = json.loads(config.read_text()).get("tokenizer_class")
-        if saved_class in ("TokenizersBackend", "PreTrainedTokenizerFast"):
-            return PreTrainedTokenizerFast.from_pretrained(path)
-    return AutoTokenizer.from_pretrained(path)
-
-
-def default_env_loader(taskset_id: str, fields: dict[str, Any]) -> Any:
-    from autorl.llm.envs import load_env
-
-    return load_env(taskset_id, fields)
 
 
 class Trainer:
@@ -223,6 +145,8 @@ class Trainer:
             self.device = torch.device(spec.device)
         # GPU: float32 master weights, bf16 compute (autocast); CPU: plain float32.
         self.autocast_dtype = torch.bfloat16 if self.device.type == "cuda" else None
+        if self.device.type == "cuda" and spec.gpu_share < 1.0:  # k seeds share this GPU
+            torch.cuda.set_per_process_memory_fraction(spec.gpu_share, self.device.index)  # None = current
 
         self.tokenizer = load_tokenizer(spec.model_path)
         model = AutoModelForCausalLM.from_pretrained(
@@ -242,13 +166,7 @@ class Trainer:
                 eos.update(int(c) for c in candidate)
         self.eos_ids = sorted(eos)
 
-        self.sources = []
-        for i, src in enumerate(spec.sources):
-            env = env_loader(src.taskset_id, dict(src.taskset_fields))
-            # Distinct but seed-determined streams per source.
-            self.sources.append(Source(src, env, iter(env.train_examples(seed * 1000 + i))))
-        self.task_rng = random.Random(seed)
-        self.prompt_cache: dict[str, list[int]] = {}
+        self.batches = Batches(spec, self.tokenizer, self.eos_ids, seed, env_loader)
 
         o = spec.optim
         self.optimizer = torch.optim.AdamW(
@@ -258,13 +176,10 @@ class Trainer:
             weight_decay=o.weight_decay,
             foreach=True,
         )
-        s = spec.scheduler
+        sched = spec.scheduler  # its type's own fields: warmup_steps, decay_steps, min_lr
         self.scheduler = build_scheduler(
-            self.optimizer, s.type, o.lr, spec.max_steps, s.warmup_steps, s.decay_steps, s.min_lr
+            self.optimizer, sched.type, o.lr, spec.max_steps, **sched.model_dump(exclude={"type"})
         )
-        self.loss_settings = grpo.LossSettings(**spec.loss.model_dump())
-        lp = spec.length_penalty
-        self.length_penalty = grpo.LengthPenalty(**lp.model_dump()) if lp is not None else None
 
         self.generator = torch.Generator(device=self.device)
         self.generator.manual_seed(seed)
@@ -276,7 +191,7 @@ class Trainer:
                 seed,
                 # room for any prompt up to seq_len plus a full completion (the trainer cuts at seq_len)
                 max_model_len=spec.seq_len + max(s.max_completion_tokens or 0 for s in spec.sources),
-                gpu_memory_utilization=spec.vllm_gpu_memory_utilization,
+                gpu_memory_utilization=spec.vllm_gpu_memory_utilization * spec.gpu_share,
             )
         else:
             self.sampler = HFSampler(self.model, self.pad_id, self.eos_ids)
@@ -321,71 +236,10 @@ class Trainer:
 
     # ------------------------------------------------------------------ sampling
 
-    def _prompt_ids(self, example: Any) -> list[int]:
-        key = example.id if isinstance(getattr(example, "id", None), str) else None
-        if key is not None and key in self.prompt_cache:
-            return self.prompt_cache[key]
-        ids = encode_prompt(self.tokenizer, example.prompt)
-        if key is not None and len(self.prompt_cache) < 100_000:
-            self.prompt_cache[key] = ids
-        return ids
-
-    def _decode(self, ids: list[int]) -> str:
-        eos = set(self.eos_ids)
-        return self.tokenizer.decode([t for t in ids if t not in eos], skip_special_tokens=True)
-
-    def plan_batch(self) -> BatchPlan:
-        """Draw the tasks of one batch (``batch_size`` rollouts, whole groups) and its sampler calls: one per
-        distinct (temperature, token limit); the usual single source makes one."""
-        spec = self.spec
-        tasks: list[tuple[Source, Any, list[int]]] = []
-        requested = 0
-        weights = [s.spec.ratio for s in self.sources]
-        while requested < spec.batch_size:
-            src = self.task_rng.choices(self.sources, weights=weights, k=1)[0]
-            example = next(src.examples)
-            tasks.append((src, example, self._prompt_ids(example)))
-            requested += src.spec.group_size
-
-        buckets: dict[tuple[float, int | None], list[int]] = {}
-        for i, (src, _, _) in enumerate(tasks):
-            buckets.setdefault((src.spec.temperature, src.spec.max_completion_tokens), []).append(i)
-        calls = []
-        for (temperature, max_tokens), task_idx in buckets.items():
-            prompts, owners = [], []
-            for i in task_idx:
-                src, _, ids = tasks[i]
-                prompts += [ids] * src.spec.group_size
-                owners += [i] * src.spec.group_size
-            shortest = min(len(p) for p in prompts)
-            limit = max_tokens if max_tokens is not None else max(1, spec.seq_len - shortest)
-            calls.append(SamplerCall(prompts, owners, temperature, limit))
-        return BatchPlan(tasks, calls, version=self.step)
-
-    def finish_batch(self, plan: BatchPlan, rollouts: list[Rollouts]) -> list[Sample]:
-        """Score the rollouts of ``plan`` and give each group its advantages."""
-        groups: list[list[Sample]] = [[] for _ in plan.tasks]
-        for call, r in zip(plan.calls, rollouts, strict=True):
-            self._collect(r, call, plan, groups)
-        samples: list[Sample] = []
-        for group in groups:
-            rewards = torch.tensor([s.reward for s in group])
-            adv = grpo.group_advantages(
-                rewards,
-                torch.tensor([len(s.completion_ids) for s in group]),
-                torch.tensor([len(s.prompt_ids) for s in group]),
-                None,
-                self.length_penalty,
-            )
-            for s, a in zip(group, adv.tolist(), strict=True):
-                s.advantage = a
-            samples += group
-        return samples
-
     def submit_batch(self) -> BatchPlan:
         """Plan a batch and hand it to the process sampler with the current weights; returns at once."""
         assert self.process_sampler is not None
-        plan = self.plan_batch()
+        plan = self.batches.plan(self.step)
         self.process_sampler.publish()
         self.process_sampler.submit([(c.prompts, c.temperature, c.limit) for c in plan.calls])
         return plan
@@ -395,8 +249,8 @@ class Trainer:
         if self.process_sampler is not None:
             plan = self.submit_batch()
             rollouts = self.process_sampler.collect(self._stopping)
-            return None if rollouts is None else self.finish_batch(plan, rollouts)
-        plan = self.plan_batch()
+            return None if rollouts is None else self.batches.finish(plan, rollouts)
+        plan = self.batches.plan(self.step)
         out = []
         for call in plan.calls:
             with self._autocast():
@@ -406,34 +260,10 @@ class Trainer:
             if r is None:
                 return None
             out.append(r)
-        return self.finish_batch(plan, out)
+        return self.batches.finish(plan, out)
 
     def _stopping(self) -> bool:
         return self.stop_requested
-
-    def _collect(
-        self, rollouts: Rollouts, call: SamplerCall, plan: BatchPlan, groups: list[list[Sample]]
-    ) -> None:
-        comps = rollouts.completion_token_lists()
-        lps = rollouts.logprobs.float().cpu()
-        lens = rollouts.completion_lens.tolist()
-        truncated = rollouts.truncated.tolist()
-        for row, (task_i, prompt, ids) in enumerate(zip(call.owners, call.prompts, comps, strict=True)):
-            src, example, _ = plan.tasks[task_i]
-            reward = float(src.env.score(self._decode(ids), example))
-            groups[task_i].append(
-                Sample(
-                    prompt_ids=prompt,
-                    completion_ids=ids,
-                    logprobs=lps[row, : lens[row]].tolist(),
-                    reward=reward,
-                    advantage=0.0,
-                    temperature=call.temperature,
-                    version=plan.version,
-                    source=src.spec.name,
-                    truncated=bool(truncated[row]),
-                )
-            )
 
     # ------------------------------------------------------------------ training
 
@@ -522,7 +352,7 @@ class Trainer:
                 self.optimizer.zero_grad(set_to_none=True)
                 return None
             logpi, logmu, adv, mask = self._forward_logprobs(chunk)
-            loss_sum, m = grpo.token_loss(logpi, logmu, adv, mask, self.loss_settings)
+            loss_sum, m = grpo.token_loss(logpi, logmu, adv, mask, spec.loss)
             loss = loss_sum / max(num_rl_tokens, 1)  # global token mean over the whole step batch
             loss.backward()
             loss_value += float(loss.detach())
@@ -642,7 +472,7 @@ class Trainer:
                 if rollouts is None:
                     aborted = True  # the step itself is complete and is recorded below
                 else:
-                    self.queue.extend(self.finish_batch(pending, rollouts))
+                    self.queue.extend(self.batches.finish(pending, rollouts))
             if stats.get("empty"):
                 self.empty_batches += 1
                 print(f"empty train batch (no RL token), consecutive: {self.empty_batches}", flush=True)
@@ -688,11 +518,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--config", type=Path, required=True, help="resolved.json written by the backend")
     parser.add_argument("--run-dir", type=Path, required=True)
     parser.add_argument("--seed", type=int, default=0)
+    # The seed's share of the machine (autorl.backend.Slot), set by EmbeddedBackend.launch:
+    parser.add_argument("--threads", type=int, help="torch CPU threads (default: the config's num_threads)")
+    parser.add_argument("--gpu-share", type=float, help="fraction of the GPU's memory this seed may use")
     args = parser.parse_args(argv)
     # Until the trainer installs its own handlers (right before training), a stop request just exits:
     # there is nothing to save yet.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     spec = RunSpec.model_validate_json(args.config.read_text())
+    if args.threads is not None:
+        spec = spec.model_copy(update={"num_threads": args.threads})
+    if args.gpu_share is not None:
+        spec = spec.model_copy(update={"gpu_share": args.gpu_share})
     trainer = Trainer(spec, args.run_dir, args.seed)
     return trainer.run()
 

@@ -186,8 +186,8 @@ class PrimeRLBackend(Backend):
                 )
             )
 
-    def resolve(self, cfg: Any, run_dir: Path, seed: int) -> dict[str, Any]:
-        return render(cfg.data, run_dir, seed)
+    def resolve(self, cfg: Any, run_dir: Path, seed: int, slot: Slot = WHOLE_MACHINE) -> dict[str, Any]:
+        return render(cfg.data, run_dir, seed, slot)
 
     def plan_slots(self, cfg: Any, machine: Machine) -> list[Slot]:
         """A GPU pair per seed, k seeds per pair for a small model, distinct ports (see slots.py)."""
@@ -307,8 +307,10 @@ class PrimeRLBackend(Backend):
             notes.append(f"killed {len(left)} leftover process(es) of the run: {[p.pid for p in left]}")
         return notes
 
-    def eval_command(self, cfg: Any, weights_dir: Path | None, out_path: Path) -> Launch:
-        """The fixed eval with vLLM on both GPUs, in prime-rl's environment (its torch and vLLM)."""
+    def eval_command(
+        self, cfg: Any, weights_dir: Path | None, out_path: Path, slot: Slot = WHOLE_MACHINE
+    ) -> Launch:
+        """The fixed eval with vLLM on the slot's GPUs, in prime-rl's environment (its torch and vLLM)."""
         prime = locate_prime_rl()
         if prime is None:
             raise PrimeRLNotFound()
@@ -316,7 +318,7 @@ class PrimeRLBackend(Backend):
         if weights is None:  # the untrained base model
             name = cfg.data.get("model", {}).get("name")
             weights = base_model_dir(name) or name
-        gpus = _gpu_ids()
+        gpus = _gpu_ids(slot)
         argv = [
             str(prime.python),
             "-m",

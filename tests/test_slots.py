@@ -1,0 +1,108 @@
+"""Slot planning: how many seeds run side by side on a described machine, and each one's share of it."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+from transformers import Qwen2ForCausalLM
+
+from autorl.backend import WHOLE_MACHINE
+from autorl.classic.backend import ClassicBackend
+from autorl.classic.config import ClassicConfig
+from autorl.llm.embedded import EmbeddedBackend
+from autorl.llm.embedded.slots import (
+    GPU_MEMORY_USABLE,
+    SMALL_MODEL_PARAMS,
+    plan_slots,
+    read_param_count,
+    seed_gpu_memory_gb,
+)
+from autorl.llm.model_builder import build_config, build_tokenizer
+from autorl.llm.schema import TrainConfig
+from autorl.machine import Gpu, Machine, cpu_ids
+
+TINY = 200_000  # parameters: a model the trainer runs on one thread
+QWEN3_0_6B = 600_000_000
+
+
+def machine(cpus: int, gpus: list[Gpu] | None = None) -> Machine:
+    return Machine(python="3.12", platform="Linux x86_64", torch="2", cpus=cpus, ram_gb=64, gpus=gpus or [])
+
+
+def assert_disjoint_cores(slots) -> None:
+    cores = [c for s in slots for c in s.cpus]
+    assert len(cores) == len(set(cores))
+
+
+@pytest.mark.parametrize("cores", [2, 3, 16])
+def test_cpu_small_model_gets_two_cores_per_seed(cores):
+    """A one-thread trainer plus its sampling process: n cores fit n // 2 seeds, each on its own 2 cores."""
+    m = machine(cores)
+    slots = plan_slots(TINY, m)
+    assert len(slots) == cores // 2
+    assert [s.index for s in slots] == list(range(len(slots)))
+    assert all(len(s.cpus) == 2 and s.threads == 1 and not s.gpus for s in slots)
+    assert set(slots[0].cpus) <= set(cpu_ids(m))
+    assert_disjoint_cores(slots)
+
+
+def test_cpu_single_core_and_big_model():
+    assert [(s.cpus, s.threads) for s in plan_slots(TINY, machine(1))] == [(tuple(cpu_ids(machine(1))), 1)]
+    # A big model's trainer uses every core: one seed at a time.
+    assert plan_slots(SMALL_MODEL_PARAMS, machine(16)) == [WHOLE_MACHINE]
+    assert plan_slots(None, machine(16)) == [WHOLE_MACHINE]  # unknown size
+
+
+def test_gpu_seeds_share_a_gpu_by_memory():
+    gpus = [Gpu(0, "H100", 80.0), Gpu(1, "H100", 80.0)]
+    slots = plan_slots(QWEN3_0_6B, machine(16, gpus))
+    per_gpu = int(80.0 * GPU_MEMORY_USABLE // seed_gpu_memory_gb(QWEN3_0_6B))
+    assert 1 < per_gpu < 8  # the estimate of a 0.6B model: several, not many, per 80 GB
+    assert [s.gpus for s in slots] == [(0,)] * per_gpu + [(1,)] * per_gpu
+    assert all(s.gpu_share == pytest.approx(1 / per_gpu) for s in slots)
+    assert per_gpu * seed_gpu_memory_gb(QWEN3_0_6B) <= 80.0
+    assert_disjoint_cores(slots)
+    assert all(s.cpus and s.threads == len(s.cpus) for s in slots)
+
+
+def test_gpu_seed_count_is_capped_by_cores_and_a_big_model_gets_the_whole_gpu():
+    slots = plan_slots(TINY, machine(4, [Gpu(0, "H100", 80.0)]))
+    assert len(slots) == 4 and all(s.gpus == (0,) and s.gpu_share == 0.25 for s in slots)
+    assert_disjoint_cores(slots)
+    slots = plan_slots(QWEN3_0_6B, machine(16, [Gpu(0, "L4", 24.0)]))
+    assert len(slots) == 1 and slots[0].gpus == (0,) and slots[0].gpu_share is None
+
+
+def test_embedded_backend_plans_from_the_model_on_disk(tmp_path):
+    tok = build_tokenizer()
+    cfg = build_config(
+        tok,
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        num_key_value_heads=2,
+    )
+    model = Qwen2ForCausalLM(cfg)
+    model.save_pretrained(tmp_path)
+    assert read_param_count(str(tmp_path)) == sum(p.numel() for p in model.parameters())
+    assert read_param_count(str(tmp_path / "missing")) is None
+    train = TrainConfig.model_validate(
+        {
+            "model": {"name": str(tmp_path)},
+            "orchestrator": {"train": {"source": [{"env": {"taskset": {"id": "autorl-arithmetic"}}}]}},
+        }
+    )
+    slots = EmbeddedBackend().plan_slots(SimpleNamespace(model=train), machine(8))
+    assert len(slots) == 4 and all(s.threads == 1 for s in slots)
+
+
+@pytest.mark.parametrize(("torch_threads", "expected"), [(1, 6), (2, 3), (4, 1), (8, 1)])
+def test_classic_one_seed_per_torch_threads_cores(torch_threads, expected):
+    cfg = SimpleNamespace(model=ClassicConfig(torch_threads=torch_threads))
+    slots = ClassicBackend().plan_slots(cfg, machine(6))
+    assert len(slots) == expected
+    assert all(s.threads == torch_threads for s in slots)
+    assert all(len(s.cpus) == min(torch_threads, 6) for s in slots)
+    assert_disjoint_cores(slots)
