@@ -57,6 +57,13 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--config", type=Path, default=None, help="config to tune (default: train.toml)")
     t.add_argument("--track", choices=track_names(), default="llm")
     t.add_argument("--seed", type=int_in(0, 2**32 - 1), default=0, help="TPE sampler seed")
+    t.add_argument(
+        "--parallel-trials",
+        type=lambda s: None if s == "auto" else positive_int(64)(s),
+        default=None,
+        metavar="auto|N",
+        help="candidates run at once (default auto: as many as the machine's slots hold)",
+    )
 
     r = sub.add_parser("report", help="progress.png and a markdown table of kept trials")
     r.add_argument("--out", type=Path, default=None, help="PNG path (default: progress.png)")
@@ -114,7 +121,13 @@ def _run(args: argparse.Namespace) -> int:
 
         try:
             return tune.run_tune(
-                args.trials, args.space, args.budget, args.config, track=args.track, seed=args.seed
+                args.trials,
+                args.space,
+                args.budget,
+                args.config,
+                track=args.track,
+                seed=args.seed,
+                parallel_trials=args.parallel_trials,
             )
         except tune.SpaceError as exc:
             print(f"error: {exc}", file=sys.stderr)

@@ -39,6 +39,8 @@ class Machine:
     model_name: str | None = None  # the model prepared for train.toml (harness-owned from here on)
     model_path: str | None = None  # where its weights are (local dir)
     notes: list[str] = field(default_factory=list)
+    # the slots the prepared backend plans for the prepared model: how many seeds run at once (autorl.slots)
+    slots: list[dict[str, Any]] = field(default_factory=list)
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), indent=2)

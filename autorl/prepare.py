@@ -154,6 +154,14 @@ def prepare(config: Path, prime_rl_dir: str | None = None, skip_model: bool = Fa
             raise PrepareError(
                 f"could not install autorl's environments into prime-rl's venv: {exc}"
             ) from exc
+    if not skip_model:
+        from dataclasses import asdict
+
+        from autorl.track import get_track
+
+        slots = get_track("llm").make_backend(machine.backend).plan_slots(cfg, machine)
+        machine.slots = [asdict(s) for s in slots]
+        say(f"{len(slots)} seed(s) at once: " + "; ".join(s.describe() for s in slots))
     path = save_machine(machine)
     say(f"wrote {path.relative_to(paths.repo_root())}")
     return machine

@@ -235,7 +235,7 @@ def _main(opts: RunOptions) -> int:
         return invalid(str(exc))
 
     if opts.dry_run:
-        return dry_run(backend, cfg, backend_name)
+        return dry_run(backend, cfg, backend_name, opts)
 
     # 2. The harness must be the committed one; the ledger must be readable.
     dirty = dirty_harness_files(root)
@@ -282,9 +282,12 @@ def _main(opts: RunOptions) -> int:
     return run_trial(opts, track, backend, backend_name, cfg, root)
 
 
-def dry_run(backend, cfg, backend_name: str) -> int:
+def dry_run(backend, cfg, backend_name: str, opts: RunOptions) -> int:
+    from autorl.slots import plan
+
     resolved = backend.resolve(cfg, paths.runs_dir() / "dry-run", 0)
     print(f"# backend: {backend_name}; config {cfg.path} is valid (config_hash {cfg.config_hash})")
+    print(f"# {plan(backend, cfg, opts).describe()}")
     print(resolved_toml(resolved))
     if text := backend.availability_note():
         print(f"# note: {text}")

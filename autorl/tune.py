@@ -9,6 +9,10 @@ ledger, otherwise one more repeat for the noise floor. At the end the config hol
 session with `verdict: improved`, or the original config when none improved. Interrupted (Ctrl-C), the
 original config is restored.
 
+When the machine has more slots than one trial's seeds need (`--parallel-trials auto`, the default), several
+candidates run at once (Optuna's ask/tell), each run.py pinned to its own share of the cores and writing its
+values into its own copy of the config under .autorl/tune/.
+
 space.toml (one table per parameter):
     [lr]
     key = "trainer.optim.lr"       # dotted key in the config
@@ -27,9 +31,11 @@ space.toml (one table per parameter):
 from __future__ import annotations
 
 import math
+import os
 import re
 import subprocess
 import sys
+import time
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -189,6 +195,40 @@ def describe(values: dict[str, Any]) -> str:
     )
 
 
+def cpu_groups(n: int) -> list[tuple[int, ...]]:
+    """This process's cores split into n disjoint groups, one per candidate running at once."""
+    cores = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
+    if n <= 1 or len(cores) < n:
+        return [()] * max(n, 1)
+    size = len(cores) // n
+    return [tuple(cores[i * size : (i + 1) * size]) for i in range(n)]
+
+
+def auto_parallel_trials(track: str, config: Path, seeds: int | None) -> int:
+    """Candidates side by side when the machine has more slots than one trial's seeds need."""
+    from autorl.slots import current_machine
+
+    tr = get_track(track)
+    machine = current_machine()
+    try:
+        name = tr.backend_name("auto", machine)
+        cfg = tr.load_config(config, name, None)
+        slots = tr.make_backend(name).plan_slots(cfg, machine)
+    except Exception:  # an invalid config is reported by its first trial
+        return 1
+    return max(1, len(slots) // (seeds or tr.default_seeds))
+
+
+@dataclass
+class Running:
+    n: int
+    trial: Any  # optuna.trial.Trial
+    values: dict[str, Any]
+    desc: str
+    proc: subprocess.Popen[str]
+    group: tuple[int, ...]  # the cores it runs on (() = not pinned)
+
+
 def run_tune(
     trials: int,
     space: Path | None = None,
@@ -198,13 +238,22 @@ def run_tune(
     seed: int = 0,
     runner: list[str] | None = None,
     extra_args: list[str] | None = None,
+    parallel_trials: int | None = 1,
 ) -> int:
+    """`parallel_trials`: candidates run at once (None: as many as the machine's slots hold, each trial's
+    seeds side by side within its own share of the cores)."""
     root = paths.repo_root()
     space = space or root / "space.toml"
     config = config or root / get_track(track).default_config
     params = load_space(space)
     original = config.read_text()
     runner = runner or [sys.executable, str(root / "run.py")]
+    extra = list(extra_args or [])
+    seeds = int(extra[extra.index("--seeds") + 1]) if "--seeds" in extra[:-1] else None
+    k = parallel_trials or auto_parallel_trials(track, config, seeds)
+    groups = cpu_groups(k)
+    work = paths.state_dir() / "tune"
+    work.mkdir(parents=True, exist_ok=True)
     ledger = Ledger(paths.results_file())
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     study = optuna.create_study(direction="maximize", sampler=optuna.samplers.TPESampler(seed=seed))
@@ -212,44 +261,78 @@ def run_tune(
     if start:  # the first trial re-runs the current config: a baseline, or one more noise-floor repeat
         study.enqueue_trial(start)
     best: tuple[float, str, dict[str, Any]] | None = None  # best kept: (score, run_id, values)
-    print(f"[tune] {trials} trials over {len(params)} parameters from {space}; config {config}", flush=True)
-    try:
-        for n in range(trials):
-            trial = study.ask()
-            values = suggest(trial, params)
-            config.write_text(render(original, params, values))
-            desc = describe(values)
-            cmd = [*runner, "--config", str(config), "--track", track, "--description", desc]
-            if budget is not None:
-                cmd += ["--budget", f"{budget:g}"]
-            cmd += extra_args or []
-            print(f"[tune] trial {n + 1}/{trials}: {desc}", flush=True)
-            proc = subprocess.run(cmd, cwd=root, capture_output=True, text=True)
-            summary = parse_summary(proc.stdout)
-            score, status = _float(summary.get("eval_score")), summary.get("status", "crash")
-            verdict, run_id = summary.get("verdict", ""), Path(summary.get("run_dir", "")).name
-            if proc.returncode == 2 or not summary:  # invalid config: nothing was recorded
-                tail = (proc.stdout + proc.stderr).strip().splitlines()[-3:]
-                print(
-                    f"[tune]   invalid or no summary (exit {proc.returncode}): {' | '.join(tail)}", flush=True
-                )
-                study.tell(trial, state=optuna.trial.TrialState.FAIL)
-                continue
-            if status != "ok" or score is None:
-                study.tell(trial, state=optuna.trial.TrialState.FAIL)
-                decision = "crash"
-            else:
-                study.tell(trial, score)
-                decision = "keep" if verdict in ("improved", "baseline") else "discard"
-            _mark(ledger, decision, run_id, f"tune trial {n + 1}: verdict {verdict or '-'}")
+    print(
+        f"[tune] {trials} trials over {len(params)} parameters from {space}; config {config}; {k} at a time",
+        flush=True,
+    )
+
+    def launch(n: int, group: tuple[int, ...]) -> Running:
+        trial = study.ask()
+        values = suggest(trial, params)
+        candidate = work / f"candidate-{n}{config.suffix}" if k > 1 else config
+        candidate.write_text(render(original, params, values))
+        desc = describe(values)
+        cmd = [*runner, "--config", str(candidate), "--track", track, "--description", desc]
+        if budget is not None:
+            cmd += ["--budget", f"{budget:g}"]
+        cmd += extra
+        print(f"[tune] trial {n + 1}/{trials}: {desc}", flush=True)
+        proc = subprocess.Popen(
+            cmd,
+            cwd=root,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            preexec_fn=(lambda: os.sched_setaffinity(0, group)) if group else None,
+        )
+        return Running(n, trial, values, desc, proc, group)
+
+    def finish(r: Running) -> None:
+        nonlocal best
+        stdout, stderr = r.proc.communicate()
+        summary = parse_summary(stdout)
+        score, status = _float(summary.get("eval_score")), summary.get("status", "crash")
+        verdict, run_id = summary.get("verdict", ""), Path(summary.get("run_dir", "")).name
+        if r.proc.returncode == 2 or not summary:  # invalid config: nothing was recorded
+            tail = (stdout + stderr).strip().splitlines()[-3:]
             print(
-                f"[tune]   eval_score {summary.get('eval_score', '-')} verdict {verdict or '-'} "
-                f"status {status} -> {decision} ({run_id})",
-                flush=True,
+                f"[tune]   invalid or no summary (exit {r.proc.returncode}): {' | '.join(tail)}", flush=True
             )
-            if verdict == "improved" and (best is None or score > best[0]):
-                best = (score, run_id, values)
+            study.tell(r.trial, state=optuna.trial.TrialState.FAIL)
+            return
+        if status != "ok" or score is None:
+            study.tell(r.trial, state=optuna.trial.TrialState.FAIL)
+            decision = "crash"
+        else:
+            study.tell(r.trial, score)
+            decision = "keep" if verdict in ("improved", "baseline") else "discard"
+        _mark(ledger, decision, run_id, f"tune trial {r.n + 1}: verdict {verdict or '-'}")
+        print(
+            f"[tune]   trial {r.n + 1}: eval_score {summary.get('eval_score', '-')} verdict {verdict or '-'} "
+            f"status {status} -> {decision} ({run_id})",
+            flush=True,
+        )
+        if verdict == "improved" and (best is None or score > best[0]):
+            best = (score, run_id, r.values)
+
+    running: list[Running] = []
+    free = list(groups)
+    try:
+        n = 0
+        while n < trials or running:
+            while n < trials and free:
+                running.append(launch(n, free.pop(0)))
+                n += 1
+            done = next((r for r in running if r.proc.poll() is not None), None)
+            if done is None:
+                time.sleep(0.2)
+                continue
+            running.remove(done)
+            free.append(done.group)
+            finish(done)
     except BaseException:
+        for r in running:
+            r.proc.terminate()
         config.write_text(original)  # never leave a half-tuned config behind
         raise
     if best is None:

@@ -1,6 +1,7 @@
-"""The prime-rl backend, tested up to the process boundary against tests/fake_prime_rl/rl (a test double of
-prime-rl's `rl` launcher, not prime-rl): rendering (golden files), key checks, dry-run validation, console and
-metrics parsing, weight selection, crash attribution, the not-found path, and full budgeted runs."""
+"""The prime-rl backend, tested up to the process boundary against tests/fakes/fake_prime_rl/rl (a test
+double of prime-rl's `rl` launcher, not prime-rl): rendering (golden files), key checks, dry-run validation,
+console and metrics parsing, weight selection, crash attribution, the not-found path, and full budgeted
+runs."""
 
 from __future__ import annotations
 
@@ -34,7 +35,7 @@ from autorl.llm.schema import is_primerl_key
 from autorl.tomlcheck import ConfigError
 
 REPO = Path(__file__).resolve().parent.parent
-FAKE_RL = REPO / "tests" / "fake_prime_rl" / "rl"
+FAKE_RL = REPO / "tests" / "fakes" / "fake_prime_rl" / "rl"
 GOLDEN = REPO / "tests" / "golden"
 UPDATE_GOLDEN = os.environ.get("AUTORL_UPDATE_GOLDEN") == "1"
 

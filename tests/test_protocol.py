@@ -271,6 +271,20 @@ def test_tune_runs_trials_through_the_runner(root: Path) -> None:
         assert final == TRAIN
 
 
+def test_tune_runs_candidates_side_by_side(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Optuna ask/tell with two run.py processes at once, each on its own config copy and cores."""
+    monkeypatch.setenv("FAKE_RUN_SECONDS", "1.5")
+    (root / "train.toml").write_text(TRAIN)
+    (root / "space.toml").write_text('[lr]\nkey = "trainer.optim.lr"\nlow = 1e-6\nhigh = 1e-2\nlog = true\n')
+    assert tune.run_tune(4, budget=1, runner=[sys.executable, str(FAKE_RUN)], parallel_trials=2) == 0
+    rows = Ledger(root / "results.tsv").rows()
+    assert len(rows) == 4 and all(r["decision"] in ("keep", "discard") for r in rows)
+    spans = [json.loads((root / "runs" / r["run_id"] / "interval.json").read_text()) for r in rows]
+    overlapping = sum(a[0] < b[1] and b[0] < a[1] for i, a in enumerate(spans) for b in spans[i + 1 :])
+    assert overlapping >= 2  # two pairs of candidates ran at the same time
+    assert len(list((root / ".autorl" / "tune").glob("candidate-*.toml"))) == 4
+
+
 def test_tune_crashes_are_marked_and_config_restored(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("FAKE_RUN_CRASH", "1")
     (root / "train.toml").write_text(TRAIN)

@@ -15,6 +15,7 @@ import json
 import math
 import os
 import sys
+import time
 import tomllib
 from pathlib import Path
 
@@ -48,11 +49,14 @@ def main() -> int:
     ledger = Ledger(paths.results_file())
     rows = ledger.rows()
     n = len(rows)
-    run_id = f"20250101-{n:06d}-fake"
+    run_id = f"20250101-{n:06d}-{os.getpid()}-fake"  # unique when tune runs fakes side by side
     run_dir = paths.runs_dir() / run_id
     run_dir.mkdir(parents=True)
     (run_dir / "config.toml").write_text(text)
     crashed = os.environ.get("FAKE_RUN_CRASH") == "1"
+    started = time.time()
+    time.sleep(float(os.environ.get("FAKE_RUN_SECONDS", "0")))  # "training"
+    (run_dir / "interval.json").write_text(json.dumps([started, time.time()]))
     # A noise-free world: example i succeeds iff i / N < p, so eval_score == p (to 1/N).
     p_success = 0.2 + 0.7 * math.exp(-((math.log10(lr) + 4.0) ** 2) / 2)
     seed = SeedResult(index=0, seed=n, dir=run_dir / "seed-0", status="crash" if crashed else "ok")
