@@ -36,19 +36,29 @@ class Stop:
     """A trial-wide stop request, set from the signal handler and seen by every running child's loop.
 
     `graceful`: the child's group gets SIGTERM (a trainer saves its weights), SIGKILL after the grace period.
-    `hard`: SIGKILL at once (a second Ctrl-C).
+    `hard`: SIGKILL at once (a second Ctrl-C). A repeat within `SAME_REQUEST_S` of the first is the same
+    request: one Ctrl-C under `uv run` reaches run.py twice (from the terminal and forwarded by uv).
     """
+
+    SAME_REQUEST_S = 1.0
 
     def __init__(self) -> None:
         self.graceful = threading.Event()
         self.hard = threading.Event()
         self.signum: int | None = None
+        self.first_at: float | None = None
 
-    def request(self, signum: int) -> None:
-        if self.graceful.is_set():
-            self.hard.set()
-        self.signum = self.signum or signum
-        self.graceful.set()
+    def request(self, signum: int) -> bool:
+        """Record a stop request; returns whether it is a new one (the first, or the one that kills)."""
+        now = time.monotonic()
+        if self.first_at is None:
+            self.first_at, self.signum = now, signum
+            self.graceful.set()
+            return True
+        if now - self.first_at < self.SAME_REQUEST_S or self.hard.is_set():
+            return False
+        self.hard.set()
+        return True
 
     def __bool__(self) -> bool:
         return self.graceful.is_set()

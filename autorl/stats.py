@@ -19,12 +19,10 @@ for a decline is < alpha; else `inconclusive`. `scripts/simulate_decisions.py` m
 
 from __future__ import annotations
 
-import json
 import math
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -49,18 +47,6 @@ MIN_SEEDS_WELCH = 3
 # ----------------------------------------------------------------------------------------------------
 # Eval rows -> arrays
 # ----------------------------------------------------------------------------------------------------
-def read_eval_jsonl(path: Path) -> list[dict[str, Any]]:
-    """The eval rows of a run (`runs/<run_id>/eval.jsonl`); a missing `seed` field reads as seed 0."""
-    rows = []
-    for line in Path(path).read_text().splitlines():
-        if line.strip():
-            row = json.loads(line)
-            row.setdefault("seed", 0)
-            row.setdefault("sample", 0)
-            rows.append(row)
-    return rows
-
-
 @dataclass
 class Table:
     """Per env: a (seeds x examples) matrix of scores averaged over samples (NaN where missing)."""

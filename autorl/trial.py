@@ -326,10 +326,10 @@ class _Signals:
         return self
 
     def _handle(self, signum: int, frame: object) -> None:
-        first = not self.stop
-        self.stop.request(signum)
+        if not self.stop.request(signum):
+            return
         name = signal.Signals(signum).name
-        if first:
+        if not self.stop.hard.is_set():
             print(
                 f"\n[trial] {name}: stopping (running seeds save their weights; no new seed or eval "
                 "starts). Send it again to kill everything now.",

@@ -112,17 +112,19 @@ sys.path.insert(0, {tests!r})
 from fakes.fake_backend import FakeBackend
 from autorl.llm.track import LLMTrack
 from autorl import trial
-backend = FakeBackend("grandchild", 0.6, scripts_dir=Path({root!r}), slots=2)
+backend = FakeBackend({mode!r}, 0.6, scripts_dir=Path({root!r}), slots=2)
 LLMTrack.make_backend = lambda self, name: backend
-sys.exit(trial.main(["--seeds", "2", "--budget", "120", "--grace", "5"]))
+sys.exit(trial.main(["--seeds", "2", "--budget", "120", "--grace", "{grace}"]))
 """
 
 
-def start_driver(root: Path) -> tuple[subprocess.Popen[str], list[psutil.Process]]:
-    """run.py's trial with two fake seeds (each with a grandchild, like the sampler), both training."""
+def start_driver(
+    root: Path, mode: str = "grandchild", grace: float = 5
+) -> tuple[subprocess.Popen[str], list[psutil.Process]]:
+    """run.py's trial with two fake seeds (by default each with a grandchild, like the sampler), training."""
     env = {**os.environ, "AUTORL_ROOT": str(root)}
     proc = subprocess.Popen(
-        [sys.executable, "-c", DRIVER.format(tests=str(TESTS), root=str(root))],
+        [sys.executable, "-c", DRIVER.format(tests=str(TESTS), root=str(root), mode=mode, grace=grace)],
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -131,7 +133,8 @@ def start_driver(root: Path) -> tuple[subprocess.Popen[str], list[psutil.Process
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         logs = [p.read_text() for p in (root / "runs").glob("*/seed-*/run.log")]
-        if len(logs) == 2 and all("grandchild up" in log for log in logs):  # it asked to die with its parent
+        ready = "grandchild up" if mode == "grandchild" else '"step"'
+        if len(logs) == 2 and all(ready in log for log in logs):  # (the grandchild asked to die with us)
             return proc, psutil.Process(proc.pid).children(recursive=True)
         time.sleep(0.2)
     proc.kill()
@@ -163,6 +166,32 @@ def test_a_signal_stops_the_trial_records_it_interrupted_and_leaves_no_process(r
     assert alive(tree) == []
     # the graceful stop let both trainers save their weights
     assert len(list((root / "runs").glob("*/seed-*/weights/quality.txt"))) == 2
+
+
+def test_one_ctrl_c_under_uv_run_arrives_twice_and_still_stops_gracefully(root):
+    """`uv run` forwards SIGINT to run.py, which also gets it from the terminal: one request, not two."""
+    proc, tree = start_driver(root)
+    proc.send_signal(signal.SIGINT)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130 and "killing every process" not in err
+    assert len(list((root / "runs").glob("*/seed-*/weights/quality.txt"))) == 2  # saved, not killed
+    assert alive(tree) == []
+
+
+def test_a_second_signal_later_kills_at_once(root):
+    """Trainers that ignore SIGTERM would take the 30 s grace period; a second signal kills them at once."""
+    proc, tree = start_driver(root, mode="ignore_term", grace=30)
+    proc.send_signal(signal.SIGTERM)
+    time.sleep(1.5)
+    first = time.monotonic()
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=60)
+    assert time.monotonic() - first < 20  # not the grace period
+    assert proc.returncode == 143 and "killing every process" in err
+    assert parse_summary(out)["status"] == "interrupted"
+    time.sleep(0.5)
+    assert alive(tree) == []
 
 
 def test_a_killed_runner_takes_its_trainers_and_their_children_along(root):
