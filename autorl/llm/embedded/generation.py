@@ -187,6 +187,16 @@ class HFSampler:
             model.train(was_training)
 
 
+# vLLM's CPU build reads gpu_memory_utilization as the share of *host* memory to reserve (0.92 by default) and
+# refuses to start when that much is not free; a fixed KV cache size skips that reservation.
+VLLM_CPU_KV_CACHE_BYTES = 1 << 30
+
+
+def vllm_cpu_memory_args(device: str) -> dict[str, int]:
+    """Extra ``vllm.LLM`` arguments on the CPU (vllm-cpu build): a fixed KV cache; none on a GPU."""
+    return {"kv_cache_memory_bytes": VLLM_CPU_KV_CACHE_BYTES} if device == "cpu" else {}
+
+
 def vllm_available() -> bool:
     """vLLM is used when it imports and a CUDA GPU is present."""
     if not torch.cuda.is_available():
@@ -199,7 +209,7 @@ def vllm_available() -> bool:
 
 
 class VLLMSampler:
-    """A colocated vLLM engine in this process (GPU only; untested here, see the module docstring)."""
+    """A colocated vLLM engine in this process (a GPU, or the CPU with the ``vllm-cpu`` build)."""
 
     def __init__(
         self,
@@ -226,6 +236,7 @@ class VLLMSampler:
             seed=seed,
             max_model_len=max_model_len,
             gpu_memory_utilization=gpu_memory_utilization,
+            **vllm_cpu_memory_args(self.device.type),
             enable_prefix_caching=True,  # a group's completions share the prompt
             logprobs_mode="processed_logprobs",  # logprobs after temperature, as prime-rl asks its servers
         )
