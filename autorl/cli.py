@@ -28,11 +28,23 @@ def build_parser() -> argparse.ArgumentParser:
         default=8,
         help="how many recent trials to list (shows at most 20)",
     )
+    s.add_argument(
+        "--track", choices=track_names(), default=None, help="show this track (default: the latest trial's)"
+    )
+    s.add_argument(
+        "--all", action="store_true", help="also list every context (track, eval, harness, budget) recorded"
+    )
 
     m = sub.add_parser("mark", help="record your decision on a trial (the latest by default)")
     m.add_argument("decision", choices=["keep", "discard", "crash"])
     m.add_argument("--run", default=None, help="run id (or a unique prefix); default: the latest trial")
     m.add_argument("--lesson", default=None, help="one line: what this trial taught")
+    m.add_argument(
+        "--reason",
+        type=nonempty_str,
+        default=None,
+        help="required to change a decision that is not pending (kept in results-marks.jsonl)",
+    )
 
     lp = sub.add_parser("loop", help="re-invoke a coding agent until a time/trial limit or a STOP file")
     lp.add_argument(
@@ -61,6 +73,9 @@ def build_parser() -> argparse.ArgumentParser:
     r = sub.add_parser("report", help="progress.png and a markdown table of kept trials")
     r.add_argument("--out", type=Path, default=None, help="PNG path (default: progress.png)")
     r.add_argument("--md", type=Path, default=None, help="also write the table to this markdown file")
+    r.add_argument(
+        "--track", choices=track_names(), default=None, help="report this track (default: the latest trial's)"
+    )
 
     lg = sub.add_parser("ledger", help="check results.tsv, or append a row a trial saved in result.json")
     lg_sub = lg.add_subparsers(dest="ledger_command", required=True)
@@ -92,13 +107,17 @@ def _run(args: argparse.Namespace) -> int:
     if args.command == "status":
         from autorl import status
 
-        return status.main(as_json=args.json, last=args.last)
+        return status.main(as_json=args.json, last=args.last, track=args.track, all_contexts=args.all)
     if args.command == "mark":
-        row = Ledger().mark(args.decision, run_id=args.run, lesson=args.lesson)
+        ledger = Ledger()
+        row = ledger.mark(args.decision, run_id=args.run, lesson=args.lesson, reason=args.reason)
         print(
             f"{row['run_id']}: decision {row['decision']}"
             + (f"; lesson: {row['lesson']}" if row["lesson"] else "")
         )
+        mark = ledger.history()[-1]
+        if mark.reference_before != mark.reference_after:
+            print(f"the reference is now {mark.reference_after or 'none'} (was {mark.reference_before})")
         if args.decision == "keep" and row["verdict"] not in ("improved", "baseline"):
             print(
                 f"note: verdict {row['verdict'] or 'missing'}; program.md keeps only improved trials",
@@ -122,7 +141,7 @@ def _run(args: argparse.Namespace) -> int:
     if args.command == "report":
         from autorl import report
 
-        return report.main(args.out, args.md)
+        return report.main(args.out, args.md, track=args.track)
     if args.command == "ledger":
         ledger = Ledger()
         if args.ledger_command == "check":

@@ -19,14 +19,14 @@ matplotlib.use("Agg")  # files only, no display
 import matplotlib.pyplot as plt  # noqa: E402
 
 from autorl import paths  # noqa: E402
-from autorl.ledger import Ledger, as_float, comparable  # noqa: E402
+from autorl.ledger import Context, Ledger, as_float, comparable  # noqa: E402
+from autorl.status import context_row, hidden_hint  # noqa: E402
 
 
-def context_rows(rows: Sequence[Mapping[str, str]]) -> list[Mapping[str, str]]:
-    if not rows:
-        return []
-    last = rows[-1]
-    return [r for r in rows if comparable(r, last["track"], last["eval_hash"], last["harness_hash"])]
+def context_rows(rows: Sequence[Mapping[str, str]], track: str | None = None) -> list[Mapping[str, str]]:
+    """The trials comparable with the latest one (of `track`): same track, eval set, harness and budget."""
+    latest = context_row(rows, track)
+    return [r for r in rows if comparable(r, *Context.of(latest))] if latest else []
 
 
 def plot(rows: Sequence[Mapping[str, str]], out: Path) -> Path:
@@ -173,11 +173,16 @@ def kept_table(rows: Sequence[Mapping[str, str]]) -> str:
     return "\n".join(lines)
 
 
-def main(out: Path | None = None, md: Path | None = None, ledger: Ledger | None = None) -> int:
-    rows = context_rows((ledger or Ledger()).rows())
+def main(
+    out: Path | None = None, md: Path | None = None, ledger: Ledger | None = None, track: str | None = None
+) -> int:
+    everything = (ledger or Ledger()).rows()
+    rows = context_rows(everything, track)
     if not rows:
-        print("no trials in results.tsv yet: nothing to report")
+        print(f"no trials{f' on the {track} track' if track else ''} in results.tsv yet: nothing to report")
         return 1
+    if hidden := hidden_hint(everything, Context.of(rows[-1])):
+        print(hidden.replace("autorl status --track", "autorl report --track"))
     out = out or paths.repo_root() / "progress.png"
     plot(rows, out)
     table = kept_table(rows)
