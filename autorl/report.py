@@ -1,8 +1,9 @@
 """`autorl report`: progress.png and a markdown table of the kept trials with their config changes.
 
 The plot shows the trials comparable with the latest one (same track, eval set and harness), in ledger
-order: every trial's eval_score with its 95% CI, kept trials highlighted, the running best kept score as a
-step line, crashes and timeouts marked along the bottom. Config changes are listed key by key against
+order: every trial's eval_score with its 95% CI, kept trials highlighted and labelled with their description,
+the running best kept score as a step line, the untrained base model's score as a dashed line, crashes and
+timeouts marked along the bottom; integer trial ticks. Config changes are listed key by key against
 the baseline (the first ok trial), from the run directories' config.toml (config.diff as a fallback).
 """
 
@@ -17,10 +18,14 @@ import matplotlib
 
 matplotlib.use("Agg")  # files only, no display
 import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
+from matplotlib.ticker import MaxNLocator  # noqa: E402
 
 from autorl import paths  # noqa: E402
 from autorl.ledger import Context, Ledger, as_float, comparable  # noqa: E402
-from autorl.status import context_row, hidden_hint  # noqa: E402
+from autorl.status import context_row, cut, hidden_hint  # noqa: E402
+
+LABEL_WIDTH = 40  # a kept trial's description next to its point, cut to this many characters
 
 
 def context_rows(rows: Sequence[Mapping[str, str]], track: str | None = None) -> list[Mapping[str, str]]:
@@ -31,6 +36,15 @@ def context_rows(rows: Sequence[Mapping[str, str]], track: str | None = None) ->
 
 def plot(rows: Sequence[Mapping[str, str]], out: Path) -> Path:
     """Write the progress plot of `rows` (already filtered to one context) to `out`."""
+    fig = figure(rows)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out)
+    plt.close(fig)
+    return out
+
+
+def figure(rows: Sequence[Mapping[str, str]]) -> Figure:
+    """The progress plot of `rows` (already filtered to one context)."""
     fig, ax = plt.subplots(figsize=(10, 5), dpi=120)
     xs = list(range(1, len(rows) + 1))
     scores = [as_float(r, "eval_score") for r in rows]
@@ -86,6 +100,22 @@ def plot(rows: Sequence[Mapping[str, str]], out: Path) -> Path:
             zorder=4,
             label="crash / timeout",
         )
+    # The untrained model on the same eval: what training has to beat at all.
+    base = next((b for r in reversed(rows) if (b := as_float(r, "base_score")) is not None), None)
+    if base is not None:
+        ax.axhline(base, color="tab:purple", ls="--", lw=1, label=f"base model {base:.4g}", zorder=1)
+    for x, s, r in ok:
+        if r["decision"] == "keep" and r["description"]:
+            ax.annotate(
+                cut(r["description"], LABEL_WIDTH),
+                (x, s),
+                xytext=(4, 6),
+                textcoords="offset points",
+                fontsize=7,
+                rotation=20,
+                color="tab:green",
+            )
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_xlabel("trial (ledger order)")
     ax.set_ylabel("eval_score (95% CI)")
     track = rows[-1]["track"] if rows else "?"
@@ -98,10 +128,7 @@ def plot(rows: Sequence[Mapping[str, str]], out: Path) -> Path:
     if handles:
         ax.legend(loc="lower right", fontsize=8)
     fig.tight_layout()
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out)
-    plt.close(fig)
-    return out
+    return fig
 
 
 def _flatten(data: Any, prefix: str = "") -> dict[str, Any]:

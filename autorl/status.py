@@ -23,7 +23,7 @@ MAX_LESSONS = 6  # the latest lessons, shown whole
 MAX_REMARKS = 3  # the latest changed decisions (autorl mark --reason)
 
 
-def _cut(text: str, width: int = TEXT_WIDTH) -> str:
+def cut(text: str, width: int = TEXT_WIDTH) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
@@ -182,7 +182,7 @@ def render(st: Mapping[str, Any]) -> str:
         ci = b["eval_ci"]
         ci_text = f" [{ci[0]:.3f}, {ci[1]:.3f}]" if None not in ci else ""
         score = f"{b['eval_score']:.4f}" if b["eval_score"] is not None else "-"
-        out.append(f"{what}: {b['run_id']} eval_score {score}{ci_text}  {_cut(b['description'], 50)}")
+        out.append(f"{what}: {b['run_id']} eval_score {score}{ci_text}  {cut(b['description'], 50)}")
     else:
         out.append("best kept: none (no successful trial yet)")
     nf = st["noise_floor"]
@@ -218,7 +218,7 @@ def render(st: Mapping[str, Any]) -> str:
         p = f"{r['p_value']:.3f}" if r["p_value"] is not None else "-"
         out.append(
             f"  {r['run_id']:<24} {score:>7} {delta:>8} {p:>6} {r['verdict'] or '-':<12} "
-            f"{r['decision']:<8} {_cut(r['description'], 70)}"
+            f"{r['decision']:<8} {cut(r['description'], 70)}"
         )
     if st["lessons"]:
         out.append(f"latest {len(st['lessons'])} lessons (oldest first):")
