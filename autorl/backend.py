@@ -93,8 +93,10 @@ class Backend(Protocol):
         """After the child ended: pick the latest complete weights, count steps, attribute a crash."""
         ...
 
-    def eval_command(self, cfg: Any, weights_dir: Path | None, out_path: Path) -> Launch:
-        """The fixed evaluation of weights_dir (None = the untrained base model) writing out_path (JSONL)."""
+    def eval_command(self, cfg: Any, weights_dir: Path | None, out_path: Path, split: str = "eval") -> Launch:
+        """The fixed evaluation of weights_dir (None = the untrained base model) writing out_path (JSONL).
+
+        `split`: "eval" (every trial) or "test" (the sealed test set, `autorl confirm` only)."""
         ...
 
     def preflight(self) -> None:

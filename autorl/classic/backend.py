@@ -103,7 +103,7 @@ class ClassicBackend(Backend):
             },
         )
 
-    def eval_command(self, cfg: Any, weights_dir: Path | None, out_path: Path) -> Launch:
+    def eval_command(self, cfg: Any, weights_dir: Path | None, out_path: Path, split: str = "eval") -> Launch:
         weights = str(weights_dir / "policy.pt") if weights_dir is not None else "none"
         argv = [
             sys.executable,
@@ -115,6 +115,8 @@ class ClassicBackend(Backend):
             cfg.model.env_id,
             "--out",
             str(out_path),
+            "--split",
+            split,
         ]
         return Launch(argv=argv, cwd=paths.repo_root(), env=dict(CHILD_ENV))
 

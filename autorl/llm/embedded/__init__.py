@@ -361,8 +361,9 @@ class EmbeddedBackend(Backend):
             notes=notes,
         )
 
-    def eval_command(self, cfg: Any, weights_dir: Path | None, out_path: Path) -> Launch:
+    def eval_command(self, cfg: Any, weights_dir: Path | None, out_path: Path, split: str = "eval") -> Launch:
         weights = str(weights_dir) if weights_dir is not None else build_spec(cfg).model_path
         argv = [sys.executable, "-m", "autorl.llm.eval", "--weights", weights, "--out", str(out_path)]
+        argv += ["--split", split]
         env = {"OMP_WAIT_POLICY": "PASSIVE", "TOKENIZERS_PARALLELISM": "false"}
         return Launch(argv=argv, cwd=paths.repo_root(), env=env)

@@ -307,7 +307,7 @@ class PrimeRLBackend(Backend):
             notes.append(f"killed {len(left)} leftover process(es) of the run: {[p.pid for p in left]}")
         return notes
 
-    def eval_command(self, cfg: Any, weights_dir: Path | None, out_path: Path) -> Launch:
+    def eval_command(self, cfg: Any, weights_dir: Path | None, out_path: Path, split: str = "eval") -> Launch:
         """The fixed eval with vLLM on both GPUs, in prime-rl's environment (its torch and vLLM)."""
         prime = locate_prime_rl()
         if prime is None:
@@ -327,6 +327,8 @@ class PrimeRLBackend(Backend):
             str(out_path),
             "--engine",
             "vllm",
+            "--split",
+            split,
         ]
         env = {
             "PATH": f"{prime.bin_dir}{os.pathsep}{os.environ.get('PATH', '')}",
