@@ -1,4 +1,4 @@
-"""The `autorl` console script: status, mark, loop, tune, report (trials themselves: `uv run run.py`)."""
+"""The `autorl` console script: status, mark, confirm, loop, tune, report (trials: `uv run run.py`)."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from pathlib import Path
 from autorl.cliargs import int_in, nonempty_str, positive_float, positive_int
 from autorl.ledger import Ledger, LedgerError
 from autorl.track import track_names
+from autorl.trial import MAX_SEEDS  # confirm --seeds: run.py's cap
 
 MAX_HOURS = 24 * 365  # loop --hours
 MAX_TRIALS = 100_000  # loop --max-trials, tune --trials
@@ -58,6 +59,25 @@ def build_parser() -> argparse.ArgumentParser:
         type=positive_int(MAX_TRIALS),
         default=None,
         help="stop after this many new results.tsv rows",
+    )
+    lp.add_argument(
+        "--confirm-every",
+        type=positive_int(MAX_TRIALS),
+        default=None,
+        metavar="K",
+        help="run `autorl confirm` after every K new keeps and when the loop ends",
+    )
+
+    c = sub.add_parser(
+        "confirm",
+        help="re-train a kept config and the baseline with fresh seeds, score both on the test split",
+    )
+    c.add_argument("--run", default=None, help="the kept trial to confirm (default: the current best kept)")
+    c.add_argument(
+        "--seeds",
+        type=positive_int(MAX_SEEDS),
+        default=None,
+        help="fresh seeds per side (the track's default)",
     )
 
     t = sub.add_parser("tune", help="Optuna TPE over space.toml, every trial through run.py")
@@ -127,7 +147,13 @@ def _run(args: argparse.Namespace) -> int:
     if args.command == "loop":
         from autorl import loop
 
-        return loop.main(args.agent, hours=args.hours, max_trials=args.max_trials)
+        return loop.main(
+            args.agent, hours=args.hours, max_trials=args.max_trials, confirm_every=args.confirm_every
+        )
+    if args.command == "confirm":
+        from autorl import confirm
+
+        return confirm.main(args.run, args.seeds)
     if args.command == "tune":
         from autorl import tune
 

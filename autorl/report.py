@@ -22,6 +22,7 @@ from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.ticker import MaxNLocator  # noqa: E402
 
 from autorl import paths  # noqa: E402
+from autorl.confirm import confirmed_file, read_confirmed  # noqa: E402
 from autorl.ledger import Context, Ledger, as_float, comparable  # noqa: E402
 from autorl.status import context_row, cut, hidden_hint  # noqa: E402
 
@@ -200,10 +201,32 @@ def kept_table(rows: Sequence[Mapping[str, str]]) -> str:
     return "\n".join(lines)
 
 
+def confirmed_table(rows: Sequence[Mapping[str, str]], confirmed: Sequence[Mapping[str, str]]) -> str:
+    """Markdown table: each confirmed trial's eval delta (what the agent saw) next to its test delta."""
+    ids = {r["run_id"] for r in rows}
+    mine = [c for c in confirmed if c["run_id"] in ids]
+    if not mine:
+        return ""
+    lines = [
+        "| run_id | vs baseline | eval delta | test delta | 95% CI | p | seeds | verdict |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for c in mine:
+        num = {k: as_float(c, k) for k in ("eval_delta", "delta", "ci_low", "ci_high", "p_value")}
+        show = {k: f"{v:+.4f}" if v is not None else "-" for k, v in num.items()}
+        ci = f"{show['ci_low']}–{show['ci_high']}" if num["ci_low"] is not None else "-"
+        p = f"{num['p_value']:.3g}" if num["p_value"] is not None else "-"
+        cells = [c["run_id"], c["baseline_run"], show["eval_delta"], show["delta"], ci, p]
+        cells += [str(len(c["seeds"].split(","))), c["verdict"] if c["status"] == "ok" else c["status"]]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 def main(
     out: Path | None = None, md: Path | None = None, ledger: Ledger | None = None, track: str | None = None
 ) -> int:
-    everything = (ledger or Ledger()).rows()
+    ledger = ledger or Ledger()
+    everything = ledger.rows()
     rows = context_rows(everything, track)
     if not rows:
         print(f"no trials{f' on the {track} track' if track else ''} in results.tsv yet: nothing to report")
@@ -213,6 +236,8 @@ def main(
     out = out or paths.repo_root() / "progress.png"
     plot(rows, out)
     table = kept_table(rows)
+    if confirmed := confirmed_table(rows, read_confirmed(confirmed_file(ledger))):
+        table += "\n\nConfirmed on the sealed test split (`autorl confirm`):\n\n" + confirmed
     print(f"wrote {out}\n")
     print(table)
     if md is not None:

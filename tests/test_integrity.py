@@ -14,6 +14,11 @@ import pytest
 from fakes.fake_backend import FakeBackend
 
 from autorl import cli, report, status, trial
+from autorl.classic.config import load_classic_config
+from autorl.classic.track import ClassicTrack
+from autorl.confirm import CONFIRM_SEED_BASE, read_confirmed
+from autorl.harness import harness_hash
+from autorl.jsonl import read_jsonl
 from autorl.ledger import Ledger, LedgerError, best_kept, eval_rows_hash, reference_rows
 from autorl.llm.config import load_train_config
 from autorl.llm.track import LLMTrack
@@ -225,3 +230,71 @@ def test_report_track_and_progress_plot(root, capsys):
     assert ticks == [1.0, 2.0, 3.0]
     assert [t.get_text() for t in ax.texts] == ["baseline", "lr 3e-6"]
     assert any(list(line.get_ydata()) == [0.1, 0.1] for line in ax.get_lines())  # the base model's score
+
+
+# ---- the sealed test set: `autorl confirm` end to end on the classic track --------------------------------
+
+
+def classic_trial(ledger: Ledger, root: Path, run_id: str, decision: str, text: str, score: float) -> None:
+    (root / "runs" / run_id).mkdir(parents=True)
+    (root / "runs" / run_id / "config.toml").write_text(text)
+    cfg = load_classic_config(root / "runs" / run_id / "config.toml")
+    ledger.append(
+        {
+            "run_id": run_id,
+            "track": "classic",
+            "backend": "classic",
+            "status": "ok",
+            "eval_score": score,
+            "decision": decision,
+            "budget": 1.0,
+            "config_hash": cfg.config_hash,
+            "harness_hash": harness_hash(root),
+            "eval_hash": ClassicTrack().eval_hash(cfg),
+            "description": run_id,
+        }
+    )
+
+
+def test_confirm_retrains_both_configs_on_fresh_seeds_and_scores_the_test_split(root, capsys):
+    ledger = Ledger(root / "results.tsv")
+    classic = (REPO / "classic.toml").read_text()
+    classic_trial(ledger, root, "base", "keep", classic, 100.0)
+    assert cli.main(["confirm"]) == 2  # only the baseline is kept: nothing to confirm
+    assert "is the baseline" in capsys.readouterr().err
+    faster = classic.replace("learning_rate = 5e-4", "learning_rate = 2.5e-3")
+    classic_trial(ledger, root, "cand", "keep", faster, 150.0)
+    classic_trial(ledger, root, "later", "discard", classic, 90.0)
+    assert cli.main(["confirm", "--run", "later"]) == 2
+    assert "not kept" in capsys.readouterr().err
+
+    assert cli.main(["confirm", "--seeds", "2"]) == 0
+    out = capsys.readouterr().out
+    (row,) = read_confirmed(root / "confirmed.tsv")
+    assert (row["run_id"], row["baseline_run"], row["status"]) == ("cand", "base", "ok")
+    seeds = [int(s) for s in row["seeds"].split(",")]
+    assert len(seeds) == 2 and min(seeds) >= CONFIRM_SEED_BASE  # no trial ever trains on these
+    test_score, base_score = float(row["test_score"]), float(row["baseline_test_score"])
+    assert float(row["delta"]) == pytest.approx(test_score - base_score, abs=1e-3)
+    assert float(row["ci_low"]) < float(row["delta"]) < float(row["ci_high"])
+    assert 0.0 <= float(row["p_value"]) <= 1.0 and row["verdict"] in ("improved", "inconclusive", "worse")
+    assert float(row["eval_delta"]) == pytest.approx(50.0)
+    assert f"delta: {row['delta']}" in out and "confirmed: " in out
+    (confirm_dir,) = (root / "runs").glob("confirm-*")
+    for side in ("candidate", "baseline"):
+        for k in range(2):
+            seed_dir = confirm_dir / side / f"seed-{k}"
+            assert len(read_jsonl(seed_dir / "eval.jsonl")) == 100
+            assert '"split": "test"' in (seed_dir / "eval.log").read_text()  # the sealed episodes
+    assert len(ledger.rows()) == 3  # results.tsv is untouched: confirmations have their own file
+    assert cli.main(["report", "--out", str(root / "p.png")]) == 0
+    assert f"| cand | base | +50.0000 | {float(row['delta']):+.4f} |" in capsys.readouterr().out
+
+
+def test_test_split_episodes_differ_from_the_eval_episodes():
+    from autorl.classic.evaluate import evaluate, random_act_fn
+
+    eval_returns = evaluate("CartPole-v1", random_act_fn, episodes=20)
+    test_returns = evaluate("CartPole-v1", random_act_fn, episodes=20, split="test")
+    assert list(eval_returns) == list(evaluate("CartPole-v1", random_act_fn, episodes=20))
+    assert list(eval_returns) != list(test_returns)
