@@ -7,6 +7,7 @@ whose eval.jsonl changed is refused; `status`/`report` show every track on reque
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -298,3 +299,17 @@ def test_test_split_episodes_differ_from_the_eval_episodes():
     test_returns = evaluate("CartPole-v1", random_act_fn, episodes=20, split="test")
     assert list(eval_returns) == list(evaluate("CartPole-v1", random_act_fn, episodes=20))
     assert list(eval_returns) != list(test_returns)
+
+
+def test_gsm8k_eval_is_a_held_out_slice_of_train_and_test_is_sealed(tmp_path):
+    rows = [{"question": f"What is {i} + 1?", "answer": f"#### {i + 1}"} for i in range(400)]
+    (tmp_path / "train.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    (tmp_path / "test.jsonl").write_text(json.dumps({"question": "2 + 2?", "answer": "#### 4"}) + "\n")
+    from autorl_gsm8k import core as gsm
+
+    train = gsm.dataset(gsm.Settings(split="train", data_path=str(tmp_path)))
+    held = gsm.dataset(gsm.Settings(split="eval", data_path=str(tmp_path)))
+    test = gsm.dataset(gsm.Settings(split="test", data_path=str(tmp_path)))
+    assert {p.prompt for p in train}.isdisjoint({p.prompt for p in held})
+    assert len(train) + len(held) == 400 and 20 <= len(held) <= 60  # ~10% held out
+    assert [p.answer for p in test] == ["4"]
