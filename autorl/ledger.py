@@ -461,8 +461,9 @@ def comparable(
     """Same track, eval set, harness and budget: the only trials whose scores may be compared.
 
     `budget` None matches only rows without a recorded budget (earlier ledgers), so an old row is never a
-    reference for a trial that records its budget."""
-    return Context.of(row) == (track, eval_hash, harness_hash, budget)
+    reference for a trial that records its budget. It is compared as the ledger writes it (6 digits)."""
+    recorded = float(_format_number(budget)) if budget is not None else None
+    return Context.of(row) == (track, eval_hash, harness_hash, recorded)
 
 
 def best_kept(

@@ -86,6 +86,8 @@ def test_reference_and_noise_floor_only_under_the_same_budget(root):
     assert ledger.best_kept("llm", "e", "h", 60.0)["run_id"] == "b60"
     assert best_kept(rows, "llm", "e", "h", 30.0) is None
     assert best_kept(rows, "llm", "e", "h")["run_id"] == "legacy"  # legacy rows only among themselves
+    add(ledger, "odd", 0.5, "keep", budget=12345.678)  # written with 6 digits, still found by its budget
+    assert ledger.best_kept("llm", "e", "h", 12345.678)["run_id"] == "odd"
     nf = noise_floor(rows, "llm", "e", "h", prior_sd=0.1, budget=600.0)
     assert nf.df == 1 and nf.measured_sd == pytest.approx(0.2 / 2**0.5)  # not pooled with the 60 s seeds
 

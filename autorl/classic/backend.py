@@ -115,8 +115,7 @@ class ClassicBackend(Backend):
             cfg.model.env_id,
             "--out",
             str(out_path),
-            "--split",
-            split,
+            *(["--split", split] if split != "eval" else []),
         ]
         return Launch(argv=argv, cwd=paths.repo_root(), env=dict(CHILD_ENV))
 

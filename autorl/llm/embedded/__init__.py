@@ -364,6 +364,6 @@ class EmbeddedBackend(Backend):
     def eval_command(self, cfg: Any, weights_dir: Path | None, out_path: Path, split: str = "eval") -> Launch:
         weights = str(weights_dir) if weights_dir is not None else build_spec(cfg).model_path
         argv = [sys.executable, "-m", "autorl.llm.eval", "--weights", weights, "--out", str(out_path)]
-        argv += ["--split", split]
+        argv += ["--split", split] if split != "eval" else []  # the default split: the command unchanged
         env = {"OMP_WAIT_POLICY": "PASSIVE", "TOKENIZERS_PARALLELISM": "false"}
         return Launch(argv=argv, cwd=paths.repo_root(), env=env)

@@ -327,8 +327,7 @@ class PrimeRLBackend(Backend):
             str(out_path),
             "--engine",
             "vllm",
-            "--split",
-            split,
+            *(["--split", split] if split != "eval" else []),
         ]
         env = {
             "PATH": f"{prime.bin_dir}{os.pathsep}{os.environ.get('PATH', '')}",
