@@ -94,10 +94,16 @@ class Backend(Protocol):
         ...
 
     def eval_command(
-        self, cfg: Any, weights_dir: Path | None, out_path: Path, slot: Slot = WHOLE_MACHINE
+        self,
+        cfg: Any,
+        weights_dir: Path | None,
+        out_path: Path,
+        slot: Slot = WHOLE_MACHINE,
+        split: str = "eval",
     ) -> Launch:
         """The fixed evaluation of weights_dir (None = the untrained base model) writing out_path (JSONL),
-        on the seed's slot (its cores / GPUs)."""
+        on the seed's slot (its cores / GPUs). `split`: "eval" (every trial) or "test" (the sealed test set,
+        `autorl confirm` only)."""
         ...
 
     def preflight(self) -> None:

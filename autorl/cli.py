@@ -1,4 +1,4 @@
-"""The `autorl` console script: status, mark, loop, tune, report (trials themselves: `uv run run.py`)."""
+"""The `autorl` console script: status, mark, confirm, loop, tune, report (trials: `uv run run.py`)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import os
 import sys
 from pathlib import Path
 
-from autorl.cliargs import int_in, nonempty_str, positive_float, positive_int
+from autorl.cliargs import MAX_SEEDS, int_in, nonempty_str, positive_float, positive_int
 from autorl.ledger import Ledger, LedgerError
 from autorl.track import track_names
 
@@ -28,11 +28,23 @@ def build_parser() -> argparse.ArgumentParser:
         default=8,
         help="how many recent trials to list (shows at most 20)",
     )
+    s.add_argument(
+        "--track", choices=track_names(), default=None, help="show this track (default: the latest trial's)"
+    )
+    s.add_argument(
+        "--all", action="store_true", help="also list every context (track, eval, harness, budget) recorded"
+    )
 
     m = sub.add_parser("mark", help="record your decision on a trial (the latest by default)")
     m.add_argument("decision", choices=["keep", "discard", "crash"])
     m.add_argument("--run", default=None, help="run id (or a unique prefix); default: the latest trial")
     m.add_argument("--lesson", default=None, help="one line: what this trial taught")
+    m.add_argument(
+        "--reason",
+        type=nonempty_str,
+        default=None,
+        help="required to change a decision that is not pending (kept in results-marks.jsonl)",
+    )
 
     lp = sub.add_parser("loop", help="re-invoke a coding agent until a time/trial limit or a STOP file")
     lp.add_argument(
@@ -46,6 +58,25 @@ def build_parser() -> argparse.ArgumentParser:
         type=positive_int(MAX_TRIALS),
         default=None,
         help="stop after this many new results.tsv rows",
+    )
+    lp.add_argument(
+        "--confirm-every",
+        type=positive_int(MAX_TRIALS),
+        default=None,
+        metavar="K",
+        help="run `autorl confirm` after every K new keeps and when the loop ends",
+    )
+
+    c = sub.add_parser(
+        "confirm",
+        help="re-train a kept config and the baseline with fresh seeds, score both on the test split",
+    )
+    c.add_argument("--run", default=None, help="the kept trial to confirm (default: the current best kept)")
+    c.add_argument(
+        "--seeds",
+        type=positive_int(MAX_SEEDS),
+        default=None,
+        help="fresh seeds per side (the track's default)",
     )
 
     t = sub.add_parser("tune", help="Optuna TPE over space.toml, every trial through run.py")
@@ -68,6 +99,9 @@ def build_parser() -> argparse.ArgumentParser:
     r = sub.add_parser("report", help="progress.png and a markdown table of kept trials")
     r.add_argument("--out", type=Path, default=None, help="PNG path (default: progress.png)")
     r.add_argument("--md", type=Path, default=None, help="also write the table to this markdown file")
+    r.add_argument(
+        "--track", choices=track_names(), default=None, help="report this track (default: the latest trial's)"
+    )
 
     lg = sub.add_parser("ledger", help="check results.tsv, or append a row a trial saved in result.json")
     lg_sub = lg.add_subparsers(dest="ledger_command", required=True)
@@ -99,13 +133,17 @@ def _run(args: argparse.Namespace) -> int:
     if args.command == "status":
         from autorl import status
 
-        return status.main(as_json=args.json, last=args.last)
+        return status.main(as_json=args.json, last=args.last, track=args.track, all_contexts=args.all)
     if args.command == "mark":
-        row = Ledger().mark(args.decision, run_id=args.run, lesson=args.lesson)
+        ledger = Ledger()
+        row = ledger.mark(args.decision, run_id=args.run, lesson=args.lesson, reason=args.reason)
         print(
             f"{row['run_id']}: decision {row['decision']}"
             + (f"; lesson: {row['lesson']}" if row["lesson"] else "")
         )
+        mark = ledger.history()[-1]
+        if mark.reference_before != mark.reference_after:
+            print(f"the reference is now {mark.reference_after or 'none'} (was {mark.reference_before})")
         if args.decision == "keep" and row["verdict"] not in ("improved", "baseline"):
             print(
                 f"note: verdict {row['verdict'] or 'missing'}; program.md keeps only improved trials",
@@ -115,7 +153,13 @@ def _run(args: argparse.Namespace) -> int:
     if args.command == "loop":
         from autorl import loop
 
-        return loop.main(args.agent, hours=args.hours, max_trials=args.max_trials)
+        return loop.main(
+            args.agent, hours=args.hours, max_trials=args.max_trials, confirm_every=args.confirm_every
+        )
+    if args.command == "confirm":
+        from autorl import confirm
+
+        return confirm.main(args.run, args.seeds)
     if args.command == "tune":
         from autorl import tune
 
@@ -135,7 +179,7 @@ def _run(args: argparse.Namespace) -> int:
     if args.command == "report":
         from autorl import report
 
-        return report.main(args.out, args.md)
+        return report.main(args.out, args.md, track=args.track)
     if args.command == "ledger":
         ledger = Ledger()
         if args.ledger_command == "check":

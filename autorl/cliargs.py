@@ -13,6 +13,10 @@ import argparse
 import math
 from collections.abc import Callable
 
+# Seeds of one trial (run.py --seeds, confirm --seeds): more than any decision needs (power saturates near
+# 16); a typo guard.
+MAX_SEEDS = 64
+
 
 def _fmt(x: float) -> str:
     return f"{x:g}"

@@ -9,11 +9,18 @@ A malformed file (not UTF-8 text, wrong header, ragged row, missing final newlin
 naming the file, the line, the problem and how to repair it; `Ledger.check()` runs that check alone (before a
 trial trains). The ledger never truncates or "repairs" it; the caller saves its row in runs/<id>/result.json,
 and `append_saved` (`autorl ledger append runs/<id>/result.json`) appends that row once the file is fixed.
+
+Every `mark` is also appended to `results-marks.jsonl` (never rewritten): changing a decision that is not
+`pending` needs a reason, and the history says when the reference changed. Trials are comparable only under
+the same track, eval set, harness and budget (`Context`); a reference's eval.jsonl is checked against the
+hash its row recorded before it is compared with (`reference_rows`).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import fcntl
+import hashlib
 import json
 import math
 import os
@@ -21,10 +28,12 @@ import tempfile
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from autorl import paths
+from autorl.jsonl import read_jsonl
 
 # The columns, in file order. `status` is the run outcome (written by run.py); `decision` is the agent's
 # call (written `pending`, set by `autorl mark`). `seed_scores` (`seed=score` pairs) feeds the noise floor.
@@ -164,6 +173,7 @@ class Ledger:
     def __init__(self, path: Path | None = None) -> None:
         self.path = Path(path) if path is not None else paths.results_file()
         self.lock_path = self.path.with_name(self.path.name + ".lock")
+        self.history_path = self.path.with_name(self.path.stem + "-marks.jsonl")  # every mark, append-only
 
     # -- locking -------------------------------------------------------------------------------------
     @contextmanager
@@ -339,13 +349,19 @@ class Ledger:
             raise LedgerError(f"{self.path}: run id {run_id!r} is ambiguous ({len(matches)} trials match)")
         return matches[-1], rows[matches[-1]]
 
-    def mark(self, decision: str, run_id: str | None = None, lesson: str | None = None) -> dict[str, str]:
+    def mark(
+        self, decision: str, run_id: str | None = None, lesson: str | None = None, reason: str | None = None
+    ) -> dict[str, str]:
         """Set the decision (keep | discard | crash) and maybe the lesson of one trial (latest by default).
 
-        A crashed or timed-out trial cannot be kept: there is no score to keep.
+        A crashed or timed-out trial cannot be kept: there is no score to keep. The decision of a trial
+        already decided (not `pending`) changes only with a `reason`: a re-mark can lower the reference, so it
+        is never silent. Every mark is appended to the history file (`history_path`, see `history()`), which
+        `autorl status` shows.
         """
         if decision not in MARKABLE:
             raise LedgerError(f"decision must be one of {', '.join(MARKABLE)}, not {decision!r}")
+        reason = clean(reason) if reason is not None else ""
         with self.locked():
             rows = self._read()
             index, row = self._find(rows, run_id)
@@ -354,36 +370,147 @@ class Ledger:
                     f"trial {row['run_id']} has status {row['status'] or '?'} and no score: mark it crash "
                     "or discard, not keep"
                 )
-            row = {**row, "decision": decision}
+            old = row["decision"] or "pending"
+            if old != "pending" and decision != old and not reason:
+                raise LedgerError(
+                    f"trial {row['run_id']} is already marked {old}: changing it to {decision} can change "
+                    "the reference, so it needs --reason TEXT (recorded in "
+                    f"{self.history_path.name}, shown by `autorl status`); nothing changed"
+                )
+            context = Context.of(row)
+            before = best_kept(rows, *context)
+            rows[index] = {**row, "decision": decision}
             if lesson is not None:
-                row["lesson"] = clean(lesson)
-            rows[index] = row
+                rows[index]["lesson"] = clean(lesson)
+            after = best_kept(rows, *context)
             self._replace(rows)
-        return row
+            mark = Mark(
+                timestamp=time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+                run_id=row["run_id"],
+                old=old,
+                new=decision,
+                reason=reason,
+                reference_before=before["run_id"] if before else "",
+                reference_after=after["run_id"] if after else "",
+            )
+            self._append_history(mark)
+        return rows[index]
+
+    def _append_history(self, mark: Mark) -> None:
+        line = (json.dumps(dataclasses.asdict(mark)) + "\n").encode("utf-8")
+        try:
+            fd = os.open(self.history_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            try:
+                os.write(fd, line)
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        except OSError as e:
+            raise LedgerError(f"{self.history_path}: cannot write: {e.strerror or e}") from None
+
+    def history(self) -> list[Mark]:
+        """Every mark ever made, oldest first (the append-only history file)."""
+        fields = {f.name for f in dataclasses.fields(Mark)}
+        return [
+            Mark(**{k: str(v) for k, v in entry.items() if k in fields})
+            for entry in read_jsonl(self.history_path)
+            if fields <= set(entry)
+        ]
 
     # -- lookups -------------------------------------------------------------------------------------
-    def best_kept(self, track: str, eval_hash: str, harness_hash: str) -> dict[str, str] | None:
-        return best_kept(self._read(), track, eval_hash, harness_hash)
+    def best_kept(
+        self, track: str, eval_hash: str, harness_hash: str, budget: float | None = None
+    ) -> dict[str, str] | None:
+        return best_kept(self._read(), track, eval_hash, harness_hash, budget)
 
 
-def comparable(row: Mapping[str, str], track: str, eval_hash: str, harness_hash: str) -> bool:
-    """Same track, same eval set and same harness: the only trials whose scores may be compared."""
-    return row["track"] == track and row["eval_hash"] == eval_hash and row["harness_hash"] == harness_hash
+@dataclass(frozen=True)
+class Mark:
+    """One `autorl mark`, as the history file keeps it."""
+
+    timestamp: str
+    run_id: str
+    old: str  # the decision before (pending for a first mark)
+    new: str
+    reason: str  # required when `old` is not pending
+    reference_before: str  # the reference of the trial's context before and after the mark
+    reference_after: str
+
+    @property
+    def is_remark(self) -> bool:
+        """A decided trial given another decision (a first mark or a lesson update is not one)."""
+        return self.old != "pending" and self.old != self.new
+
+
+class Context(NamedTuple):
+    """What makes two trials comparable: the track, the eval set, the harness and the training budget."""
+
+    track: str
+    eval_hash: str
+    harness_hash: str
+    budget: float | None  # None: a row recorded before the budget was (comparable with no new trial)
+
+    @classmethod
+    def of(cls, row: Mapping[str, str]) -> Context:
+        return cls(row["track"], row["eval_hash"], row["harness_hash"], as_float(row, "budget"))
+
+
+def comparable(
+    row: Mapping[str, str], track: str, eval_hash: str, harness_hash: str, budget: float | None = None
+) -> bool:
+    """Same track, eval set, harness and budget: the only trials whose scores may be compared.
+
+    `budget` None matches only rows without a recorded budget (earlier ledgers), so an old row is never a
+    reference for a trial that records its budget. It is compared as the ledger writes it (6 digits)."""
+    recorded = float(_format_number(budget)) if budget is not None else None
+    return Context.of(row) == (track, eval_hash, harness_hash, recorded)
 
 
 def best_kept(
-    rows: Sequence[Mapping[str, str]], track: str, eval_hash: str, harness_hash: str
+    rows: Sequence[Mapping[str, str]],
+    track: str,
+    eval_hash: str,
+    harness_hash: str,
+    budget: float | None = None,
 ) -> dict[str, str] | None:
     """The reference a new trial is compared against.
 
     The kept (`decision == keep`, `status == ok`) trial with the highest eval_score under the same track,
-    eval set and harness. Until one is kept, the earliest `ok` trial under them counts: it is the baseline
-    (program.md runs the baseline first), so the first experiments are compared with the baseline.
+    eval set, harness and budget. Until one is kept, the earliest `ok` trial under them counts: it is the
+    baseline (program.md runs the baseline first), so the first experiments are compared with the baseline.
     None when there is no ok trial at all (the first baseline has nothing to compare with).
     """
-    same = [r for r in rows if comparable(r, track, eval_hash, harness_hash) and r["status"] == "ok"]
+    same = [r for r in rows if comparable(r, track, eval_hash, harness_hash, budget) and r["status"] == "ok"]
     same = [r for r in same if as_float(r, "eval_score") is not None]
     kept = [r for r in same if r["decision"] == "keep"]
     if kept:
         return dict(max(kept, key=lambda r: as_float(r, "eval_score") or 0.0))
     return dict(same[0]) if same else None
+
+
+def eval_rows_hash(text: str) -> str:
+    """The `eval_rows_hash` of a runs/<id>/eval.jsonl text: sha256, first 16 hex digits."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+
+def reference_rows(reference: Mapping[str, str], runs_dir: Path) -> list[dict[str, Any]]:
+    """The eval rows of `reference`, once its eval.jsonl is checked against the hash its ledger row recorded.
+
+    Raises LedgerError (with the reason) when the file is missing, changed since the trial wrote it, or the
+    row recorded no hash: a comparison against rows that are not the reference's own would be meaningless.
+    """
+    path = runs_dir / reference["run_id"] / "eval.jsonl"
+    recorded = reference.get("eval_rows_hash", "")
+    why = f"the reference {reference['run_id']} cannot be used"
+    if not recorded:
+        raise LedgerError(f"{why}: its results.tsv row records no eval_rows_hash to check {path} against")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise LedgerError(f"{why}: {path} is unreadable ({e})") from None
+    if (actual := eval_rows_hash(text)) != recorded:
+        raise LedgerError(
+            f"{why}: {path} has changed since the trial wrote it (sha256 {actual}, results.tsv records "
+            f"{recorded}); restore it (e.g. from a backup of runs/) or re-run that config"
+        )
+    return read_jsonl(path)

@@ -6,7 +6,8 @@ trial limit (new rows in results.tsv since the loop started) or a `STOP` file in
 
 The prompt is appended to the command as its last argument (shell-quoted), or substituted for `{prompt}`
 when the command contains it; it is also in the environment as AUTORL_PROMPT. Every invocation's output
-goes to `.autorl/loop/<n>.log`, and one line per event to `.autorl/loop.log`.
+goes to `.autorl/loop/<n>.log`, and one line per event to `.autorl/loop.log`. With `--confirm-every K`,
+`autorl confirm` runs between invocations after every K new keeps, and once more when the loop ends.
 """
 
 from __future__ import annotations
@@ -61,9 +62,24 @@ def count_trials(ledger: Ledger) -> int:
         return 0  # a malformed file counts as no new trials; run.py reports the problem itself
 
 
+def count_keeps(ledger: Ledger) -> int:
+    try:
+        return sum(r["decision"] == "keep" for r in ledger.rows())
+    except LedgerError:
+        return 0
+
+
 class Loop:
-    def __init__(self, agent: str, hours: float | None, max_trials: int | None, root: Path | None = None):
+    def __init__(
+        self,
+        agent: str,
+        hours: float | None,
+        max_trials: int | None,
+        root: Path | None = None,
+        confirm_every: int | None = None,
+    ):
         self.agent = agent
+        self.confirm_every = confirm_every  # `autorl confirm` after every K new keeps and at the end
         self.hours = hours
         self.root = root or paths.repo_root()
         self.deadline = time.monotonic() + hours * 3600 if hours else None
@@ -72,6 +88,7 @@ class Loop:
         self.log_dir = self.root / ".autorl" / "loop"
         self.log_path = self.root / ".autorl" / "loop.log"
         self.start_trials = count_trials(self.ledger)
+        self.keeps_confirmed = count_keeps(self.ledger)  # keeps counted at the last confirmation
 
     def log(self, msg: str) -> None:
         line = f"{datetime.now().isoformat(timespec='seconds')} {msg}"
@@ -120,6 +137,18 @@ class Loop:
                         self._terminate(proc)
                         return None, reason
 
+    def confirm(self, why: str) -> None:
+        """`autorl confirm` of the current best kept trial (its own process; output in the loop's log dir)."""
+        self.keeps_confirmed = count_keeps(self.ledger)
+        out_path = self.log_dir / f"confirm-{datetime.now().strftime('%Y%m%d-%H%M%S')}.log"
+        self.log_dir.mkdir(parents=True, exist_ok=True)
+        self.log(f"confirm ({why}): output in {out_path}")
+        with open(out_path, "w") as out:
+            code = subprocess.call(
+                [sys.executable, "-m", "autorl.cli", "confirm"], cwd=self.root, stdout=out, stderr=out
+            )
+        self.log(f"confirm: exit {code}")
+
     def _terminate(self, proc: subprocess.Popen) -> None:
         try:
             os.killpg(proc.pid, signal.SIGTERM)
@@ -140,6 +169,8 @@ class Loop:
             reason = self.stop_reason()
             if reason:
                 self.log(f"stop: {reason}; {self.new_trials()} new trials; {n} invocations")
+                if self.confirm_every and count_keeps(self.ledger) > self.keeps_confirmed:
+                    self.confirm("the loop ended")
                 return 0
             n += 1
             before, started = self.new_trials(), time.monotonic()
@@ -164,9 +195,13 @@ class Loop:
                 )  # back off before retrying a failing command
             else:
                 fast_exits = 0
+            if self.confirm_every and count_keeps(self.ledger) - self.keeps_confirmed >= self.confirm_every:
+                self.confirm(f"{self.confirm_every} new keeps")
 
 
-def main(agent: str, hours: float | None = None, max_trials: int | None = None) -> int:
+def main(
+    agent: str, hours: float | None = None, max_trials: int | None = None, confirm_every: int | None = None
+) -> int:
     root = paths.repo_root()
     try:
         from autorl.harness import dirty_harness_files  # the runner's check: the same files, same rule
@@ -185,4 +220,4 @@ def main(agent: str, hours: float | None = None, max_trials: int | None = None) 
     if (root / "STOP").exists():
         print(f"error: {root / 'STOP'} exists; remove it to start the loop", file=sys.stderr)
         return 2
-    return Loop(agent, hours, max_trials, root).run()
+    return Loop(agent, hours, max_trials, root, confirm_every).run()

@@ -1,8 +1,9 @@
 """`autorl report`: progress.png and a markdown table of the kept trials with their config changes.
 
 The plot shows the trials comparable with the latest one (same track, eval set and harness), in ledger
-order: every trial's eval_score with its 95% CI, kept trials highlighted, the running best kept score as a
-step line, crashes and timeouts marked along the bottom. Config changes are listed key by key against
+order: every trial's eval_score with its 95% CI, kept trials highlighted and labelled with their description,
+the running best kept score as a step line, the untrained base model's score as a dashed line, crashes and
+timeouts marked along the bottom; integer trial ticks. Config changes are listed key by key against
 the baseline (the first ok trial), from the run directories' config.toml (config.diff as a fallback).
 """
 
@@ -17,20 +18,34 @@ import matplotlib
 
 matplotlib.use("Agg")  # files only, no display
 import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
+from matplotlib.ticker import MaxNLocator  # noqa: E402
 
 from autorl import paths  # noqa: E402
-from autorl.ledger import Ledger, as_float, comparable  # noqa: E402
+from autorl.confirm import confirmed_file, read_confirmed  # noqa: E402
+from autorl.ledger import Context, Ledger, as_float, comparable  # noqa: E402
+from autorl.status import context_row, cut, hidden_hint  # noqa: E402
+
+LABEL_WIDTH = 40  # a kept trial's description next to its point, cut to this many characters
 
 
-def context_rows(rows: Sequence[Mapping[str, str]]) -> list[Mapping[str, str]]:
-    if not rows:
-        return []
-    last = rows[-1]
-    return [r for r in rows if comparable(r, last["track"], last["eval_hash"], last["harness_hash"])]
+def context_rows(rows: Sequence[Mapping[str, str]], track: str | None = None) -> list[Mapping[str, str]]:
+    """The trials comparable with the latest one (of `track`): same track, eval set, harness and budget."""
+    latest = context_row(rows, track)
+    return [r for r in rows if comparable(r, *Context.of(latest))] if latest else []
 
 
 def plot(rows: Sequence[Mapping[str, str]], out: Path) -> Path:
     """Write the progress plot of `rows` (already filtered to one context) to `out`."""
+    fig = figure(rows)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out)
+    plt.close(fig)
+    return out
+
+
+def figure(rows: Sequence[Mapping[str, str]]) -> Figure:
+    """The progress plot of `rows` (already filtered to one context)."""
     fig, ax = plt.subplots(figsize=(10, 5), dpi=120)
     xs = list(range(1, len(rows) + 1))
     scores = [as_float(r, "eval_score") for r in rows]
@@ -86,6 +101,22 @@ def plot(rows: Sequence[Mapping[str, str]], out: Path) -> Path:
             zorder=4,
             label="crash / timeout",
         )
+    # The untrained model on the same eval: what training has to beat at all.
+    base = next((b for r in reversed(rows) if (b := as_float(r, "base_score")) is not None), None)
+    if base is not None:
+        ax.axhline(base, color="tab:purple", ls="--", lw=1, label=f"base model {base:.4g}", zorder=1)
+    for x, s, r in ok:
+        if r["decision"] == "keep" and r["description"]:
+            ax.annotate(
+                cut(r["description"], LABEL_WIDTH),
+                (x, s),
+                xytext=(4, 6),
+                textcoords="offset points",
+                fontsize=7,
+                rotation=20,
+                color="tab:green",
+            )
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_xlabel("trial (ledger order)")
     ax.set_ylabel("eval_score (95% CI)")
     track = rows[-1]["track"] if rows else "?"
@@ -98,10 +129,7 @@ def plot(rows: Sequence[Mapping[str, str]], out: Path) -> Path:
     if handles:
         ax.legend(loc="lower right", fontsize=8)
     fig.tight_layout()
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out)
-    plt.close(fig)
-    return out
+    return fig
 
 
 def _flatten(data: Any, prefix: str = "") -> dict[str, Any]:
@@ -173,14 +201,43 @@ def kept_table(rows: Sequence[Mapping[str, str]]) -> str:
     return "\n".join(lines)
 
 
-def main(out: Path | None = None, md: Path | None = None, ledger: Ledger | None = None) -> int:
-    rows = context_rows((ledger or Ledger()).rows())
+def confirmed_table(rows: Sequence[Mapping[str, str]], confirmed: Sequence[Mapping[str, str]]) -> str:
+    """Markdown table: each confirmed trial's eval delta (what the agent saw) next to its test delta."""
+    ids = {r["run_id"] for r in rows}
+    mine = [c for c in confirmed if c["run_id"] in ids]
+    if not mine:
+        return ""
+    lines = [
+        "| run_id | vs baseline | eval delta | test delta | 95% CI | p | seeds | verdict |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for c in mine:
+        num = {k: as_float(c, k) for k in ("eval_delta", "delta", "ci_low", "ci_high", "p_value")}
+        show = {k: f"{v:+.4f}" if v is not None else "-" for k, v in num.items()}
+        ci = f"{show['ci_low']}–{show['ci_high']}" if num["ci_low"] is not None else "-"
+        p = f"{num['p_value']:.3g}" if num["p_value"] is not None else "-"
+        cells = [c["run_id"], c["baseline_run"], show["eval_delta"], show["delta"], ci, p]
+        cells += [str(len(c["seeds"].split(","))), c["verdict"] if c["status"] == "ok" else c["status"]]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def main(
+    out: Path | None = None, md: Path | None = None, ledger: Ledger | None = None, track: str | None = None
+) -> int:
+    ledger = ledger or Ledger()
+    everything = ledger.rows()
+    rows = context_rows(everything, track)
     if not rows:
-        print("no trials in results.tsv yet: nothing to report")
+        print(f"no trials{f' on the {track} track' if track else ''} in results.tsv yet: nothing to report")
         return 1
+    if hidden := hidden_hint(everything, Context.of(rows[-1])):
+        print(hidden.replace("autorl status --track", "autorl report --track"))
     out = out or paths.repo_root() / "progress.png"
     plot(rows, out)
     table = kept_table(rows)
+    if confirmed := confirmed_table(rows, read_confirmed(confirmed_file(ledger))):
+        table += "\n\nConfirmed on the sealed test split (`autorl confirm`):\n\n" + confirmed
     print(f"wrote {out}\n")
     print(table)
     if md is not None:

@@ -7,7 +7,6 @@ built.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 from collections.abc import Callable
@@ -17,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from autorl import stats
+from autorl.ledger import eval_rows_hash
 from autorl.seed import STATUS_RANK, SeedResult
 
 
@@ -157,7 +157,7 @@ class TrialResult:
             "config_hash": ctx.config_hash,
             "harness_hash": ctx.harness_hash,
             "eval_hash": ctx.eval_hash,
-            "eval_rows_hash": hashlib.sha256(self.eval_jsonl().encode()).hexdigest()[:16],
+            "eval_rows_hash": eval_rows_hash(self.eval_jsonl()),
             "description": ctx.description,
             "lesson": "",
             "extras": self.extras,

@@ -123,8 +123,10 @@ def run_seed(
     slot: Slot = WHOLE_MACHINE,
     on_event: Callable[[dict[str, Any], float], None] | None = None,
     stop: Stop | None = None,
+    split: str = "eval",
 ) -> SeedResult:
-    """Train one seed under the budget on `slot`, then evaluate its latest saved weights.
+    """Train one seed under the budget on `slot`, then evaluate its latest saved weights on `split` (the
+    sealed "test" split only for `autorl confirm`).
 
     A stopped trial (`stop` set) ends the training like the budget does (the trainer saves) and starts no
     eval: the seed is `interrupted`.
@@ -153,7 +155,10 @@ def run_seed(
     result.log.append(f"evaluating {result.outcome.weights_dir}")
     out = seed_dir / "eval.jsonl"
     rows, result.eval_seconds, error = run_eval(
-        backend.eval_command(cfg, result.outcome.weights_dir, out, slot), out, seed_dir / "eval.log", stop
+        backend.eval_command(cfg, result.outcome.weights_dir, out, slot, split),
+        out,
+        seed_dir / "eval.log",
+        stop,
     )
     if stop is not None and stop:
         result.status = "interrupted"

@@ -216,11 +216,12 @@ def noise_floor(
     harness_hash: str | None = None,
     prior_sd: float | None = None,
     prior_df: float = PRIOR_DF,
+    budget: float | None = None,
 ) -> NoiseFloor:
     """The single-seed eval_score sd from repeated trials of the same config in the ledger.
 
-    Groups ok trials by config_hash (within the same track / eval set / harness when given); every group
-    with >= 2 per-seed scores (two trials of one config, or one trial with --seeds >= 2) adds its
+    Groups ok trials by config_hash (within the same track / eval set / harness / budget when given); every
+    group with >= 2 per-seed scores (two trials of one config, or one trial with --seeds >= 2) adds its
     within-group sum of squares. Pooled with the prior `prior_sd` (default `DEFAULT_SEED_SD`; each track
     has its own, `Track.prior_seed_sd`).
     """
@@ -230,7 +231,7 @@ def noise_floor(
         if r.get("status") != "ok" or not r.get("config_hash"):
             continue
         if track is not None and eval_hash is not None and harness_hash is not None:
-            if not comparable(r, track, eval_hash, harness_hash):
+            if not comparable(r, track, eval_hash, harness_hash, budget):
                 continue
         scores = row_seed_scores(r)
         if scores:

@@ -1,7 +1,9 @@
 """`autorl status`: a short, bounded view of the research state for the agent (instead of old logs).
 
-At most ~30 lines whatever the ledger size: the best kept trial, the noise floor, counts, the last N trials.
-Only trials comparable with the latest one (same track, eval set and harness) are summarised.
+At most ~35 lines whatever the ledger size: the best kept trial, the noise floor, counts, the last N trials,
+the latest lessons (whole: they are the memory that survives a context reset) and the latest re-marks.
+Only trials comparable with the latest one (same track, eval set, harness and budget; `--track` picks the
+latest of another track) are summarised, and the view says how to see the others.
 """
 
 from __future__ import annotations
@@ -10,16 +12,18 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from autorl.ledger import Ledger, as_float, best_kept, comparable
+from autorl.ledger import Context, Ledger, Mark, as_float, best_kept, comparable
 from autorl.result import reference_score
 from autorl.stats import noise_floor
 from autorl.track import get_track
 
 MAX_LAST = 20  # --last is capped so the view stays bounded
-TEXT_WIDTH = 60  # descriptions and lessons are cut to this many characters
+TEXT_WIDTH = 60  # descriptions are cut to this many characters (lessons never are)
+MAX_LESSONS = 6  # the latest lessons, shown whole
+MAX_REMARKS = 3  # the latest changed decisions (autorl mark --reason)
 
 
-def _cut(text: str, width: int = TEXT_WIDTH) -> str:
+def cut(text: str, width: int = TEXT_WIDTH) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
@@ -44,36 +48,96 @@ def _brief(row: Mapping[str, str]) -> dict[str, Any]:
     }
 
 
-def collect(rows: Sequence[Mapping[str, str]], last: int = 8) -> dict[str, Any]:
+def context_row(rows: Sequence[Mapping[str, str]], track: str | None = None) -> Mapping[str, str] | None:
+    """The row whose context (track, eval set, harness, budget) is shown: the latest (of `track`)."""
+    return next((r for r in reversed(rows) if track is None or r["track"] == track), None)
+
+
+def baseline_repeats(same: Sequence[Mapping[str, str]]) -> set[str]:
+    """Run ids of the trials that re-ran the baseline's config (program.md's noise-floor repeat)."""
+    ok = [r for r in same if r["status"] == "ok"]
+    if not ok or not ok[0]["config_hash"]:
+        return set()
+    return {r["run_id"] for r in ok[1:] if r["config_hash"] == ok[0]["config_hash"]}
+
+
+def hidden_hint(rows: Sequence[Mapping[str, str]], shown: Context) -> str:
+    """How to see the trials of other contexts: `--track T` for other tracks."""
+    others = [r for r in rows if Context.of(r) != shown]
+    if not others:
+        return ""
+    tracks = sorted({r["track"] for r in others if r["track"] != shown.track})
+    same_track = sum(r["track"] == shown.track for r in others)
+    parts = [f"{len(others)} trials of other contexts not shown"]
+    if tracks:
+        parts.append("see them with " + ", ".join(f"`autorl status --track {t}`" for t in tracks))
+    if same_track:
+        parts.append(
+            f"{same_track} of them are {shown.track} trials under another eval set, harness or budget "
+            "(`autorl status --json --all` lists every context)"
+        )
+    return "; ".join(parts)
+
+
+def contexts(rows: Sequence[Mapping[str, str]]) -> list[dict[str, Any]]:
+    """Every context of the ledger with its trial count and latest run (`--all`)."""
+    seen: dict[Context, list[Mapping[str, str]]] = {}
+    for r in rows:
+        seen.setdefault(Context.of(r), []).append(r)
+    return [{**c._asdict(), "trials": len(rs), "latest": rs[-1]["run_id"]} for c, rs in seen.items()]
+
+
+def collect(
+    rows: Sequence[Mapping[str, str]],
+    last: int = 8,
+    track: str | None = None,
+    marks: Sequence[Mark] = (),
+) -> dict[str, Any]:
     """The status as a dict (what `--json` prints)."""
-    if not rows:
-        return {"trials": 0, "message": "no trials yet: run the baseline (see program.md, setup)"}
-    latest = rows[-1]
-    track, eval_hash, h_hash = latest["track"], latest["eval_hash"], latest["harness_hash"]
-    same = [r for r in rows if comparable(r, track, eval_hash, h_hash)]
-    best = best_kept(same, track, eval_hash, h_hash)
+    latest = context_row(rows, track)
+    if latest is None:
+        where = f" on the {track} track" if track else ""
+        return {
+            "trials": len(rows),
+            "message": f"no trials{where} yet: run the baseline (see program.md, setup)",
+        }
+    ctx = Context.of(latest)
+    same = [r for r in rows if comparable(r, *ctx)]
+    best = best_kept(same, *ctx)
     # The noise floor the verdict uses: the track's prior scaled by the reference's score.
-    prior = get_track(track).prior_seed_sd(reference_score(best))
-    nf = noise_floor(same, track=track, eval_hash=eval_hash, harness_hash=h_hash, prior_sd=prior)
+    prior = get_track(ctx.track).prior_seed_sd(reference_score(best))
+    nf = noise_floor(
+        same,
+        track=ctx.track,
+        eval_hash=ctx.eval_hash,
+        harness_hash=ctx.harness_hash,
+        prior_sd=prior,
+        budget=ctx.budget,
+    )
     decided = [r for r in same if r["decision"] in ("keep", "discard")]
     kept = [r for r in same if r["decision"] == "keep"]
     last_keep = max((i for i, r in enumerate(same) if r["decision"] == "keep"), default=None)
     since = len(same) - 1 - last_keep if last_keep is not None else len(same)
-    # Trials in a row (newest first) that ended in crash/timeout or were not kept: the diagnose signal.
+    # Trials in a row (newest first) that ended in crash/timeout or were not kept: the diagnose signal. A
+    # re-run of the baseline's config measures noise and is discarded by design: it does not count.
+    repeats = baseline_repeats(same)
     streak = 0
     for r in reversed(same):
         if r["decision"] == "keep":
             break
-        streak += 1
+        streak += r["run_id"] not in repeats
     n_last = max(1, min(last, MAX_LAST))
+    run_ids = {r["run_id"] for r in same}
     return {
         "trials": len(rows),
         "context": {
-            "track": track,
-            "eval_hash": eval_hash,
-            "harness_hash": h_hash,
+            "track": ctx.track,
+            "eval_hash": ctx.eval_hash,
+            "harness_hash": ctx.harness_hash,
+            "budget": ctx.budget,
             "trials": len(same),
             "other_trials": len(rows) - len(same),
+            "hidden": hidden_hint(rows, ctx),
         },
         "best": _brief(best) if best else None,
         "best_is_kept": bool(best and best["decision"] == "keep"),
@@ -87,30 +151,38 @@ def collect(rows: Sequence[Mapping[str, str]], last: int = 8) -> dict[str, Any]:
         "keep_rate": {"kept": len(kept), "decided": len(decided)},
         "since_last_keep": since,
         "not_kept_streak": streak,
+        "baseline_repeats": sorted(repeats),
         "crashes": sum(r["status"] == "crash" for r in same),
         "timeouts": sum(r["status"] == "timeout" for r in same),
         "pending": [r["run_id"] for r in same if r["decision"] == "pending"][-5:],
         "last": [_brief(r) for r in same[-n_last:]],
+        "lessons": [
+            {"run_id": r["run_id"], "decision": r["decision"], "lesson": r["lesson"]}
+            for r in same
+            if r["lesson"]
+        ][-MAX_LESSONS:],
+        "remarks": [vars(m) for m in marks if m.is_remark and m.run_id in run_ids][-MAX_REMARKS:],
     }
 
 
 def render(st: Mapping[str, Any]) -> str:
     """The human/agent view, bounded (~30 lines)."""
-    if not st["trials"]:
+    if "message" in st:
         return st["message"]
     c = st["context"]
+    budget = f"budget {c['budget']:g} s" if c["budget"] is not None else "no budget recorded"
     head = f"trials: {c['trials']} ({c['track']} track, eval {c['eval_hash'][:8]}, "
-    head += f"harness {c['harness_hash'][:8]})"
-    if c["other_trials"]:
-        head += f"; {c['other_trials']} trials under another track/eval/harness not shown"
+    head += f"harness {c['harness_hash'][:8]}, {budget})"
     out = [head]
+    if c["hidden"]:
+        out.append(c["hidden"])
     b = st["best"]
     if b:
         what = "best kept" if st["best_is_kept"] else "reference (nothing kept yet: the baseline)"
         ci = b["eval_ci"]
         ci_text = f" [{ci[0]:.3f}, {ci[1]:.3f}]" if None not in ci else ""
         score = f"{b['eval_score']:.4f}" if b["eval_score"] is not None else "-"
-        out.append(f"{what}: {b['run_id']} eval_score {score}{ci_text}  {_cut(b['description'], 50)}")
+        out.append(f"{what}: {b['run_id']} eval_score {score}{ci_text}  {cut(b['description'], 50)}")
     else:
         out.append("best kept: none (no successful trial yet)")
     nf = st["noise_floor"]
@@ -125,8 +197,18 @@ def render(st: Mapping[str, Any]) -> str:
         out.append(f"pending (mark them: uv run autorl mark ...): {', '.join(st['pending'])}")
     if st["not_kept_streak"] >= 5:
         out.append(
-            f"WARNING: {st['not_kept_streak']} trials in a row not kept: stop tuning and diagnose "
-            "(read metrics.jsonl and run.log of the last failures) before the next hypothesis"
+            f"WARNING: {st['not_kept_streak']} trials in a row not kept (baseline repeats not counted): stop "
+            "tuning and diagnose (read metrics.jsonl and run.log of the last failures) before the next "
+            "hypothesis"
+        )
+    for m in st["remarks"]:
+        ref = (
+            f"; reference {m['reference_before'] or '-'} -> {m['reference_after'] or '-'}"
+            if m["reference_before"] != m["reference_after"]
+            else ""
+        )
+        out.append(
+            f"re-marked {m['run_id']}: {m['old']} -> {m['new']} ({m['reason']}){ref}, {m['timestamp']}"
         )
     out.append(f"last {len(st['last'])} trials (oldest first):")
     out.append(f"  {'run_id':<24} {'score':>7} {'delta':>8} {'p':>6} {'verdict':<12} {'decision':<8} note")
@@ -134,16 +216,38 @@ def render(st: Mapping[str, Any]) -> str:
         score = f"{r['eval_score']:.4f}" if r["eval_score"] is not None else r["status"]
         delta = f"{r['delta']:+.4f}" if r["delta"] is not None else "-"
         p = f"{r['p_value']:.3f}" if r["p_value"] is not None else "-"
-        note = r["description"] + (f" | lesson: {r['lesson']}" if r["lesson"] else "")
         out.append(
             f"  {r['run_id']:<24} {score:>7} {delta:>8} {p:>6} {r['verdict'] or '-':<12} "
-            f"{r['decision']:<8} {_cut(note, 70)}"
+            f"{r['decision']:<8} {cut(r['description'], 70)}"
         )
+    if st["lessons"]:
+        out.append(f"latest {len(st['lessons'])} lessons (oldest first):")
+        out.extend(f"  {x['run_id']} ({x['decision']}): {x['lesson']}" for x in st["lessons"])
     return "\n".join(out)
 
 
-def main(as_json: bool = False, last: int = 8, ledger: Ledger | None = None) -> int:
-    rows = (ledger or Ledger()).rows()
-    st = collect(rows, last)
-    print(json.dumps(st, indent=1) if as_json else render(st))
+def main(
+    as_json: bool = False,
+    last: int = 8,
+    ledger: Ledger | None = None,
+    track: str | None = None,
+    all_contexts: bool = False,
+) -> int:
+    ledger = ledger or Ledger()
+    rows = ledger.rows()
+    st = collect(rows, last, track, ledger.history())
+    if all_contexts:
+        st["contexts"] = contexts(rows)
+    if as_json:
+        print(json.dumps(st, indent=1))
+        return 0
+    print(render(st))
+    if all_contexts:
+        print("contexts (track, eval, harness, budget: trials, latest run):")
+        for c in st["contexts"]:
+            budget = f"{c['budget']:g} s" if c["budget"] is not None else "-"
+            print(
+                f"  {c['track']} {c['eval_hash'][:8]} {c['harness_hash'][:8]} {budget}: "
+                f"{c['trials']} trials, latest {c['latest']}"
+            )
     return 0

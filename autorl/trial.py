@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from autorl import paths
-from autorl.cliargs import float_in, nonempty_str, positive_float, positive_int
+from autorl.cliargs import MAX_SEEDS, float_in, nonempty_str, positive_float, positive_int
 from autorl.harness import commit_short, dirty_harness_files, harness_hash
 from autorl.jsonl import read_jsonl
 from autorl.process import Stop
@@ -33,7 +33,6 @@ from autorl.track import Track, get_track, track_names
 
 EXIT_OK, EXIT_CRASH, EXIT_INVALID = 0, 1, 2
 EXIT_SIGNAL = {signal.SIGINT: 130, signal.SIGTERM: 143}  # 128 + the signal, as a shell reports it
-MAX_SEEDS = 64  # more seeds than any decision needs (power saturates near 16); a typo guard
 MAX_BUDGET_S = 7 * 24 * 3600.0
 
 
@@ -357,7 +356,7 @@ def _run_trial(
     opts: RunOptions, track: Track, backend, backend_name: str, cfg, root: Path, stop: Stop
 ) -> int:
     from autorl import stats
-    from autorl.ledger import Ledger, LedgerError
+    from autorl.ledger import Ledger, LedgerError, best_kept, reference_rows
     from autorl.live import LiveView
     from autorl.pool import SeedJob, run_local
     from autorl.result import TrialContext, conclude, reference_score
@@ -369,6 +368,14 @@ def _run_trial(
     assert opts.seeds is not None
     h_hash = harness_hash(root)
     eval_hash = track.eval_hash(cfg)
+    # The reference (best kept trial of the same eval set, harness and budget), its eval rows checked against
+    # the hash its row recorded before anything runs, and the noise floor: known up front so that a
+    # multi-seed trial can stop early when the candidate is behind after some of its seeds.
+    reference = best_kept(ledger_rows, track.name, eval_hash, h_hash, opts.budget)
+    try:
+        ref_rows = reference_rows(reference, paths.runs_dir()) if reference else []
+    except LedgerError as exc:
+        return invalid(str(exc))
     the_plan = plan(backend, cfg, opts)
     commit = commit_short(root)
     run_id, run_dir = new_run_dir(commit)
@@ -400,11 +407,6 @@ def _run_trial(
     if base_error and not stop:
         say(f"warning: base model eval failed: {base_error}")
 
-    # The reference (best kept trial of the same eval set and harness) and the noise floor, known up front so
-    # that a multi-seed trial can stop early when the candidate is behind after some of its seeds.
-    reference = ledger.best_kept(track.name, eval_hash, h_hash) if ledger_rows else None
-    ref_rows = read_jsonl(paths.runs_dir() / reference["run_id"] / "eval.jsonl") if reference else []
-
     def noise_for(prior_score: float | None) -> stats.NoiseFloor:
         return stats.noise_floor(
             ledger_rows,
@@ -412,6 +414,7 @@ def _run_trial(
             eval_hash=eval_hash,
             harness_hash=h_hash,
             prior_sd=track.prior_seed_sd(prior_score),
+            budget=opts.budget,
         )
 
     # The ledger does not change during the trial: one noise floor serves every interim check.

@@ -60,7 +60,7 @@ def test_mark_cli(root: Path, capsys: pytest.CaptureFixture[str]) -> None:
         ("keep", "baseline"),
         ("discard", "no gain at all"),
     ]
-    assert cli.main(["mark", "keep", "--run", "r2"]) == 0
+    assert cli.main(["mark", "keep", "--run", "r2", "--reason", "re-read the log"]) == 0
     assert "program.md keeps only improved" in capsys.readouterr().err  # kept an inconclusive trial
     assert cli.main(["mark", "keep", "--run", "missing"]) == 2
     assert "no trial with run id" in capsys.readouterr().err

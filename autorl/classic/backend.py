@@ -112,7 +112,12 @@ class ClassicBackend(Backend):
         )
 
     def eval_command(
-        self, cfg: Any, weights_dir: Path | None, out_path: Path, slot: Slot = WHOLE_MACHINE
+        self,
+        cfg: Any,
+        weights_dir: Path | None,
+        out_path: Path,
+        slot: Slot = WHOLE_MACHINE,
+        split: str = "eval",
     ) -> Launch:
         weights = str(weights_dir / "policy.pt") if weights_dir is not None else "none"
         argv = [
@@ -125,6 +130,7 @@ class ClassicBackend(Backend):
             cfg.model.env_id,
             "--out",
             str(out_path),
+            *(["--split", split] if split != "eval" else []),
         ]
         return Launch(argv=argv, cwd=paths.repo_root(), env=dict(CHILD_ENV), cpus=slot.cpus)
 

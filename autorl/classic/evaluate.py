@@ -28,6 +28,8 @@ import numpy as np
 EVAL_VERSION = "classic-eval/1"  # bump when the evaluation changes: results stop being comparable
 EVAL_EPISODES = 100
 EVAL_SEED = 1_000_000_000  # episode i: seed EVAL_SEED + i (training seeds are < 10^7)
+# The sealed test split (`autorl confirm`): fresh episodes no trial is ever scored on.
+SPLIT_SEEDS = {"eval": EVAL_SEED, "test": 2_000_000_000}
 RANDOM_POLICY_SEED = 12345  # the untrained baseline: uniform random actions from this RNG
 
 # Solved thresholds (mean return over the 100 episodes) and the normaliser printed as eval_normalised.
@@ -86,13 +88,18 @@ def random_act_fn(envs: Any, seed: int = RANDOM_POLICY_SEED) -> ActFn:
     return lambda obs: rng.uniform(space.low, space.high, size=(n, *space.shape)).astype(np.float32)
 
 
-def evaluate(env_id: str, act_for: Callable[[Any], ActFn], episodes: int = EVAL_EPISODES) -> np.ndarray:
-    """The fixed evaluation: `episodes` returns; `act_for(envs)` builds the policy for the vector env."""
+def evaluate(
+    env_id: str, act_for: Callable[[Any], ActFn], episodes: int = EVAL_EPISODES, split: str = "eval"
+) -> np.ndarray:
+    """The fixed evaluation: `episodes` returns; `act_for(envs)` builds the policy for the vector env.
+
+    Episode i of `split` starts from seed SPLIT_SEEDS[split] + i (test: `autorl confirm` only)."""
     import gymnasium as gym
 
+    first = SPLIT_SEEDS[split]
     envs = gym.make_vec(env_id, num_envs=episodes, vectorization_mode="sync")
     try:
-        return run_episodes(envs, act_for(envs), [EVAL_SEED + i for i in range(episodes)])
+        return run_episodes(envs, act_for(envs), [first + i for i in range(episodes)])
     finally:
         envs.close()
 
@@ -119,6 +126,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--weights", required=True, help="policy.pt, a directory holding it, or `none` (random)")
     p.add_argument("--env", required=True, choices=sorted(SOLVED_AT), help="gymnasium env id")
     p.add_argument("--out", type=Path, required=True, help="JSONL, one line per episode")
+    p.add_argument(
+        "--split", choices=sorted(SPLIT_SEEDS), default="eval", help="eval (trials) or test (autorl confirm)"
+    )
     args = p.parse_args(argv)
 
     import torch
@@ -140,7 +150,7 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         act_for = lambda envs: load_policy(str(path), envs)  # noqa: E731
         source = str(path)
-    returns = evaluate(args.env, act_for)
+    returns = evaluate(args.env, act_for, split=args.split)
 
     args.out.parent.mkdir(parents=True, exist_ok=True)
     tmp = args.out.with_name(args.out.name + ".tmp")
@@ -155,6 +165,7 @@ def main(argv: list[str] | None = None) -> int:
     summary = {
         "env": args.env,
         "weights": source,
+        "split": args.split,
         "episodes": len(returns),
         "mean_return": round(mean, 3),
         "std_return": round(float(returns.std()), 3),

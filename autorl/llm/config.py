@@ -134,6 +134,10 @@ def _hint(key: str) -> str | None:
 # ====================================================================================================
 
 
+# Splits that are scored (eval.toml's eval split, `autorl confirm`'s sealed test split): never trained on.
+HELD_OUT_SPLITS = ("eval", "test")
+
+
 def _tasksets(data: dict) -> list[tuple[KeyPath, dict]]:
     """(key, table) of every [orchestrator.train.source.env.taskset] written in the raw TOML."""
     node: object = data
@@ -150,9 +154,19 @@ def _tasksets(data: dict) -> list[tuple[KeyPath, dict]]:
 
 def check_tasksets(data: dict) -> list[tuple[KeyPath, str]]:
     """Fields of known tasksets through the environment's `settings_from_fields` (types, ranges, names),
-    and every `*_path` field inside the repo or AUTORL_DATA_DIR (the training child reads it)."""
+    every `*_path` field inside the repo or AUTORL_DATA_DIR (the training child reads it), and no training
+    source on a held-out split (HELD_OUT_SPLITS: training on what is scored is not an experiment)."""
     problems: list[tuple[KeyPath, str]] = []
     for where, taskset in _tasksets(data):
+        if taskset.get("split") in HELD_OUT_SPLITS:
+            problems.append(
+                (
+                    (*where, "split"),
+                    f"`{dotted((*where, 'split'))}` is {taskset['split']!r}: a training source cannot use a "
+                    f"held-out split ({', '.join(HELD_OUT_SPLITS)}); the eval and test splits are scored, "
+                    'never trained on (use split = "train")',
+                )
+            )
         fields = {
             name: value
             for name, value in taskset.items()

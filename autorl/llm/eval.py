@@ -48,6 +48,7 @@ PROGRESS_EVERY_S = 10.0  # seconds between progress lines on stderr
 
 Engine = Literal["auto", "hf", "vllm"]
 Device = Literal["auto", "cpu", "cuda"]
+Split = Literal["eval", "test"]  # eval: every trial; test: the sealed test set (`autorl confirm`)
 
 
 class EnvSpec(BaseModel):
@@ -100,10 +101,16 @@ class EvalSpec(BaseModel):
         return value
 
 
-def load_eval_spec(path: Path | None = None) -> EvalSpec:
-    """Parse and validate eval.toml (default: the repo's); taskset ids and fields are checked too."""
+def load_eval_spec(path: Path | None = None, split: Split = "eval") -> EvalSpec:
+    """Parse and validate eval.toml (default: the repo's); taskset ids and fields are checked too.
+
+    `split="test"` is the sealed test set of `autorl confirm`: every env's taskset on its `test` split, the
+    rest of eval.toml unchanged. Trials never see it."""
     path = Path(path) if path is not None else paths.eval_spec_file()
     spec = EvalSpec.model_validate(tomllib.loads(path.read_text()))
+    if split == "test":
+        for env_spec in spec.env:
+            env_spec.taskset["split"] = "test"
     for env_spec in spec.env:
         env_spec.load_env()  # unknown ids / fields fail here, before any model is loaded
     return spec
@@ -308,11 +315,12 @@ def evaluate(
     engine: Engine = "auto",
     device: Device = "auto",
     base_model: str | None = None,
+    split: Split = "eval",
 ) -> dict[str, Any]:
     """Run the fixed eval on HF-format ``weights``; write ``out`` (JSONL) and return the summary."""
     start = time.perf_counter()
     weights = Path(weights)
-    spec = load_eval_spec(spec_path)
+    spec = load_eval_spec(spec_path, split)
     device = resolve_device(device)
     engine = resolve_engine(engine, device)
     torch.manual_seed(0)
@@ -360,8 +368,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--spec", type=Path, default=None, help="eval spec (default: the repo's eval.toml)")
     parser.add_argument("--engine", choices=["auto", "hf", "vllm"], default="auto")
     parser.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto")
+    parser.add_argument(
+        "--split", choices=["eval", "test"], default="eval", help="eval (trials) or test (autorl confirm)"
+    )
     args = parser.parse_args(argv)
-    summary = evaluate(args.weights, args.out, args.spec, args.engine, args.device, args.base_model)
+    summary = evaluate(
+        args.weights, args.out, args.spec, args.engine, args.device, args.base_model, args.split
+    )
     print(json.dumps(summary), flush=True)
 
 

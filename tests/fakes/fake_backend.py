@@ -120,7 +120,12 @@ class FakeBackend(Backend):
         return TrainOutcome(weights_dir=weights if (weights / "quality.txt").exists() else None)
 
     def eval_command(
-        self, cfg: Any, weights_dir: Path | None, out_path: Path, slot: Slot = WHOLE_MACHINE
+        self,
+        cfg: Any,
+        weights_dir: Path | None,
+        out_path: Path,
+        slot: Slot = WHOLE_MACHINE,
+        split: str = "eval",
     ) -> Launch:
         argv = [sys.executable, str(self.dir / "fake_eval.py"), str(out_path), str(weights_dir or "base")]
         return Launch(argv=argv, cwd=out_path.parent)

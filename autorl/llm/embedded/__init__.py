@@ -249,10 +249,16 @@ class EmbeddedBackend(Backend):
         )
 
     def eval_command(
-        self, cfg: Any, weights_dir: Path | None, out_path: Path, slot: Slot = WHOLE_MACHINE
+        self,
+        cfg: Any,
+        weights_dir: Path | None,
+        out_path: Path,
+        slot: Slot = WHOLE_MACHINE,
+        split: str = "eval",
     ) -> Launch:
         weights = str(weights_dir) if weights_dir is not None else resolve_model_path(cfg.model.model.name)
         argv = [sys.executable, "-m", "autorl.llm.eval", "--weights", weights, "--out", str(out_path)]
+        argv += ["--split", split] if split != "eval" else []  # the default split: the command unchanged
         env = {"OMP_WAIT_POLICY": "PASSIVE", "TOKENIZERS_PARALLELISM": "false"}
         if slot.gpus:
             env["CUDA_VISIBLE_DEVICES"] = ",".join(map(str, slot.gpus))

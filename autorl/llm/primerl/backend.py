@@ -308,7 +308,12 @@ class PrimeRLBackend(Backend):
         return notes
 
     def eval_command(
-        self, cfg: Any, weights_dir: Path | None, out_path: Path, slot: Slot = WHOLE_MACHINE
+        self,
+        cfg: Any,
+        weights_dir: Path | None,
+        out_path: Path,
+        slot: Slot = WHOLE_MACHINE,
+        split: str = "eval",
     ) -> Launch:
         """The fixed eval with vLLM on the slot's GPUs, in prime-rl's environment (its torch and vLLM)."""
         prime = locate_prime_rl()
@@ -329,6 +334,7 @@ class PrimeRLBackend(Backend):
             str(out_path),
             "--engine",
             "vllm",
+            *(["--split", split] if split != "eval" else []),
         ]
         env = {
             "PATH": f"{prime.bin_dir}{os.pathsep}{os.environ.get('PATH', '')}",

@@ -7,11 +7,16 @@ the hub's own layout). The gold answer is the text after ``####`` in the dataset
 Reward: the text after the last ``####`` of the completion and the gold answer are each wrapped in
 ``\\boxed{}`` and compared with math-verify (so ``1,000`` equals ``1000`` and ``72.0`` equals ``72``),
 the check upstream verifiers' gsm8k runs in a uv script, here in-process.
+
+Splits: ``train`` and ``eval`` divide the dataset's train split by a hash of each question (bucket 0 of
+``HASH_BUCKETS`` is the fixed held-out ``eval`` slice, ~10%, the rest is ``train``); ``test`` is the
+dataset's test split, the sealed test set that only ``autorl confirm`` scores.
 """
 
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
 import random
 import re
@@ -21,13 +26,14 @@ from pathlib import Path
 from typing import Literal
 
 HUB_DATASET = ("openai/gsm8k", "main")
-SPLITS = ("train", "test")
+SPLITS = ("train", "eval", "test")
+HASH_BUCKETS = 10  # bucket 0 of the dataset's train questions is the held-out eval slice
 SYSTEM = (
     "Solve the grade-school math problem. Reason step by step, then give the final "
     "answer as a single number on the last line, prefixed with '#### ' (e.g. '#### 42')."
 )
 
-Split = Literal["train", "test"]
+Split = Literal["train", "eval", "test"]
 
 
 class GSM8KDataError(RuntimeError):
@@ -142,11 +148,19 @@ def load_rows(split: str, data_path: str | None = None) -> tuple[tuple[str, str]
     return rows
 
 
+def split_of(question: str) -> Split:
+    """Where a question of the dataset's train split belongs: the held-out ``eval`` slice or ``train``."""
+    digest = hashlib.sha256(f"gsm8k-eval|{question}".encode()).digest()
+    return "eval" if int.from_bytes(digest[:8], "big") % HASH_BUCKETS == 0 else "train"
+
+
 def dataset(s: Settings) -> list[Problem]:
-    """The split's problems in file order; ids are ``<split>-<row index>``."""
+    """The split's problems in file order; ids are ``<split>-<row index in the dataset's file>``."""
+    source = "test" if s.split == "test" else "train"
     return [
         Problem(id=f"{s.split}-{i}", prompt=make_prompt(q), answer=gold_answer(a))
-        for i, (q, a) in enumerate(load_rows(s.split, s.data_path))
+        for i, (q, a) in enumerate(load_rows(source, s.data_path))
+        if source == "test" or split_of(q) == s.split
     ]
 
 

@@ -39,7 +39,7 @@ class GSM8KTask(vf.Task[GSM8KData]):
 
 class GSM8KConfig(vf.TasksetConfig):
     # The same fields and defaults as core.Settings (a test checks they agree).
-    split: Literal["train", "test"] = _DEFAULTS.split
+    split: Literal["train", "eval", "test"] = _DEFAULTS.split
     data_path: str | None = _DEFAULTS.data_path
     num_examples: int = _DEFAULTS.num_examples
 

@@ -1,0 +1,248 @@
+"""`autorl confirm`: re-train a kept config and the baseline with fresh seeds, score both on the test split.
+
+Picking the best of many trials on one eval set inflates its score (the winner's curse). The test split is
+sealed: no trial is ever evaluated on it (llm: each eval env's `test` split; classic: episodes from seeds no
+trial sees). `confirm` re-trains the chosen kept trial's config (default: the current best) and the
+baseline's (the first ok trial of the same context) under the same budget, with seeds no trial drew, runs
+each seed through `autorl.seed.run_seed` with its eval on the test split, and compares the two with
+`autorl.stats.compare`. The result (delta, its 95% CI and p) goes to confirmed.tsv, next to results.tsv;
+`autorl report` shows it next to the eval delta.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import os
+import sys
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import scipy.stats as sps
+
+from autorl import paths, stats
+from autorl.ledger import Context, Ledger, LedgerError, as_float, best_kept, clean, comparable, format_cell
+from autorl.seed import STATUS_RANK, RunOptions, SeedResult, run_seed
+
+# Fresh seeds: trials draw theirs from [0, 10^6 + 64) (autorl.trial.harness_seeds); confirm from here up.
+CONFIRM_SEED_BASE = 2_000_000
+COLUMNS = [
+    "timestamp",
+    "confirm_id",  # runs/<confirm_id>/{candidate,baseline}/seed-<k>/
+    "run_id",  # the kept trial confirmed
+    "baseline_run",
+    "track",
+    "budget",
+    "seeds",  # the fresh training seeds (the same for both sides)
+    "test_score",  # the candidate's config on the test split, pooled over the seeds
+    "baseline_test_score",
+    "delta",  # test_score - baseline_test_score
+    "ci_low",  # 95% interval of the delta
+    "ci_high",
+    "p_value",  # one-sided, candidate better than the baseline
+    "verdict",  # improved (confirmed) | inconclusive | worse | n/a (a side failed)
+    "eval_delta",  # the same two trials' eval_score difference in results.tsv: what the agent saw
+    "status",  # ok | crash | timeout | interrupted: the worst seed's
+]
+
+
+class ConfirmError(Exception):
+    """The confirmation cannot start (nothing to confirm, the harness or eval changed): exit 2."""
+
+
+@dataclass(frozen=True)
+@dataclass
+class Side:
+    """One config of the confirmation (the candidate or the baseline), re-trained on the fresh seeds."""
+
+    row: dict[str, str]
+    seeds: list[SeedResult]
+
+    @property
+    def rows(self) -> list[dict[str, Any]]:
+        return [r for s in self.seeds for r in s.eval_rows]
+
+    @property
+    def status(self) -> str:
+        return max((s.status for s in self.seeds), key=STATUS_RANK.__getitem__, default="interrupted")
+
+
+def confirmed_file(ledger: Ledger) -> Path:
+    return ledger.path.with_name("confirmed.tsv")
+
+
+def read_confirmed(path: Path) -> list[dict[str, str]]:
+    """The rows of confirmed.tsv ([] when there is none yet)."""
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except FileNotFoundError:
+        return []
+    if not lines or lines[0].split("\t") != COLUMNS:
+        raise LedgerError(f"{path}:1: not the autorl confirmed.tsv header; move the file aside")
+    return [dict(zip(COLUMNS, line.split("\t"), strict=False)) for line in lines[1:] if line.strip()]
+
+
+def append_confirmed(path: Path, row: dict[str, Any]) -> None:
+    """Append one row (one write on an O_APPEND descriptor, the header first on a new file)."""
+    read_confirmed(path)  # never append to a file we cannot read back
+    line = "\t".join(clean(format_cell(c, row.get(c))) for c in COLUMNS) + "\n"
+    new = not path.exists() or path.stat().st_size == 0
+    data = (("\t".join(COLUMNS) + "\n") if new else "") + line
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        os.write(fd, data.encode("utf-8"))
+    finally:
+        os.close(fd)
+
+
+def choose(rows: list[dict[str, str]], run_id: str | None, ledger: Ledger) -> tuple[dict, dict, list]:
+    """(candidate, baseline, the rows of their context): the kept trial `run_id` (default: the best kept
+    trial of the latest context) and the first ok trial under the same track, eval set, harness, budget."""
+    if run_id is not None:
+        candidate = ledger.find(run_id)
+        if candidate["decision"] != "keep" or candidate["status"] != "ok":
+            raise ConfirmError(f"trial {candidate['run_id']} is not kept: only kept trials are confirmed")
+    else:
+        if not rows:
+            raise ConfirmError("no trials yet: nothing to confirm")
+        ctx = Context.of(rows[-1])
+        candidate = best_kept(rows, *ctx)
+        if candidate is None or candidate["decision"] != "keep":
+            raise ConfirmError("nothing kept yet under the latest trial's context: nothing to confirm")
+    ctx = Context.of(candidate)
+    if ctx.budget is None:
+        raise ConfirmError(f"trial {candidate['run_id']} has no budget recorded: re-run it to confirm it")
+    same = [r for r in rows if comparable(r, *ctx)]
+    baseline = next(r for r in same if r["status"] == "ok" and as_float(r, "eval_score") is not None)
+    if baseline["run_id"] == candidate["run_id"]:
+        raise ConfirmError(f"{candidate['run_id']} is the baseline: keep a better trial, then confirm it")
+    return candidate, baseline, same
+
+
+def confirm_seeds(confirm_id: str, n: int) -> list[int]:
+    base = int(hashlib.sha256(confirm_id.encode()).hexdigest()[:8], 16) % 1_000_000
+    return [CONFIRM_SEED_BASE + base + k for k in range(n)]
+
+
+def say(msg: str) -> None:
+    print(f"[confirm] {msg}", flush=True)
+
+
+def run_confirm(run_id: str | None = None, n_seeds: int | None = None, ledger: Ledger | None = None) -> int:
+    from autorl.harness import harness_hash
+    from autorl.machine import load_machine
+    from autorl.process import Stop
+    from autorl.tomlcheck import ConfigError
+    from autorl.track import get_track
+
+    ledger = ledger or Ledger()
+    rows = ledger.rows()
+    candidate, baseline, same = choose(rows, run_id, ledger)
+    track = get_track(candidate["track"])
+    root = paths.repo_root()
+    if harness_hash(root) != candidate["harness_hash"]:
+        raise ConfirmError(
+            f"the harness changed since {candidate['run_id']} ran: its config cannot be confirmed under it"
+        )
+    machine = load_machine()
+    model = machine.model_name if machine else None
+    configs = {}
+    for role, row in (("candidate", candidate), ("baseline", baseline)):
+        path = paths.runs_dir() / row["run_id"] / "config.toml"
+        if not path.exists():
+            raise ConfirmError(f"{path} is missing: the {role}'s config cannot be re-trained")
+        try:
+            configs[role] = track.load_config(path, row["backend"], model)
+        except ConfigError as exc:
+            raise ConfirmError(f"the {role}'s config no longer loads: {exc}") from None
+        if track.eval_hash(configs[role]) != row["eval_hash"]:
+            raise ConfirmError(f"the eval set changed since {row['run_id']} ran: it cannot be confirmed")
+    backend = track.make_backend(candidate["backend"])
+    budget = float(candidate["budget"])
+    n = n_seeds or track.default_seeds
+    confirm_id = f"confirm-{datetime.now().strftime('%Y%m%d-%H%M%S')}-{candidate['run_id'][-7:]}"
+    seeds = confirm_seeds(confirm_id, n)
+    spec = RunOptions(budget=budget).budget_spec()
+    say(
+        f"{confirm_id}: {candidate['run_id']} vs the baseline {baseline['run_id']}, {n} fresh seeds {seeds}, "
+        f"budget {budget:g} s per seed, scored on the sealed test split"
+    )
+    stop = Stop()
+    sides: dict[str, Side] = {}
+    try:
+        for role, row in (("candidate", candidate), ("baseline", baseline)):
+            results = []
+            for k, seed in enumerate(seeds):
+                if stop:
+                    break
+                seed_dir = paths.runs_dir() / confirm_id / role / f"seed-{k}"
+                result = run_seed(backend, configs[role], seed, k, seed_dir, spec, stop=stop, split="test")
+                for line in result.log:
+                    say(f"{role}: {line}")
+                if result.error:
+                    print(result.error, flush=True)
+                results.append(result)
+            sides[role] = Side(row, results)
+    except KeyboardInterrupt:
+        stop.request(2)
+        say("interrupted: nothing recorded")
+        return 130
+    return record(ledger, confirm_id, seeds, sides, same, track.prior_seed_sd)
+
+
+def record(ledger: Ledger, confirm_id: str, seeds: list[int], sides: dict[str, Side], same, prior) -> int:
+    """Compare the two sides, print the block and append it to confirmed.tsv."""
+    cand, base = sides["candidate"], sides["baseline"]
+    status = max((cand.status, base.status), key=STATUS_RANK.__getitem__)
+    ok = status == "ok" and cand.rows and base.rows
+    test_score = stats.eval_score(cand.rows) if cand.rows else None
+    base_score = stats.eval_score(base.rows) if base.rows else None
+    ctx = Context.of(cand.row)
+    noise = stats.noise_floor(
+        same,
+        track=ctx.track,
+        eval_hash=ctx.eval_hash,
+        harness_hash=ctx.harness_hash,
+        prior_sd=prior(base_score),
+        budget=ctx.budget,
+    )
+    c = stats.compare(cand.rows, base.rows, noise=noise) if ok else None
+    half = float(sps.t.ppf(0.975, c.df)) * c.se if c is not None and math.isfinite(c.se) else math.nan
+    eval_delta = (as_float(cand.row, "eval_score") or math.nan) - (
+        as_float(base.row, "eval_score") or math.nan
+    )
+    row = {
+        "timestamp": datetime.now().isoformat(timespec="seconds"),
+        "confirm_id": confirm_id,
+        "run_id": cand.row["run_id"],
+        "baseline_run": base.row["run_id"],
+        "track": ctx.track,
+        "budget": ctx.budget,
+        "seeds": seeds,
+        "test_score": test_score,
+        "baseline_test_score": base_score,
+        "delta": c.delta if c else None,
+        "ci_low": c.delta - half if c else None,
+        "ci_high": c.delta + half if c else None,
+        "p_value": c.p_value if c else None,
+        "verdict": c.verdict if c else "n/a",
+        "eval_delta": eval_delta,
+        "status": status,
+    }
+    path = confirmed_file(ledger)
+    append_confirmed(path, row)
+    lines = {k: format_cell(k, v) for k, v in row.items() if k != "timestamp"}
+    lines["confirmed"] = "yes" if c is not None and c.verdict == "improved" else "no"
+    sys.stdout.write("---\n" + "".join(f"{k}: {v}\n" for k, v in lines.items()))
+    say(f"recorded in {path.name}")
+    return 0 if status == "ok" else 1
+
+
+def main(run_id: str | None = None, n_seeds: int | None = None) -> int:
+    try:
+        return run_confirm(run_id, n_seeds)
+    except ConfirmError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2

@@ -1,0 +1,317 @@
+"""Issue 14 §2 and §5: no win without training better, and what the agent sees.
+
+Training on a held-out split is refused; only trials under the same budget are compared; the reference
+cannot be lowered silently (re-marks need a reason and are kept in an append-only history); a reference
+whose eval.jsonl changed is refused; `status`/`report` show every track on request.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from fakes.fake_backend import FakeBackend
+
+from autorl import cli, report, status, trial
+from autorl.classic.config import load_classic_config
+from autorl.classic.track import ClassicTrack
+from autorl.confirm import CONFIRM_SEED_BASE, read_confirmed
+from autorl.harness import harness_hash
+from autorl.jsonl import read_jsonl
+from autorl.ledger import Ledger, LedgerError, best_kept, eval_rows_hash, reference_rows
+from autorl.llm.config import load_train_config
+from autorl.llm.track import LLMTrack
+from autorl.machine import Machine, save_machine
+from autorl.stats import noise_floor
+from autorl.tomlcheck import ConfigError
+
+REPO = Path(__file__).resolve().parent.parent
+TRAIN = (REPO / "train.toml").read_text()
+
+
+@pytest.fixture
+def root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("AUTORL_ROOT", str(tmp_path))
+    return tmp_path
+
+
+# ---- a training source on a held-out split -------------------------------------------------------------
+
+
+@pytest.mark.parametrize("split", ["eval", "test"])
+@pytest.mark.parametrize("backend", ["embedded", "prime-rl"])
+def test_training_on_a_held_out_split_is_refused(root, capsys, split, backend):
+    text = TRAIN.replace('split = "train"', f'split = "{split}"', 1)
+    assert text != TRAIN
+    path = root / "train.toml"
+    path.write_text(text)
+    lineno = next(i for i, ln in enumerate(text.splitlines(), 1) if ln.startswith(f'split = "{split}"'))
+    with pytest.raises(ConfigError) as exc:
+        load_train_config(path, backend)
+    assert str(exc.value).startswith(f"train.toml:{lineno}: `orchestrator.train.source.0.env.taskset.split`")
+    assert "held-out split" in str(exc.value)
+    assert trial.main(["--config", str(path), "--backend", backend, "--dry-run"]) == 2
+    assert "held-out split" in capsys.readouterr().err
+    assert not (root / "results.tsv").exists() and not (root / "runs").exists()
+
+
+# ---- the budget is part of what makes trials comparable -----------------------------------------------
+
+
+def add(ledger: Ledger, run_id: str, score: float | None, decision: str = "pending", **kw: object) -> None:
+    row = {
+        "run_id": run_id,
+        "status": "ok" if score is not None else "crash",
+        "eval_score": score,
+        "decision": decision,
+        "track": "llm",
+        "harness_hash": "h",
+        "eval_hash": "e",
+        "config_hash": f"c-{run_id}",
+        "budget": 600.0,
+        "description": f"try {run_id}",
+    }
+    ledger.append(row | kw)
+
+
+def test_reference_and_noise_floor_only_under_the_same_budget(root):
+    ledger = Ledger(root / "results.tsv")
+    add(ledger, "legacy", 0.95, "keep", budget=None)  # an earlier ledger's row: no budget recorded
+    add(ledger, "b600", 0.50, "keep", config_hash="A", seed_scores={1: 0.4, 2: 0.6})
+    add(ledger, "b60", 0.90, "keep", budget=60.0, config_hash="A", seed_scores={1: 0.0, 2: 1.0})
+    rows = ledger.rows()
+    assert best_kept(rows, "llm", "e", "h", 600.0)["run_id"] == "b600"
+    assert ledger.best_kept("llm", "e", "h", 60.0)["run_id"] == "b60"
+    assert best_kept(rows, "llm", "e", "h", 30.0) is None
+    assert best_kept(rows, "llm", "e", "h")["run_id"] == "legacy"  # legacy rows only among themselves
+    add(ledger, "odd", 0.5, "keep", budget=12345.678)  # written with 6 digits, still found by its budget
+    assert ledger.best_kept("llm", "e", "h", 12345.678)["run_id"] == "odd"
+    nf = noise_floor(rows, "llm", "e", "h", prior_sd=0.1, budget=600.0)
+    assert nf.df == 1 and nf.measured_sd == pytest.approx(0.2 / 2**0.5)  # not pooled with the 60 s seeds
+
+
+# ---- the reference cannot be lowered silently ----------------------------------------------------------
+
+
+def test_changing_a_decision_needs_a_reason_and_is_kept_in_the_history(root, capsys):
+    ledger = Ledger(root / "results.tsv")
+    add(ledger, "base", 0.40, "keep", verdict="baseline")
+    add(ledger, "k1", 0.50, "keep", verdict="improved")
+    add(ledger, "k2", 0.60, "keep", verdict="improved")
+    before = ledger.path.read_text()
+    assert cli.main(["mark", "discard", "--run", "k2"]) == 2
+    assert "needs --reason" in capsys.readouterr().err
+    assert ledger.path.read_text() == before and not ledger.history_path.exists()
+    with pytest.raises(SystemExit) as exit_:  # an empty reason is refused by argparse
+        cli.main(["mark", "discard", "--run", "k2", "--reason", " "])
+    assert exit_.value.code == 2
+    capsys.readouterr()
+
+    assert cli.main(["mark", "discard", "--run", "k2", "--reason", "eval.jsonl was from a bad seed"]) == 0
+    assert "the reference is now k1 (was k2)" in capsys.readouterr().out
+    assert ledger.best_kept("llm", "e", "h", 600.0)["run_id"] == "k1"
+    first = ledger.history_path.read_text()
+    assert cli.main(["mark", "discard", "--run", "k2", "--lesson", "seed 3 diverged"]) == 0  # same decision
+    assert ledger.history_path.read_text().startswith(first)  # appended, never rewritten
+    marks = ledger.history()
+    assert [(m.run_id, m.old, m.new, m.is_remark) for m in marks] == [
+        ("k2", "keep", "discard", True),
+        ("k2", "discard", "discard", False),
+    ]
+    assert (marks[0].reference_before, marks[0].reference_after) == ("k2", "k1")
+    text = status.render(status.collect(ledger.rows(), marks=ledger.history()))
+    assert "re-marked k2: keep -> discard (eval.jsonl was from a bad seed); reference k2 -> k1" in text
+
+
+# ---- the reference's eval rows are the ones it was scored on -------------------------------------------
+
+
+def test_reference_rows_are_checked_against_the_recorded_hash(root):
+    runs = root / "runs"
+    (runs / "r").mkdir(parents=True)
+    text = '{"env": "toy", "example_id": "0", "sample": 0, "score": 1.0}\n'
+    (runs / "r" / "eval.jsonl").write_text(text)
+    row = {"run_id": "r", "eval_rows_hash": eval_rows_hash(text)}
+    assert reference_rows(row, runs) == [{"env": "toy", "example_id": "0", "sample": 0, "score": 1.0}]
+    (runs / "r" / "eval.jsonl").write_text(text.replace("1.0", "0.0"))
+    with pytest.raises(LedgerError, match="has changed since the trial wrote it"):
+        reference_rows(row, runs)
+    with pytest.raises(LedgerError, match="records no eval_rows_hash"):
+        reference_rows({"run_id": "r", "eval_rows_hash": ""}, runs)
+    (runs / "r" / "eval.jsonl").unlink()
+    with pytest.raises(LedgerError, match="unreadable"):
+        reference_rows(row, runs)
+
+
+@pytest.fixture
+def fake_root(root, monkeypatch):
+    (root / "train.toml").write_text(FAKE_TRAIN)
+    shutil.copyfile(REPO / "eval.toml", root / "eval.toml")
+    save_machine(
+        Machine(python="3", platform="test", torch=None, cpus=2, ram_gb=1.0, model_name="tiny-test-model")
+    )
+    backend = FakeBackend("ok", 0.5, scripts_dir=root)
+    monkeypatch.setattr(LLMTrack, "make_backend", lambda self, name: backend)
+    return root
+
+
+FAKE_TRAIN = """\
+max_steps = 100
+[model]
+name = "tiny-test-model"
+[orchestrator]
+batch_size = 8
+group_size = 4
+[[orchestrator.train.source]]
+name = "arithmetic"
+[orchestrator.train.source.env.taskset]
+id = "autorl-arithmetic"
+"""
+
+
+def test_a_tampered_reference_is_refused_before_anything_runs(fake_root, capsys):
+    assert trial.main(["--budget", "0.3", "--seeds", "1"]) == 0
+    (ref,) = Ledger(fake_root / "results.tsv").rows()
+    capsys.readouterr()
+    # Another budget: not comparable, so the trial runs and is a baseline of its own.
+    assert trial.main(["--budget", "0.4", "--seeds", "1"]) == 0
+    assert "verdict: baseline" in capsys.readouterr().out
+    eval_jsonl = fake_root / "runs" / ref["run_id"] / "eval.jsonl"
+    eval_jsonl.write_text(eval_jsonl.read_text().replace('"score": 0.0', '"score": 1.0', 1))
+    runs_before = sorted(p.name for p in (fake_root / "runs").iterdir())
+    assert trial.main(["--budget", "0.3", "--seeds", "1"]) == 2
+    err = capsys.readouterr().err
+    assert f"the reference {ref['run_id']} cannot be used" in err and "has changed" in err
+    assert sorted(p.name for p in (fake_root / "runs").iterdir()) == runs_before
+    assert len(Ledger(fake_root / "results.tsv").rows()) == 2
+
+
+# ---- the agent's view -----------------------------------------------------------------------------------
+
+
+def test_status_lessons_whole_baseline_repeat_not_counted_and_tracks(root, capsys):
+    ledger = Ledger(root / "results.tsv")
+    add(ledger, "cl", 400.0, "keep", track="classic", eval_hash="ec")
+    add(ledger, "base", 0.40, "keep", config_hash="B", verdict="baseline")
+    add(ledger, "repeat", 0.42, "discard", config_hash="B", lesson="baseline repeat: noise floor")
+    long_lesson = "lr 1e-5 diverges after 40 steps: reward collapses to 0 " * 3
+    for i in range(4):
+        add(ledger, f"d{i}", 0.41, "discard", lesson=long_lesson if i == 3 else f"lesson {i}")
+    st = status.collect(ledger.rows())
+    assert st["baseline_repeats"] == ["repeat"] and st["not_kept_streak"] == 4
+    assert "WARNING" not in status.render(st)  # 5 not kept, one of them the baseline repeat
+    add(ledger, "d4", 0.39, "discard")
+    assert cli.main(["status"]) == 0
+    text = capsys.readouterr().out
+    assert "WARNING: 5 trials in a row not kept" in text
+    assert f"d3 (discard): {long_lesson.strip()}" in text  # whole, not cut
+    assert "`autorl status --track classic`" in text
+    lessons = [ln for ln in text.splitlines() if "(discard): " in ln or "(keep): " in ln]
+    assert len(lessons) == 5  # every lesson of the context, bounded by count (MAX_LESSONS)
+    assert cli.main(["status", "--track", "classic"]) == 0
+    text = capsys.readouterr().out
+    assert text.startswith("trials: 1 (classic track") and "cl" in text
+    assert "`autorl status --track llm`" in text
+    assert cli.main(["status", "--all"]) == 0
+    assert "classic ec" in capsys.readouterr().out
+
+
+def test_report_track_and_progress_plot(root, capsys):
+    ledger = Ledger(root / "results.tsv")
+    add(ledger, "base", 0.40, "keep", base_score=0.1, description="baseline")
+    add(ledger, "k1", 0.50, "keep", base_score=0.1, description="lr 3e-6")
+    add(ledger, "d1", 0.45, "discard", base_score=0.1)
+    add(ledger, "cl", 400.0, "keep", track="classic", eval_hash="ec")
+    assert cli.main(["report", "--out", str(root / "p.png"), "--track", "llm"]) == 0
+    out = capsys.readouterr().out
+    assert "`autorl report --track classic`" in out and "| 2 | k1 |" in out
+    fig = report.figure(report.context_rows(ledger.rows(), "llm"))
+    ax = fig.axes[0]
+    ticks = [t for t in ax.get_xticks() if 0.5 <= t <= 3.5]
+    assert ticks == [1.0, 2.0, 3.0]
+    assert [t.get_text() for t in ax.texts] == ["baseline", "lr 3e-6"]
+    assert any(list(line.get_ydata()) == [0.1, 0.1] for line in ax.get_lines())  # the base model's score
+
+
+# ---- the sealed test set: `autorl confirm` end to end on the classic track --------------------------------
+
+
+def classic_trial(ledger: Ledger, root: Path, run_id: str, decision: str, text: str, score: float) -> None:
+    (root / "runs" / run_id).mkdir(parents=True)
+    (root / "runs" / run_id / "config.toml").write_text(text)
+    cfg = load_classic_config(root / "runs" / run_id / "config.toml")
+    ledger.append(
+        {
+            "run_id": run_id,
+            "track": "classic",
+            "backend": "classic",
+            "status": "ok",
+            "eval_score": score,
+            "decision": decision,
+            "budget": 1.0,
+            "config_hash": cfg.config_hash,
+            "harness_hash": harness_hash(root),
+            "eval_hash": ClassicTrack().eval_hash(cfg),
+            "description": run_id,
+        }
+    )
+
+
+def test_confirm_retrains_both_configs_on_fresh_seeds_and_scores_the_test_split(root, capsys):
+    ledger = Ledger(root / "results.tsv")
+    classic = (REPO / "classic.toml").read_text()
+    classic_trial(ledger, root, "base", "keep", classic, 100.0)
+    assert cli.main(["confirm"]) == 2  # only the baseline is kept: nothing to confirm
+    assert "is the baseline" in capsys.readouterr().err
+    faster = classic.replace("learning_rate = 5e-4", "learning_rate = 2.5e-3")
+    classic_trial(ledger, root, "cand", "keep", faster, 150.0)
+    classic_trial(ledger, root, "later", "discard", classic, 90.0)
+    assert cli.main(["confirm", "--run", "later"]) == 2
+    assert "not kept" in capsys.readouterr().err
+
+    assert cli.main(["confirm", "--seeds", "2"]) == 0
+    out = capsys.readouterr().out
+    (row,) = read_confirmed(root / "confirmed.tsv")
+    assert (row["run_id"], row["baseline_run"], row["status"]) == ("cand", "base", "ok")
+    seeds = [int(s) for s in row["seeds"].split(",")]
+    assert len(seeds) == 2 and min(seeds) >= CONFIRM_SEED_BASE  # no trial ever trains on these
+    test_score, base_score = float(row["test_score"]), float(row["baseline_test_score"])
+    assert float(row["delta"]) == pytest.approx(test_score - base_score, abs=1e-3)
+    assert float(row["ci_low"]) < float(row["delta"]) < float(row["ci_high"])
+    assert 0.0 <= float(row["p_value"]) <= 1.0 and row["verdict"] in ("improved", "inconclusive", "worse")
+    assert float(row["eval_delta"]) == pytest.approx(50.0)
+    assert f"delta: {row['delta']}" in out and "confirmed: " in out
+    (confirm_dir,) = (root / "runs").glob("confirm-*")
+    for side in ("candidate", "baseline"):
+        for k in range(2):
+            seed_dir = confirm_dir / side / f"seed-{k}"
+            assert len(read_jsonl(seed_dir / "eval.jsonl")) == 100
+            assert '"split": "test"' in (seed_dir / "eval.log").read_text()  # the sealed episodes
+    assert len(ledger.rows()) == 3  # results.tsv is untouched: confirmations have their own file
+    assert cli.main(["report", "--out", str(root / "p.png")]) == 0
+    assert f"| cand | base | +50.0000 | {float(row['delta']):+.4f} |" in capsys.readouterr().out
+
+
+def test_test_split_episodes_differ_from_the_eval_episodes():
+    from autorl.classic.evaluate import evaluate, random_act_fn
+
+    eval_returns = evaluate("CartPole-v1", random_act_fn, episodes=20)
+    test_returns = evaluate("CartPole-v1", random_act_fn, episodes=20, split="test")
+    assert list(eval_returns) == list(evaluate("CartPole-v1", random_act_fn, episodes=20))
+    assert list(eval_returns) != list(test_returns)
+
+
+def test_gsm8k_eval_is_a_held_out_slice_of_train_and_test_is_sealed(tmp_path):
+    rows = [{"question": f"What is {i} + 1?", "answer": f"#### {i + 1}"} for i in range(400)]
+    (tmp_path / "train.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    (tmp_path / "test.jsonl").write_text(json.dumps({"question": "2 + 2?", "answer": "#### 4"}) + "\n")
+    from autorl_gsm8k import core as gsm
+
+    train = gsm.dataset(gsm.Settings(split="train", data_path=str(tmp_path)))
+    held = gsm.dataset(gsm.Settings(split="eval", data_path=str(tmp_path)))
+    test = gsm.dataset(gsm.Settings(split="test", data_path=str(tmp_path)))
+    assert {p.prompt for p in train}.isdisjoint({p.prompt for p in held})
+    assert len(train) + len(held) == 400 and 20 <= len(held) <= 60  # ~10% held out
+    assert [p.answer for p in test] == ["4"]
