@@ -26,7 +26,8 @@ from autorl import paths
 from autorl.ledger import Ledger, LedgerError
 
 POLL_S = 1.0  # how often the stop conditions are checked while the agent runs
-GRACE_S = 30.0  # SIGTERM -> SIGKILL for an agent stopped by a limit or STOP
+GRACE_S = 60.0  # SIGTERM -> SIGKILL for an agent stopped by a limit or STOP: run.py stops its seeds
+# within its own grace (30 s), records the interrupted trial, and exits 143 before this
 FAST_EXIT_S = 20.0  # an invocation shorter than this that records no trial counts as a failed start
 MAX_FAST_EXITS = 5  # ... and this many in a row end the loop (a broken command must not spin all night)
 BACKOFF_S = 2.0  # wait before retrying after a fast exit, doubled each time (at most 60 s)

@@ -176,10 +176,11 @@ def print_summary(lines: dict[str, str], run_dir: Path | None) -> None:
         (run_dir / "summary.txt").write_text(block)
 
 
-def invalid(message: str, code: int = EXIT_INVALID) -> int:
+def invalid(message: str) -> int:
+    """A refusal: `status: invalid`, always exit 2, nothing run, nothing recorded."""
     print(f"error: {message}", file=sys.stderr, flush=True)
     print_summary({"status": "invalid"}, None)
-    return code
+    return EXIT_INVALID
 
 
 def resolved_toml(resolved: dict[str, Any]) -> str:
@@ -265,8 +266,10 @@ def _main(opts: RunOptions) -> int:
         say(reason)
         try:
             machine = track.prepare(config_path)
-        except PrepareError as exc:
-            return invalid(f"prepare failed: {exc}", EXIT_CRASH)
+        except PrepareError as exc:  # not a usage error (exit 2): nothing was recorded, exit 1
+            print(f"error: prepare failed: {exc}", file=sys.stderr, flush=True)
+            print_summary({"status": "crash"}, None)
+            return EXIT_CRASH
         if opts.backend == "auto" and machine.backend != backend_name:
             backend_name = machine.backend
             try:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import copy
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tomllib
@@ -909,3 +910,17 @@ def test_two_slots_run_side_by_side_without_port_collisions(tmp_path, fake_prime
     for i in crashed:
         outcome = PrimeRLBackend().collect(None, tmp_path / "runs" / "same-ports" / f"seed-{i}")
         assert "Address already in use" in outcome.extras["failed_log_tail"][-1]
+
+
+def test_prime_rl_not_found_is_refused_before_prepare(tmp_path, monkeypatch, capsys):
+    """A fresh clone asking for prime-rl without it: exit 2 with the not-found message, before prepare runs
+    (no machine file, no model download)."""
+    from autorl import trial
+
+    monkeypatch.setenv("AUTORL_ROOT", str(tmp_path))
+    monkeypatch.delenv("PRIME_RL_DIR", raising=False)
+    shutil.copyfile(REPO / "eval.toml", tmp_path / "eval.toml")
+    code = trial.main(["--backend", "prime-rl", "--config", str(REPO / "examples" / "gsm8k-2gpu.toml")])
+    out, err = capsys.readouterr()
+    assert code == 2 and NOT_FOUND in err and out.rstrip().endswith("status: invalid")
+    assert not (tmp_path / ".autorl" / "machine.json").exists() and not (tmp_path / "results.tsv").exists()
