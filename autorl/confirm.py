@@ -52,7 +52,6 @@ class ConfirmError(Exception):
     """The confirmation cannot start (nothing to confirm, the harness or eval changed): exit 2."""
 
 
-@dataclass(frozen=True)
 @dataclass
 class Side:
     """One config of the confirmation (the candidate or the baseline), re-trained on the fresh seeds."""
