@@ -50,7 +50,8 @@ def test_build_saves_and_reloads_offline(tiny_model: Path, monkeypatch: pytest.M
     text = "What is 3 - 7 + 9?\n#### 5"
     assert tok(text)["input_ids"] == mb.build_tokenizer()(text)["input_ids"]
     assert tok.decode(tok(text)["input_ids"]) == text and len(tok(text)["input_ids"]) == len(text)
-    assert tok.chat_template is None  # raw prompts
+    assert tok.chat_template == mb.CHAT_TEMPLATE  # saved with the tokenizer, so every loader finds it
+    assert "chat_template" in json.loads((tiny_model / "tokenizer_config.json").read_text())
     batch = tok(["What is 1 + 2?\n", "What is 10 - 3?\n"], return_tensors="pt", padding=True)
     out = model.generate(**batch, max_new_tokens=5, do_sample=False)
     assert out.shape[0] == 2 and out.shape[1] <= batch["input_ids"].shape[1] + 5
@@ -166,3 +167,29 @@ def test_a_target_never_reached_trains_every_step_and_warns(
     info = json.loads((out / mb.MARKER).read_text())
     assert info["steps"] == 8 and 0.0 <= info["probe_accuracy"] <= 1.0  # the real probe ran, twice
     assert "the probe never reached 1.01 in 8 steps" in capsys.readouterr().err
+
+
+def test_renderers_renders_a_prompt_as_our_trainer_and_eval_encode_it(
+    tiny_model: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """prime-rl renders every prompt with the `renderers` package (renderer "default" for a local model:
+    the tokenizer's chat template); the embedded trainer and the eval must feed the model the same ids."""
+    import renderers
+    from renderers.base import load_tokenizer
+    from renderers.configs import config_from_name
+
+    from autorl.llm.embedded.train import encode_prompt
+    from autorl.llm.eval import format_prompt
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    tok = AutoTokenizer.from_pretrained(tiny_model)
+    renderer = renderers.create_renderer(load_tokenizer(str(tiny_model)), config_from_name("default"))
+    for prompt in ["47+38=", "3+4+5=", "What is 1 + 2?"]:
+        user = [{"role": "user", "content": prompt}]
+        ids = renderer.render_ids(user, add_generation_prompt=True)
+        assert ids == encode_prompt(tok, prompt) == tok(format_prompt(tok, prompt))["input_ids"]
+        assert len(ids) == len(prompt)  # the template adds no character to a prompt
+        # a finished turn is prompt + completion + EOS: what the warm-start and GRPO train on
+        turn = renderer.render_ids([*user, {"role": "assistant", "content": "#### 85"}])
+        assert turn == ids + tok("#### 85")["input_ids"] + [tok.eos_token_id]
+    assert renderer.get_stop_token_ids() == [tok.eos_token_id]

@@ -40,6 +40,7 @@ import torch
 from autorl_arithmetic import core as arithmetic
 
 from autorl import paths
+from autorl.llm.eval import format_prompt
 
 # tokenizers/transformers are imported where used: run.py checks the recipe of a built model (build_recipe,
 # is_complete) before every trial, and importing transformers would add seconds to each start.
@@ -54,6 +55,18 @@ MARKER = "autorl-model.json"  # written last; its presence means the build compl
 # says: building the same class guarantees that every reload (eval, trainer, vLLM) tokenizes identically.
 PAD_TOKEN = "<|pad|>"
 EOS_TOKEN = "<|endoftext|>"
+# The chat template (Jinja, saved in tokenizer_config.json as HF tokenizers carry it). prime-rl renders every
+# prompt through it (the `renderers` package), the eval and the embedded trainer too (eval.format_prompt), so
+# a prompt is the same token sequence on every backend. It adds no characters: a user turn is its text (the
+# task prompt already ends with the cue, `47+38=`), a system turn its text and a newline, an assistant turn
+# its text and EOS; the generation prompt is empty. A character-level model pays for every character.
+CHAT_TEMPLATE = (
+    "{%- for message in messages -%}"
+    "{{- message['content'] -}}"
+    "{%- if message['role'] == 'system' -%}{{- '\\n' -}}"
+    "{%- elif message['role'] == 'assistant' -%}{{- eos_token -}}{%- endif -%}"
+    "{%- endfor -%}"
+)
 
 # Model (Qwen2), ~0.21M parameters: small, so that a 600 s CPU trial makes thousands of GRPO steps (each
 # trial's metrics.jsonl records the seconds per step).
@@ -93,7 +106,7 @@ def build_tokenizer() -> PreTrainedTokenizerFast:
 
     alphabet = sorted(pre_tokenizers.ByteLevel.alphabet())
     vocab = {tok: i for i, tok in enumerate([PAD_TOKEN, EOS_TOKEN, *alphabet])}
-    return Qwen2Tokenizer(
+    tokenizer = Qwen2Tokenizer(
         vocab=vocab,
         merges=[],
         eos_token=EOS_TOKEN,
@@ -103,6 +116,8 @@ def build_tokenizer() -> PreTrainedTokenizerFast:
         clean_up_tokenization_spaces=False,
         model_max_length=MAX_POSITIONS,
     )
+    tokenizer.chat_template = CHAT_TEMPLATE
+    return tokenizer
 
 
 def model_dims(**overrides) -> dict:
@@ -134,7 +149,7 @@ def _batch(tokenizer: PreTrainedTokenizerFast, examples: list[arithmetic.Problem
     """Right-padded prompt+completion ids, with labels only on the completion (and its EOS)."""
     rows, labels = [], []
     for ex in examples:
-        p = tokenizer(ex.prompt, add_special_tokens=False)["input_ids"]
+        p = tokenizer(format_prompt(tokenizer, ex.prompt), add_special_tokens=False)["input_ids"]
         c = tokenizer(arithmetic.format_answer(ex.answer), add_special_tokens=False)["input_ids"]
         c = c + [tokenizer.eos_token_id]
         rows.append(p + c)
@@ -184,7 +199,9 @@ def greedy_accuracy(
         eos_token_id=tokenizer.eos_token_id,
         pad_token_id=tokenizer.pad_token_id,
     )
-    prompts = [tokenizer(p.prompt, add_special_tokens=False)["input_ids"] for p in problems]
+    prompts = [
+        tokenizer(format_prompt(tokenizer, p.prompt), add_special_tokens=False)["input_ids"] for p in problems
+    ]
     batch = tokenizer.pad({"input_ids": prompts}, return_tensors="pt")  # left padding
     was_training = model.training
     model.eval()
@@ -328,7 +345,7 @@ def build_base_model(
     model.generation_config.eos_token_id = tokenizer.eos_token_id
     model.generation_config.bos_token_id = None
     model.save_pretrained(out_dir)
-    tokenizer.save_pretrained(out_dir)
+    tokenizer.save_pretrained(out_dir, save_jinja_files=False)  # the template inside tokenizer_config.json
     seconds = time.perf_counter() - start
     info = {
         "recipe": recipe,
