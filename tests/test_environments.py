@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from autorl_arithmetic import core as arith
 from autorl_gsm8k import core as gsm
+from autorl_reverse import core as rev
 
 from autorl.llm import envs
 
@@ -76,9 +77,11 @@ def test_arithmetic_splits_are_deterministic_and_disjoint(fields: dict, n: int) 
     assert arith.first(eval_s, 50) == eval_set[:50]  # prefixes agree
     assert len({p.id for p in eval_set}) == len(eval_set)
     eval_keys = {canonical(p.prompt) for p in eval_set}
+    test_keys = {canonical(p.prompt) for p in arith.first(dataclasses.replace(s, split="test"), n)}
+    assert test_keys and not test_keys & eval_keys
     for seed in (0, 1, 2):
         train = list(itertools.islice(arith.stream(s, seed), 5000))
-        assert not {canonical(p.prompt) for p in train} & eval_keys
+        assert not {canonical(p.prompt) for p in train} & (eval_keys | test_keys)
     a = list(itertools.islice(arith.stream(s, 7), 100))
     assert a == list(itertools.islice(arith.stream(s, 7), 100))
     assert a != list(itertools.islice(arith.stream(s, 8), 100))
@@ -97,7 +100,7 @@ def test_eval_set_has_the_training_distribution() -> None:
 
 def test_settings_without_eval_problems_are_an_error_not_a_hang(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(arith, "MAX_EVAL_MISSES", 2_000)  # keeps the test fast; same logic
-    monkeypatch.setattr(arith, "is_eval_problem", lambda terms: False)  # as in a tiny problem space
+    monkeypatch.setattr(arith, "split_of", lambda terms: "train")  # as in a tiny problem space
     with pytest.raises(ValueError, match="leave no eval problem"):
         arith.first(arith.Settings(split="eval"), 10)
 
@@ -106,7 +109,7 @@ def test_arithmetic_settings_validation() -> None:
     with pytest.raises(ValueError, match="valid fields"):
         arith.settings_from_fields({"splt": "eval"})
     with pytest.raises(ValueError, match="split"):
-        arith.settings_from_fields({"split": "test"})
+        arith.settings_from_fields({"split": "dev"})
     with pytest.raises(ValueError, match="digits"):
         arith.settings_from_fields({"min_digits": 3, "max_digits": 2})
     with pytest.raises(ValueError, match="ops"):
@@ -197,6 +200,50 @@ def test_load_env_errors_and_ids() -> None:
     assert env.score(f"#### {ex.answer}", ex) == 1.0 and env.score("#### -1", ex) == 0.0
 
 
+# ---------------------------------------------------------------- reverse
+
+
+@pytest.mark.parametrize(
+    ("completion", "expected"),
+    [
+        ("#### dcba", 1.0),
+        ("####dcba\n", 1.0),
+        ("abcd\n#### dcba", 1.0),
+        ("#### abcd", 0.0),  # not reversed
+        ("#### dcb", 0.0),
+        ("#### dcbaa", 0.0),
+        ("dcba", 0.0),  # '####' missing
+        ("#### d c b a", 0.0),
+        ("#### DCBA", 0.0),
+        ("#### dcba\n#### abcd", 0.0),  # the last '####' counts
+    ],
+)
+def test_reverse_score(completion: str, expected: float) -> None:
+    assert rev.score(completion, "dcba") == expected
+
+
+def test_reverse_problems_and_splits() -> None:
+    s = rev.Settings(min_len=1, max_len=3, alphabet="abc")  # 39 words: leaks would show
+    held_out = {}
+    for split in ("eval", "test"):
+        problems = rev.first(dataclasses.replace(s, split=split), 200)
+        assert problems == rev.first(dataclasses.replace(s, split=split), 200)  # fixed
+        assert problems[:50] == rev.first(dataclasses.replace(s, split=split), 50)  # prefixes agree
+        held_out[split] = {p.answer[::-1] for p in problems}
+    assert held_out["eval"] and held_out["test"] and not held_out["eval"] & held_out["test"]
+    for seed in (0, 1):
+        train = list(itertools.islice(rev.stream(s, seed), 2000))
+        assert not {p.answer[::-1] for p in train} & (held_out["eval"] | held_out["test"])
+        for p in train[:100]:
+            word = re.fullmatch(r"rev ([abc]{1,3})=", p.prompt).group(1)
+            assert p.answer == word[::-1] and rev.score(rev.format_answer(p.answer), p.answer) == 1.0
+    assert len({len(p.answer) for p in train}) == 3  # lengths drawn in [min_len, max_len]
+    with pytest.raises(ValueError, match="valid fields"):
+        rev.settings_from_fields({"lenght": 3})
+    with pytest.raises(ValueError, match="alphabet"):
+        rev.settings_from_fields({"alphabet": "aB"})
+
+
 # ---------------------------------------------------------------- verifiers
 
 
@@ -214,7 +261,13 @@ def _trace(task, reply: str):
 
 
 @pytest.mark.parametrize(
-    ("taskset_id", "fields"), [("autorl-arithmetic", {"split": "eval", "num_examples": 20})]
+    ("taskset_id", "fields"),
+    [
+        ("autorl-arithmetic", {"split": "eval", "num_examples": 20}),
+        ("autorl-arithmetic", {"split": "test", "num_examples": 20}),
+        ("autorl-reverse", {"split": "eval", "num_examples": 20}),
+        ("autorl-reverse", {"split": "test", "num_examples": 20}),
+    ],
 )
 def test_taskset_loads_through_verifiers_and_scores_like_core(taskset_id: str, fields: dict) -> None:
     import verifiers.v1 as vf
@@ -248,7 +301,9 @@ def test_gsm8k_taskset_through_verifiers(tmp_path: Path) -> None:
     assert trace.rewards["correct"].score == 1.0
 
 
-@pytest.mark.parametrize(("module", "cls"), [(arith, "ArithmeticConfig"), (gsm, "GSM8KConfig")])
+@pytest.mark.parametrize(
+    ("module", "cls"), [(arith, "ArithmeticConfig"), (rev, "ReverseConfig"), (gsm, "GSM8KConfig")]
+)
 def test_taskset_config_matches_core_settings(module, cls: str) -> None:
     import importlib
 

@@ -28,6 +28,7 @@ from typing import Any
 ENVIRONMENTS: dict[str, str] = {
     "autorl-arithmetic": "autorl_arithmetic.core",
     "autorl-gsm8k": "autorl_gsm8k.core",
+    "autorl-reverse": "autorl_reverse.core",
 }
 
 

@@ -16,8 +16,8 @@ writes one JSON line per (example, sample) ``{"env", "example_id", "sample", "sc
 Engines: ``hf`` = transformers ``generate`` (KV cache, left padding, batched; float32 on CPU, bf16 on GPU);
 ``vllm`` = ``vllm.LLM`` with tensor parallelism over all visible GPUs (optional ``gpu`` extra; not
 installable on CPU machines). ``auto`` picks vLLM when it is importable and a GPU is present.
-Prompts go through the tokenizer's chat template as a user turn (the tiny model's too: it adds no character), as
-prime-rl's `renderers` does; raw text only for a tokenizer without one.
+Prompts go through the tokenizer's chat template as a user turn (the tiny model's too: it adds no
+character), as prime-rl's `renderers` does; raw text only for a tokenizer without one.
 Deterministic: fixed example order, fixed batches, greedy by default, seeded sampling otherwise.
 """
 

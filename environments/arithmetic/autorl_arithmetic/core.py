@@ -3,9 +3,10 @@
 Both backends and the fixed eval import this module in-process; the verifiers Taskset (taskset.py) wraps it
 for prime-rl. Nothing is downloaded or shipped: every problem comes from a seeded generator.
 
-Splits never overlap: each problem ``a op b`` is hashed (sha256) into one of ``HASH_BUCKETS`` buckets and
-bucket 0 belongs to the eval split only, the others to train. So whatever seed the train stream uses, it can
-never produce an eval problem. The eval set is a fixed sequence drawn from ``EVAL_SEED`` with the *same*
+Splits never overlap: each problem ``a op b`` is hashed (sha256) into one of ``HASH_BUCKETS`` buckets;
+bucket 0 belongs to the eval split only, bucket 1 to the test split only, the others to train. So whatever
+seed the train stream uses, it can never produce an eval or test problem. The eval set is a fixed sequence
+drawn from ``EVAL_SEED`` (the test set from ``TEST_SEED``) with the *same*
 distribution as training (term counts uniform, then digits, then operators), restricted to bucket 0. It is not
 deduplicated on purpose: with e.g. 2-4 one-digit terms there are only ~15 distinct two-term eval problems, so
 a deduplicated eval would be almost all four-term problems, a harder task than the one trained on.
@@ -27,14 +28,16 @@ from collections.abc import Iterator
 from dataclasses import dataclass, fields
 from typing import Literal
 
-SPLITS = ("train", "eval")
+SPLITS = ("train", "eval", "test")
 # Settings whose eval bucket is empty (a handful of possible problems) give up after this many draws.
 MAX_EVAL_MISSES = 100_000
 EVAL_SEED = 1234  # the fixed eval stream; changing it changes the eval set (and eval_spec_hash)
-HASH_BUCKETS = 10  # 1 bucket of 10 (10% of all problems) is reserved for the eval split
+TEST_SEED = 4321  # the fixed test stream
+HASH_BUCKETS = 10  # 1 bucket of 10 (10% of all problems) is reserved for the eval split, 1 for the test split
+SPLIT_BUCKET = {"eval": 0, "test": 1}  # every other bucket is train
 INSTRUCTION = "Give the final answer as a number on the last line after '#### '."
 
-Split = Literal["train", "eval"]
+Split = Literal["train", "eval", "test"]
 
 
 @dataclass(frozen=True)
@@ -99,9 +102,16 @@ def problem_key(terms: Terms) -> str:
     return "+".join(map(str, added)) + "|" + "-".join(map(str, subtracted))
 
 
-def is_eval_problem(terms: Terms) -> bool:
+def split_of(terms: Terms) -> Split:
     digest = hashlib.sha256(problem_key(terms).encode()).digest()
-    return int.from_bytes(digest[:8], "big") % HASH_BUCKETS == 0
+    b = int.from_bytes(digest[:8], "big") % HASH_BUCKETS
+    return "eval" if b == SPLIT_BUCKET["eval"] else "test" if b == SPLIT_BUCKET["test"] else "train"
+
+
+def canonical_key(prompt: str) -> str:
+    """The problem a terse prompt asks (``problem_key``): ``3+5=`` and ``5+3=`` give one key."""
+    tokens = re.findall(r"\d+|[+-]", prompt)
+    return problem_key((tuple(int(t) for t in tokens[0::2]), tuple(tokens[1::2])))
 
 
 def value(terms: Terms) -> int:
@@ -143,18 +153,19 @@ def _problem(pid: str, terms: Terms, s: Settings) -> Problem:
     return Problem(id=pid, prompt=make_prompt(terms, s.instruction), answer=str(value(terms)))
 
 
-def eval_problems(s: Settings) -> Iterator[Problem]:
-    """The fixed, endless eval sequence: eval-bucket draws from EVAL_SEED (any prefix is the same)."""
-    rng = random.Random(EVAL_SEED)
+def held_out_problems(s: Settings) -> Iterator[Problem]:
+    """The fixed, endless sequence of the eval (or test) split: its bucket's draws from EVAL_SEED (TEST_SEED);
+    any prefix is the same."""
+    rng = random.Random(EVAL_SEED if s.split == "eval" else TEST_SEED)
     i = misses = 0
     while True:
         terms = _draw(rng, s)
-        if not is_eval_problem(terms):
+        if split_of(terms) != s.split:
             misses += 1
             if misses >= MAX_EVAL_MISSES and i == 0:
-                raise ValueError(f"autorl-arithmetic: these settings leave no eval problem: {s}")
+                raise ValueError(f"autorl-arithmetic: these settings leave no {s.split} problem: {s}")
             continue
-        yield _problem(f"eval-{i}", terms, s)
+        yield _problem(f"{s.split}-{i}", terms, s)
         i += 1
 
 
@@ -164,7 +175,7 @@ def train_problems(s: Settings, seed: int) -> Iterator[Problem]:
     i = 0
     while True:
         terms = _draw(rng, s)
-        if is_eval_problem(terms):
+        if split_of(terms) != "train":
             continue
         yield _problem(f"train-{seed}-{i}", terms, s)
         i += 1
@@ -175,16 +186,16 @@ def train_problems(s: Settings, seed: int) -> Iterator[Problem]:
 
 def stream(s: Settings, seed: int) -> Iterator[Problem]:
     """Training: an endless random stream of the split's problems for one seed."""
-    if s.split == "eval":  # the fixed eval set, cycled in a seeded order
+    if s.split != "train":  # the fixed eval/test set, cycled in a seeded order
         pool = first(s, s.num_examples)
-        rng = random.Random(f"autorl-arithmetic-eval-order-{seed}")
+        rng = random.Random(f"autorl-arithmetic-{s.split}-order-{seed}")
         return (pool[rng.randrange(len(pool))] for _ in itertools.count())
     return train_problems(s, seed)
 
 
 def first(s: Settings, n: int) -> list[Problem]:
     """The first ``n`` problems of the split in its fixed order (evaluation)."""
-    source = eval_problems(s) if s.split == "eval" else train_problems(s, 0)
+    source = held_out_problems(s) if s.split != "train" else train_problems(s, 0)
     return list(itertools.islice(source, n))
 
 

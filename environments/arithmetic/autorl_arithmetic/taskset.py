@@ -38,7 +38,7 @@ class ArithmeticTask(vf.Task[ArithmeticData]):
 
 class ArithmeticConfig(vf.TasksetConfig):
     # The same fields and defaults as core.Settings (a test checks they agree).
-    split: Literal["train", "eval"] = _DEFAULTS.split
+    split: Literal["train", "eval", "test"] = _DEFAULTS.split
     min_terms: int = _DEFAULTS.min_terms
     max_terms: int = _DEFAULTS.max_terms
     min_digits: int = _DEFAULTS.min_digits
