@@ -31,3 +31,27 @@ def root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def write_resolved():
     """What the runner does before `backend.launch`: autorl.seed.write_resolved (its only writer)."""
     return write_resolved_json
+
+
+@pytest.fixture(scope="session")
+def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A random Qwen2 (~50k params) with the project's char tokenizer, saved in HF format."""
+    import torch
+    from transformers import Qwen2ForCausalLM
+
+    from autorl.llm.model_builder import build_config, build_tokenizer
+
+    out = tmp_path_factory.mktemp("tiny-model")
+    tok = build_tokenizer()
+    cfg = build_config(
+        tok,
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        num_key_value_heads=2,
+    )
+    torch.manual_seed(0)
+    Qwen2ForCausalLM(cfg).save_pretrained(out)
+    tok.save_pretrained(out)
+    return out

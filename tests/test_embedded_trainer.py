@@ -35,7 +35,6 @@ from autorl.llm.embedded import (
 )
 from autorl.llm.embedded.generation import HFSampler
 from autorl.llm.embedded.train import Sample, Trainer, available_cores
-from autorl.llm.model_builder import build_config, build_tokenizer
 from autorl.tomlcheck import ConfigError
 
 # ---------------------------------------------------------------------------------------------- fixtures
@@ -67,26 +66,6 @@ class CountEnv:
 
 def count_env_loader(taskset_id: str, fields: dict) -> CountEnv:
     return CountEnv()
-
-
-@pytest.fixture(scope="module")
-def tiny_model(tmp_path_factory) -> Path:
-    """A random Qwen2 (~50k params) with the project's char tokenizer, saved in HF format."""
-    out = tmp_path_factory.mktemp("tiny-model")
-    tok = build_tokenizer()
-    cfg = build_config(
-        tok,
-        hidden_size=32,
-        intermediate_size=64,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        num_key_value_heads=2,
-    )
-    torch.manual_seed(0)
-    model = Qwen2ForCausalLM(cfg)
-    model.save_pretrained(out)
-    tok.save_pretrained(out)
-    return out
 
 
 def make_spec(model: Path, **overrides) -> RunSpec:

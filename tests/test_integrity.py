@@ -12,7 +12,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from fakes.fake_backend import FakeBackend
+from fakes.fake_backend import TRAIN_TOML, FakeBackend
 
 from autorl import cli, report, status, trial
 from autorl.classic.config import load_classic_config
@@ -147,7 +147,7 @@ def test_reference_rows_are_checked_against_the_recorded_hash(root):
 
 @pytest.fixture
 def fake_root(root, monkeypatch):
-    (root / "train.toml").write_text(FAKE_TRAIN)
+    (root / "train.toml").write_text(TRAIN_TOML)
     shutil.copyfile(REPO / "eval.toml", root / "eval.toml")
     save_machine(
         Machine(python="3", platform="test", torch=None, cpus=2, ram_gb=1.0, model_name="tiny-test-model")
@@ -155,20 +155,6 @@ def fake_root(root, monkeypatch):
     backend = FakeBackend("ok", 0.5, scripts_dir=root)
     monkeypatch.setattr(LLMTrack, "make_backend", lambda self, name: backend)
     return root
-
-
-FAKE_TRAIN = """\
-max_steps = 100
-[model]
-name = "tiny-test-model"
-[orchestrator]
-batch_size = 8
-group_size = 4
-[[orchestrator.train.source]]
-name = "arithmetic"
-[orchestrator.train.source.env.taskset]
-id = "autorl-arithmetic"
-"""
 
 
 def test_a_tampered_reference_is_refused_before_anything_runs(fake_root, capsys):

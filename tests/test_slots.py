@@ -18,7 +18,6 @@ from autorl.llm.embedded.slots import (
     read_param_count,
     seed_gpu_memory_gb,
 )
-from autorl.llm.model_builder import build_config, build_tokenizer
 from autorl.llm.schema import TrainConfig
 from autorl.machine import Gpu, Machine, cpu_ids
 
@@ -74,23 +73,13 @@ def test_gpu_seed_count_is_capped_by_cores_and_a_big_model_gets_the_whole_gpu():
     assert len(slots) == 1 and slots[0].gpus == (0,) and slots[0].gpu_share is None
 
 
-def test_embedded_backend_plans_from_the_model_on_disk(tmp_path):
-    tok = build_tokenizer()
-    cfg = build_config(
-        tok,
-        hidden_size=32,
-        intermediate_size=64,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        num_key_value_heads=2,
-    )
-    model = Qwen2ForCausalLM(cfg)
-    model.save_pretrained(tmp_path)
-    assert read_param_count(str(tmp_path)) == sum(p.numel() for p in model.parameters())
+def test_embedded_backend_plans_from_the_model_on_disk(tiny_model, tmp_path):
+    model = Qwen2ForCausalLM.from_pretrained(tiny_model)
+    assert read_param_count(str(tiny_model)) == sum(p.numel() for p in model.parameters())
     assert read_param_count(str(tmp_path / "missing")) is None
     train = TrainConfig.model_validate(
         {
-            "model": {"name": str(tmp_path)},
+            "model": {"name": str(tiny_model)},
             "orchestrator": {"train": {"source": [{"env": {"taskset": {"id": "autorl-arithmetic"}}}]}},
         }
     )
