@@ -381,6 +381,7 @@ def _run_trial(
         description=opts.description,
         budget=opts.budget,
         seeds_planned=opts.seeds,
+        score_range=track.score_range(cfg),
     )
     seeds = harness_seeds(run_id, opts.seeds)
     shutil.copyfile(cfg.path, run_dir / "config.toml")
