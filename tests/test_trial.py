@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from fakes.fake_backend import FakeBackend
 
-from autorl import trial
+from autorl import stats, trial
 from autorl.ledger import Ledger
 from autorl.llm.track import LLMTrack
 from autorl.machine import Machine, save_machine
@@ -203,6 +203,21 @@ def test_candidate_behind_the_reference_stops_adding_seeds(root, monkeypatch, ca
     trial.main(["--budget", "0.3", "--seeds", "2"])
     s = summary(capsys.readouterr().out)
     assert len(s["seeds"].split(",")) == 2 and "stopped_early" not in s
+
+
+def test_candidate_clearly_ahead_stops_for_efficacy(root, monkeypatch, capsys):
+    """Efficacy stop, wired through after_wave: with a boundary any lead passes (monkeypatched), a 3-seed
+    candidate far ahead after its first seed runs no more seeds and is `improved` on that seed."""
+    use_backend(monkeypatch, root, quality=0.6)
+    trial.main(["--budget", "0.3", "--seeds", "1"])
+    capsys.readouterr()
+    monkeypatch.setattr(stats, "efficacy_alpha", lambda looks_done, looks_planned: 0.5)
+    use_backend(monkeypatch, root, quality=0.9)
+    trial.main(["--budget", "0.3", "--seeds", "3", "--parallel", "1"])
+    s = summary(capsys.readouterr().out)
+    assert len(s["seeds"].split(",")) == 1 and s["verdict"] == "improved"
+    assert s["stopped_early"].startswith("after 1/3 seeds: delta +0.30")
+    assert s["stopped_early"].endswith("below the efficacy boundary")
 
 
 def test_dry_run_prints_resolved_config(root, monkeypatch, capsys):
