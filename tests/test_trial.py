@@ -261,3 +261,13 @@ def test_bad_config_is_refused_fast_without_heavy_imports(root):
     )
     assert proc.returncode == 2, proc.stderr
     assert "orchestrator.eval" in proc.stderr
+
+
+def test_a_reference_at_the_top_of_the_score_range_is_noted():
+    from autorl.result import ceiling_note
+
+    at_top = ceiling_note({"eval_ci_high": "1.0"}, (0.2, 0.5), high=1.0)
+    assert "no improvement is possible" in at_top and "make the task harder" in at_top
+    assert ceiling_note({"eval_ci_high": "0.97"}, (0.2, 1.0), high=1.0) == ""  # the reference decides
+    assert ceiling_note(None, (0.9, 1.0), high=1.0) != ""  # no reference: this trial's interval
+    assert ceiling_note(None, (0.5, 0.7), high=1.0) == ""
