@@ -37,6 +37,7 @@ id = "autorl-arithmetic"
 SUMMARY_KEYS = [
     "eval_score",
     "eval_ci",
+    "score_range",
     "base_score",
     "delta",
     "p_value",
