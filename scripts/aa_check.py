@@ -1,7 +1,7 @@
 """Measure the keep rule on the real system: A/A and A/B trials through run.py on the classic track.
 
     uv run scripts/aa_check.py --k 40                      # 40 A/A pairs, then 40 A/B pairs
-    uv run scripts/aa_check.py --k 4 --seeds 3 --budget 5  # a quick look
+    uv run scripts/aa_check.py --k 4 --seeds 3 --budget 5  # a quick look (5 s of training per seed)
 
 Each repetition runs in a fresh temporary root (AUTORL_ROOT, as the tests do): a baseline trial (the
 reference), then a candidate trial compared with it by the runner's own verdict, early stops included.
@@ -9,8 +9,10 @@ reference), then a candidate trial compared with it by the runner's own verdict,
     the target is <= 5% (ALPHA).
   * A/B: the baseline is the config with its learning rate divided by --slower (it learns slower), the
     candidate the config itself: `improved` is a detection.
-Shares come with their exact binomial 95% interval (Clopper-Pearson). Each trial is short (--budget seconds
-of training per seed, --seeds seeds): what is measured is the decision rule on real training noise.
+Shares come with their exact binomial 95% interval (Clopper-Pearson). What is measured is the decision rule
+on real training noise. The default --budget (60 s) lets CartPole reach the score's 50k env steps, so the
+scores do not depend on the machine's load; a shorter budget cuts training by the wall clock (faster, but
+then a busy machine scores lower: keep A and B on equally loaded cores).
 """
 
 from __future__ import annotations
@@ -82,7 +84,7 @@ def main() -> None:
     p.add_argument("--k", type=int, default=40, help="repetitions of each kind (A/A, then A/B)")
     p.add_argument("--config", type=Path, default=REPO / "classic.toml")
     p.add_argument("--seeds", type=int, default=3, help="seeds per trial")
-    p.add_argument("--budget", type=float, default=5.0, help="training seconds per seed")
+    p.add_argument("--budget", type=float, default=60.0, help="training seconds per seed")
     p.add_argument("--slower", type=float, default=10.0, help="A/B: the baseline's learning rate divisor")
     p.add_argument("--only", choices=["aa", "ab"], help="one kind only")
     args = p.parse_args()
