@@ -9,7 +9,7 @@ from autorl.backend import Backend
 from autorl.machine import Machine
 
 # The score is a normalised area under the learning curve (0..1). Measured on CartPole with the shipped
-# classic.toml: seed-to-seed sd ~0.1 at a score of ~0.7; the prior is relative to the reference's score.
+# classic.toml: seed-to-seed sd 0.086 at a score of 0.59 (5 seeds); the prior is relative to the reference's.
 RELATIVE_SEED_SD = 0.15
 MIN_SEED_SD = 0.05
 
