@@ -41,6 +41,7 @@ class TrialContext:
     description: str = ""
     budget: float | None = None  # training seconds per seed
     seeds_planned: int | None = None
+    score_range: tuple[float, float] = (-math.inf, math.inf)  # Track.score_range: eval_ci is clipped to it
 
 
 @dataclass
@@ -57,6 +58,7 @@ class TrialResult:
     reference_run: str
     verdict: str
     stopped_early: str = ""
+    note: str = ""  # e.g. the reference is at the ceiling of the score
     extras: dict[str, str] = field(default_factory=dict)
     total_seconds: float = 0.0
     parallel: int = 1  # seeds run at once
@@ -97,6 +99,7 @@ class TrialResult:
     def summary_lines(self) -> dict[str, str]:
         lines: dict[str, str] = {"eval_score": fmt(self.score)}
         lines["eval_ci"] = f"{fmt(self.ci[0], 3)} {fmt(self.ci[1], 3)}"
+        lines["score_range"] = " ".join(f"{v:g}" for v in self.ctx.score_range)
         for env, value in self.env_scores.items():
             lines[f"eval/{env}"] = fmt(value)
         lines["base_score"] = fmt(self.base_score)
@@ -108,6 +111,8 @@ class TrialResult:
             lines["delta"] = "nan"
             lines["p_value"] = "nan"
         lines["verdict"] = self.verdict
+        if self.note:
+            lines["note"] = self.note
         lines["training_seconds"] = f"{self.training_seconds:.1f}"
         lines["startup_seconds"] = f"{self.startup_seconds:.1f}"
         lines["eval_seconds"] = f"{self.eval_seconds:.1f}"
@@ -168,6 +173,18 @@ def reference_score(reference: dict[str, str] | None) -> float | None:
     return float(reference["eval_score"]) if reference and reference.get("eval_score") else None
 
 
+def ceiling_note(reference: dict[str, str] | None, ci: tuple[float | None, float | None], high: float) -> str:
+    """Why no candidate can be `improved`: the reference's interval (or, without one, this trial's) touches
+    the top of the score range."""
+    top = float(reference["eval_ci_high"]) if reference and reference.get("eval_ci_high") else ci[1]
+    if top is None or math.isnan(top) or top < high:
+        return ""
+    return (
+        f"the reference's eval_ci reaches the top of score_range ({high:g}): no improvement is possible; "
+        "make the task harder (a shorter budget, a harder env or eval) so that scores can rise"
+    )
+
+
 def conclude(
     ctx: TrialContext,
     seeds: list[SeedResult],
@@ -196,6 +213,8 @@ def conclude(
     if rows:
         # One seed: widen the interval by the seed-to-seed spread, which a bootstrap over examples can't see.
         ci = stats.confidence_interval(rows, seed_sd=noise.sd if len(seeds) == 1 else None)
+        low, high = ctx.score_range
+        ci = (min(max(ci[0], low), high), min(max(ci[1], low), high))
     comparison = None
     if reference is not None and rows and status == "ok" and ref_rows:
         comparison = stats.compare(rows, ref_rows, noise=noise)
@@ -216,6 +235,7 @@ def conclude(
         reference_run=reference["run_id"] if reference is not None and comparison is not None else "",
         verdict=verdict,
         stopped_early=stopped_early,
+        note=ceiling_note(reference, ci, ctx.score_range[1]),
         extras=extras_fn(rows) if extras_fn is not None and rows else {},
         parallel=parallel,
     )

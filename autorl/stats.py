@@ -42,6 +42,10 @@ PRIOR_DF = 4.0
 # With at least this many seeds on both sides, each side's own seed spread is used (Welch); with fewer,
 # a 2-vs-2 Welch test has ~2 df and almost no power, so the pooled noise floor is used instead.
 MIN_SEEDS_WELCH = 3
+# The interim looks' stop for efficacy spends at most this much one-sided alpha in all (O'Brien-Fleming-type
+# spending), on top of the final verdict's ALPHA: half of it, so the added false keeps stay small (measured
+# with scripts/simulate_decisions.py: README, "Statistics and the decision rule").
+EFFICACY_ALPHA = ALPHA / 2
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -270,6 +274,33 @@ def futile(interim: Comparison) -> bool:
     it costs some power and saves seeds on the many candidates that are no better.
     scripts/simulate_decisions.py measures both with this function."""
     return not interim.delta > 0
+
+
+def efficacy_alpha(looks_done: int, looks_planned: int, alpha: float = EFFICACY_ALPHA) -> float:
+    """The one-sided level of an interim stop for efficacy at look `looks_done` of `looks_planned`: the alpha
+    an O'Brien-Fleming-type spending function (Lan-DeMets) spends between the previous look and this one.
+
+    spent(t) = 2 (1 - Phi(z_{1-alpha/2} / sqrt(t))), t = looks_done / looks_planned: almost nothing at the
+    first looks, so a stop needs an overwhelming lead; the interim looks spend < `alpha` in all (a union
+    bound on the false keeps they add), the last look is the ordinary verdict at ALPHA.
+    scripts/simulate_decisions.py measures the false keeps and the seeds saved."""
+    z = sps.norm.ppf(1 - alpha / 2)
+
+    def spent(t: float) -> float:
+        return 2 * float(sps.norm.sf(z / math.sqrt(t))) if t > 0 else 0.0
+
+    return spent(looks_done / looks_planned) - spent((looks_done - 1) / looks_planned)
+
+
+def early_decision(interim: Comparison, looks_done: int, looks_planned: int) -> str | None:
+    """After an interim look (a wave of seeds, not the last): `futile` (behind: stop, never kept),
+    `efficacy` (ahead beyond the O'Brien-Fleming-type boundary: stop, the verdict on the seeds run is
+    `improved`) or None (run the next wave)."""
+    if futile(interim):
+        return "futile"
+    if interim.p_value < efficacy_alpha(looks_done, looks_planned):
+        return "efficacy"
+    return None
 
 
 def _common_examples(a: Table, b: Table) -> dict[str, list[str]]:

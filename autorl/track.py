@@ -54,6 +54,11 @@ class Track(Protocol):
         """The prior single-seed sd of eval_score, before the ledger has measured one."""
         ...
 
+    def score_range(self, cfg: Any) -> tuple[float, float]:
+        """The lowest and highest eval_score possible (the interval is clipped to it; a reference whose
+        interval touches the top leaves no room to improve)."""
+        ...
+
 
 def get_track(name: str) -> Track:
     if name not in TRACK_MODULES:

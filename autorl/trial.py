@@ -394,6 +394,7 @@ def _run_trial(
         description=opts.description,
         budget=opts.budget,
         seeds_planned=opts.seeds,
+        score_range=track.score_range(cfg),
     )
     seeds = harness_seeds(run_id, opts.seeds)
     shutil.copyfile(cfg.path, run_dir / "config.toml")
@@ -427,10 +428,16 @@ def _run_trial(
         if not ref_rows or opts.all_seeds or any(r.status != "ok" for r in done):
             return ""
         interim = stats.compare([r for s in done for r in s.eval_rows], ref_rows, noise=interim_noise)
-        if not stats.futile(interim):
+        looks = -(-opts.seeds // the_plan.parallel)  # waves planned; one look after each but the last
+        decision = stats.early_decision(interim, -(-len(done) // the_plan.parallel), looks)
+        if decision is None:
             return ""
-        why = f"after {len(done)}/{opts.seeds} seeds: delta {interim.delta:+.4f} <= 0"
-        say(f"early stop {why} vs {reference['run_id']} (futility; --all-seeds runs all)")
+        why = f"after {len(done)}/{opts.seeds} seeds: " + (
+            f"delta {interim.delta:+.4f} <= 0"
+            if decision == "futile"
+            else f"delta {interim.delta:+.4f}, p {interim.p_value:.2g} below the efficacy boundary"
+        )
+        say(f"early stop {why} vs {reference['run_id']} ({decision}; --all-seeds runs all)")
         return why
 
     def report(result: SeedResult) -> None:

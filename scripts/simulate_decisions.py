@@ -17,9 +17,9 @@ The candidate's effect is a logit shift calibrated to raise the expected eval_sc
 The protocol as program.md runs it: the baseline twice (same config, different seeds; the first is the
 reference, both feed the ledger's noise floor), then one candidate: A/A (same config: any `improved` is a
 false keep) and A/B (+gain: `improved` is a detection). Each world draws a fresh eval set.
-With several seeds a candidate stops early, as run.py stops it, once it is behind the reference after some
-of its seeds (stats.futile); `--all-seeds` turns that off. The seed columns give the mean seeds a candidate
-ran.
+With several seeds a candidate is looked at after each wave of `par` seeds (run.py's --parallel) but the
+last: `futility` is the stop when behind alone (stats.futile), `both` adds the stop when clearly ahead
+(stats.early_decision); `--all-seeds` turns both off. The seed columns give the mean seeds a candidate ran.
 The verdict is autorl.stats.compare_tables, the code run.py uses. For contrast, the "examples-only" column
 is a paired test over examples alone (what treats each trained model as fixed).
 """
@@ -34,8 +34,17 @@ from scipy import stats as sps
 
 from autorl import paths
 from autorl.llm.eval import load_eval_spec
-from autorl.stats import ALPHA, DEFAULT_SEED_SD, PRIOR_DF, NoiseFloor, Table, compare_tables, futile
-from autorl.trial import DEFAULT_SEEDS
+from autorl.stats import (
+    ALPHA,
+    DEFAULT_SEED_SD,
+    PRIOR_DF,
+    NoiseFloor,
+    Table,
+    compare_tables,
+    early_decision,
+    futile,
+)
+from autorl.track import get_track
 
 
 def default_eval_size() -> tuple[int, int, int, str]:
@@ -123,42 +132,60 @@ def first_seeds(t: Table, k: int) -> Table:
     return Table(t.seeds[:k], t.envs, t.examples, {e: m[:k] for e, m in t.matrix.items()})
 
 
-def decide(cand: Table, ref: Table, nf: NoiseFloor, early_stop: bool) -> tuple[bool, int]:
-    """(kept, seeds run) for one candidate, with run.py's early stop after each seed but the last."""
+def decide(cand: Table, ref: Table, nf: NoiseFloor, rule: str, parallel: int = 1) -> tuple[bool, int]:
+    """(kept, seeds run) for one candidate, looking after each wave of `parallel` seeds but the last as run.py
+    does. rule: `none` (all seeds), `futility` (stats.futile alone) or `both` (stats.early_decision)."""
     n = len(cand.seeds)
-    if early_stop:
-        for k in range(1, n):
-            if futile(compare_tables(first_seeds(cand, k), ref, nf)):
-                return False, k
+    looks = -(-n // parallel)
+    for look in range(1, looks) if rule != "none" else ():
+        k = look * parallel
+        interim = compare_tables(first_seeds(cand, k), ref, nf)
+        decision = early_decision(interim, look, looks) if rule == "both" else futile(interim) and "futile"
+        if decision == "futile":
+            return False, k
+        if decision == "efficacy":
+            return interim.verdict == "improved", k
     return compare_tables(cand, ref, nf).verdict == "improved", n
 
 
-def simulate(args: argparse.Namespace, seeds: int, train_sd: float, examples: int, rng_seed: int) -> dict:
+def simulate(
+    args: argparse.Namespace, seeds: int, train_sd: float, examples: int, rng_seed: int, parallel: int = 1
+) -> dict:
     ns = argparse.Namespace(**{**vars(args), "seed_sd": train_sd, "examples": examples})
     world = World(ns, np.random.default_rng(rng_seed))
-    keep_aa = keep_ab = naive_aa = used_aa = used_ab = 0
+    rules = ("none",) if args.all_seeds else ("futility", "both")
+    kept = {(r, side): 0 for r in rules for side in ("aa", "ab")}
+    used = dict.fromkeys(kept, 0)
+    naive_aa = 0
     for _ in range(args.worlds):
         diff = world.eval_set()
         ref = world.trial(diff, seeds)
         repeat = world.trial(diff, seeds)  # the second baseline: same config, other seeds, all of them
         scores = [seed_score(ref, i) for i in range(seeds)] + [seed_score(repeat, i) for i in range(seeds)]
         nf = NoiseFloor(DEFAULT_SEED_SD, PRIOR_DF).with_scores(scores)
-        aa = world.trial(diff, seeds)
-        ab = world.trial(diff, seeds, shift=world.shift)
-        kept, used = decide(aa, ref, nf, not args.all_seeds)
-        keep_aa, used_aa = keep_aa + kept, used_aa + used
-        kept, used = decide(ab, ref, nf, not args.all_seeds)
-        keep_ab, used_ab = keep_ab + kept, used_ab + used
-        naive_aa += examples_only_verdict(aa, ref, ALPHA)
+        trials = {"aa": world.trial(diff, seeds), "ab": world.trial(diff, seeds, shift=world.shift)}
+        for rule, side in kept:
+            k, u = decide(trials[side], ref, nf, rule, parallel)
+            kept[rule, side] += k
+            used[rule, side] += u
+        naive_aa += examples_only_verdict(trials["aa"], ref, ALPHA)
     n = args.worlds
-    return {
-        "total_sd": world.total_sd(),
-        "false_keep": keep_aa / n,
-        "power": keep_ab / n,
-        "naive_false_keep": naive_aa / n,
-        "seeds_aa": used_aa / n,
-        "seeds_ab": used_ab / n,
-    }
+    out = {"total_sd": world.total_sd(), "naive_false_keep": naive_aa / n}
+    for rule in rules:
+        out[rule] = {
+            "false_keep": kept[rule, "aa"] / n,
+            "power": kept[rule, "ab"] / n,
+            "seeds_aa": used[rule, "aa"] / n,
+            "seeds_ab": used[rule, "ab"] / n,
+        }
+    return out
+
+
+RULES = {
+    "none": "none = every seed runs",
+    "futility": "futility = today's stop when behind (stats.futile)",
+    "both": "both = stats.early_decision: futility + O'Brien-Fleming-type efficacy stop",
+}
 
 
 def main() -> None:
@@ -168,7 +195,10 @@ def main() -> None:
     p.add_argument("--examples", type=int, default=n_ex, help="eval examples per env")
     p.add_argument("--samples", type=int, default=samples, help="samples per eval example")
     p.add_argument(
-        "--seeds", type=int, default=DEFAULT_SEEDS["llm"], help="training seeds per trial (run.py's default)"
+        "--seeds",
+        type=int,
+        default=get_track("llm").default_seeds,
+        help="training seeds per trial (run.py's default)",
     )
     p.add_argument("--seed-sd", type=float, default=0.02, help="training-seed sd (no eval noise)")
     p.add_argument("--gain", type=float, default=0.05, help="true improvement to detect")
@@ -176,7 +206,7 @@ def main() -> None:
     p.add_argument("--difficulty-sd", type=float, default=1.5, help="logit sd of example difficulty")
     p.add_argument("--interaction-sd", type=float, default=0.5, help="logit sd of seed x example effects")
     p.add_argument("--worlds", type=int, default=1000, help="simulated decisions per setting")
-    p.add_argument("--only", action="store_true", help="only the given setting, no sweeps")
+    p.add_argument("--only", action="store_true", help="the given setting only (parallel 1, 2, 3, 6)")
     p.add_argument("--grid", action="store_true", help="power table: eval sizes x seeds (a few minutes)")
     p.add_argument("--all-seeds", action="store_true", help="no early stop: every candidate runs all seeds")
     p.add_argument("--rng-seed", type=int, default=0)
@@ -186,22 +216,31 @@ def main() -> None:
     print(f"eval: {args.envs} envs x {args.examples} examples x {args.samples} samples ({source})")
     print(f"true gain {args.gain:+.3f}; {args.worlds} decisions per setting; rule: stats.compare_tables")
     print("train_sd: seed-to-seed sd of the expected eval_score; trial_sd: one trial's sd incl. eval noise")
-    header = f"{'setting':<22} {'examples':>8} {'seeds':>5} {'train_sd':>8} {'trial_sd':>8} |"
-    print(f"{header} {'false_keep':>10} {'power':>6} {'seeds A/A':>9} {'seeds A/B':>9} | examples-only")
-    settings = [("default", args.examples, args.seeds, args.seed_sd)]
+    header = f"{'setting':<22} {'examples':>8} {'seeds':>5} {'par':>3} {'train_sd':>8} {'trial_sd':>8} |"
+    cols = f"{'false_keep':>10} {'power':>6} {'seeds A/A':>9} {'seeds A/B':>9}"
+    rules = ["none"] if args.all_seeds else ["futility", "both"]
+    print("rules: " + "; ".join(RULES[r] for r in rules))
+    print(f"{header} " + " | ".join(f"{r + ': ' + cols:>44}" for r in rules) + " | examples-only")
+    settings = [("default", args.examples, args.seeds, args.seed_sd, p) for p in (1, 2, 3, 6)]
     if args.grid:
         sizes = (50, 100, 250, 500)
-        settings = [("grid", n, s, args.seed_sd) for n in sizes for s in (1, 3, 6, 8)]
+        settings = [("grid", n, s, args.seed_sd, 1) for n in sizes for s in (1, 3, 6, 8)]
     elif not args.only:
-        settings += [("seeds", args.examples, s, args.seed_sd) for s in (1, 3, 5, 8, 12) if s != args.seeds]
+        sweep = [s for s in (1, 3, 5, 8, 12) if s != args.seeds]
+        settings += [("seeds", args.examples, s, args.seed_sd, 1) for s in sweep]
         settings += [
-            ("noisier training", args.examples, s, sd) for sd in (0.03, 0.045) for s in (1, 6, 12, 16)
+            ("noisier training", args.examples, s, sd, 1) for sd in (0.03, 0.045) for s in (1, 6, 12, 16)
         ]
-    for k, (name, n_ex_, s, sd) in enumerate(settings):
-        r = simulate(args, s, sd, n_ex_, args.rng_seed + k)
+    for k, (name, n_ex_, s, sd, par) in enumerate(settings):
+        r = simulate(args, s, sd, n_ex_, args.rng_seed + k, par)
+        figures = " | ".join(
+            f"{'':>10}{r[rule]['false_keep']:>10.3f} {r[rule]['power']:>6.3f} "
+            f"{r[rule]['seeds_aa']:>9.2f} {r[rule]['seeds_ab']:>9.2f}"
+            for rule in rules
+        )
         print(
-            f"{name:<22} {n_ex_:>8} {s:>5} {sd:>8.3f} {r['total_sd']:>8.3f} | {r['false_keep']:>10.3f} "
-            f"{r['power']:>6.3f} {r['seeds_aa']:>9.2f} {r['seeds_ab']:>9.2f} | {r['naive_false_keep']:>8.3f}",
+            f"{name:<22} {n_ex_:>8} {s:>5} {par:>3} {sd:>8.3f} {r['total_sd']:>8.3f} | {figures} | "
+            f"{r['naive_false_keep']:>8.3f}",
             flush=True,
         )
     se = np.sqrt(ALPHA * (1 - ALPHA) / args.worlds)

@@ -14,11 +14,11 @@ import numpy as np
 import pytest
 import torch
 
-from autorl import progress
+from autorl import progress, trial
 from autorl.backend import TrainOutcome
 from autorl.classic.backend import ClassicBackend, classic_summary
 from autorl.classic.config import ClassicConfig, ConfigError, load_classic_config
-from autorl.classic.evaluate import evaluate, train_eval, train_eval_envs
+from autorl.classic.evaluate import SCORE_STEPS, curve_grid, curve_rows, evaluate, train_eval, train_eval_envs
 from autorl.classic.evaluate import main as evaluate_main
 from autorl.classic.ppo import PPO, load_policy
 from autorl.paths import REPO_ROOT
@@ -302,3 +302,49 @@ def test_modules_the_runner_imports_before_validation_stay_light():
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=REPO_ROOT
     )
     assert out.stdout.strip() == "[]"
+
+
+# --- the score: area under the learning curve -----------------------------------------------------------
+
+
+def test_curve_score_rewards_solving_sooner():
+    """Each grid point takes the last in-training evaluation at or before it, clipped to the threshold: the
+    same curve shifted earlier scores strictly more, and returns above the threshold add nothing."""
+    grid = curve_grid("CartPole-v1")
+    assert grid[-1] == SCORE_STEPS["CartPole-v1"] and len(grid) == 25
+
+    def score(evals):
+        rows = curve_rows("CartPole-v1", evals)
+        assert [r["example_id"] for r in rows] == [f"steps-{g:09d}" for g in grid]
+        return np.mean([r["score"] for r in rows])
+
+    slow = [[0, 0, 20.0], [0, 20_000, 300.0], [0, 30_000, 500.0]]
+    fast = [[0, 0, 20.0], [0, 10_000, 300.0], [0, 20_000, 500.0]]
+    assert 0 < score(slow) < score(fast) < 1
+    assert score([[0, 0, 500.0]]) == 1.0 and score([[0, 0, 475.0]]) == 1.0
+    assert score([]) == 0.0  # no evaluation at all
+
+
+def test_a_config_that_learns_faster_is_improved(tmp_path, monkeypatch, capsys):
+    """The real runner on the classic track, 5 s of training per seed: a config with a 100x smaller learning
+    rate is the reference; the shipped classic.toml learns faster and is `improved` against it, with its
+    interval strictly inside score_range (not at the ceiling)."""
+    monkeypatch.setenv("AUTORL_ROOT", str(tmp_path))
+    slow = tmp_path / "slow.toml"
+    slow.write_text(SHIPPED.read_text().replace("learning_rate = 5e-4 ", "learning_rate = 5e-6 "))
+    assert "learning_rate = 5e-6" in slow.read_text()
+
+    def run(config: Path) -> dict[str, str]:
+        argv = ["--track", "classic", "--config", str(config), "--seeds", "3", "--budget", "5", "--all-seeds"]
+        assert trial.main(argv) == 0
+        block = capsys.readouterr().out.rsplit("\n---\n", 1)[-1]
+        return dict(line.split(": ", 1) for line in block.strip().splitlines())
+
+    ref = run(slow)
+    assert ref["verdict"] == "baseline" and ref["score_range"] == "0 1" and "note" not in ref
+    fast = run(SHIPPED)
+    assert fast["verdict"] == "improved", fast
+    low, high = map(float, fast["eval_ci"].split())
+    assert 0.0 < low <= float(fast["eval_score"]) <= high < 1.0
+    assert float(fast["eval_score"]) > float(ref["eval_score"])
+    assert float(fast["final_return"]) > float(ref["final_return"])  # the final policy is in the summary

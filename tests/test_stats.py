@@ -188,4 +188,51 @@ def test_noise_floor_pools_repeated_configs() -> None:
     empty = noise_floor([], track="llm", eval_hash="e", harness_hash="h")
     assert empty.sd == stats.DEFAULT_SEED_SD and empty.df == 0 and "default" in empty.describe()
     classic_prior = get_track("classic").prior_seed_sd(None)
-    assert noise_floor([], track="classic", prior_sd=classic_prior).prior_sd == 10.0  # returns, not 0..1
+    assert (
+        noise_floor([], track="classic", prior_sd=classic_prior).prior_sd == 0.05
+    )  # 0..1 learning-curve area
+
+
+# ---- the group-sequential early stop ------------------------------------------------------------------
+
+
+def interim(delta: float, p: float) -> stats.Comparison:
+    return stats.Comparison(
+        delta, p, "improved" if p < stats.ALPHA and delta > 0 else "inconclusive", 100, ""
+    )
+
+
+def test_efficacy_boundary_spends_its_alpha_late():
+    for looks in (2, 3, 6):
+        levels = [stats.efficacy_alpha(k, looks) for k in range(1, looks + 1)]
+        assert sum(levels) == pytest.approx(stats.EFFICACY_ALPHA)
+        assert levels == sorted(levels) and levels[0] < 0.002  # O'Brien-Fleming shape: almost nothing first
+    assert stats.early_decision(interim(-0.01, 0.9), 1, 3) == "futile"
+    assert stats.early_decision(interim(0.0, 0.5), 2, 3) == "futile"
+    assert stats.early_decision(interim(0.2, 0.001), 1, 6) is None  # too early for p = 0.001
+    assert stats.early_decision(interim(0.2, 0.001), 4, 6) == "efficacy"
+    assert stats.early_decision(interim(0.05, 0.04), 2, 3) is None  # ahead but not clearly: go on
+
+
+def test_efficacy_stop_rarely_fires_without_a_gain_and_often_with_a_large_one():
+    """Brownian-motion z statistics over 6 equally spaced looks (5 interim): with no gain the interim stops
+    for efficacy stay below the spent alpha; with a gain the final test detects 90% of the time, most stop
+    early."""
+    rng = np.random.default_rng(0)
+    looks, n = 6, 5_000
+
+    def stop_rate(drift: float) -> float:
+        z = np.cumsum(rng.normal(drift, 1.0, size=(n, looks)), axis=1) / np.sqrt(np.arange(1, looks + 1))
+        stopped = np.zeros(n, dtype=bool)
+        for k in range(1, looks):
+            p = sps.norm.sf(z[:, k - 1])
+            stopped |= [
+                stats.early_decision(interim(zz, pp), k, looks) == "efficacy"
+                for zz, pp in zip(z[:, k - 1], p, strict=True)
+            ]
+        return float(stopped.mean())
+
+    null = stop_rate(0.0)
+    assert 0.0 < null <= stats.EFFICACY_ALPHA
+    drift = (sps.norm.ppf(0.95) + sps.norm.ppf(0.9)) / np.sqrt(looks)  # 90% power at the last look
+    assert stop_rate(drift) > 0.4

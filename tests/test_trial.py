@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from fakes.fake_backend import TRAIN_TOML, FakeBackend
 
-from autorl import trial
+from autorl import stats, trial
 from autorl.ledger import Ledger
 from autorl.llm.track import LLMTrack
 
@@ -22,6 +22,7 @@ REPO = Path(__file__).resolve().parent.parent
 SUMMARY_KEYS = [
     "eval_score",
     "eval_ci",
+    "score_range",
     "base_score",
     "delta",
     "p_value",
@@ -178,6 +179,21 @@ def test_candidate_behind_the_reference_stops_adding_seeds(root, monkeypatch, ca
     assert len(s["seeds"].split(",")) == 2 and "stopped_early" not in s
 
 
+def test_candidate_clearly_ahead_stops_for_efficacy(root, monkeypatch, capsys):
+    """Efficacy stop, wired through after_wave: with a boundary any lead passes (monkeypatched), a 3-seed
+    candidate far ahead after its first seed runs no more seeds and is `improved` on that seed."""
+    use_backend(monkeypatch, root, quality=0.6)
+    trial.main(["--budget", "0.3", "--seeds", "1"])
+    capsys.readouterr()
+    monkeypatch.setattr(stats, "efficacy_alpha", lambda looks_done, looks_planned: 0.5)
+    use_backend(monkeypatch, root, quality=0.9)
+    trial.main(["--budget", "0.3", "--seeds", "3", "--parallel", "1"])
+    s = summary(capsys.readouterr().out)
+    assert len(s["seeds"].split(",")) == 1 and s["verdict"] == "improved"
+    assert s["stopped_early"].startswith("after 1/3 seeds: delta +0.30")
+    assert s["stopped_early"].endswith("below the efficacy boundary")
+
+
 def test_dry_run_prints_resolved_config(root, monkeypatch, capsys):
     use_backend(monkeypatch, root)
     assert trial.main(["--dry-run"]) == 0
@@ -219,3 +235,13 @@ def test_bad_config_is_refused_fast_without_heavy_imports(root):
     )
     assert proc.returncode == 2, proc.stderr
     assert "orchestrator.eval" in proc.stderr
+
+
+def test_a_reference_at_the_top_of_the_score_range_is_noted():
+    from autorl.result import ceiling_note
+
+    at_top = ceiling_note({"eval_ci_high": "1.0"}, (0.2, 0.5), high=1.0)
+    assert "no improvement is possible" in at_top and "make the task harder" in at_top
+    assert ceiling_note({"eval_ci_high": "0.97"}, (0.2, 1.0), high=1.0) == ""  # the reference decides
+    assert ceiling_note(None, (0.9, 1.0), high=1.0) != ""  # no reference: this trial's interval
+    assert ceiling_note(None, (0.5, 0.7), high=1.0) == ""

@@ -2,8 +2,9 @@
 
 The runner (autorl.trial) loads classic.toml with autorl.classic.config.load_classic_config, then for each
 harness seed: resolve -> launch (`python -m autorl.classic.train`) -> collect -> eval_command
-(`python -m autorl.classic.evaluate`). summary_extras adds the track's summary lines (solved, solved_seeds,
-time_to_solve_seconds, per-seed returns). Cheap to import: no torch, no gymnasium.
+(`python -m autorl.classic.evaluate`: the learning-curve score rows, and the final policy's 100 episodes in
+the seed's final_eval.jsonl). summary_extras adds the track's summary lines (final_return, solved,
+solved_seeds, time_to_solve_seconds, per-seed returns). Cheap to import: no torch, no gymnasium.
 """
 
 from __future__ import annotations
@@ -20,13 +21,17 @@ from autorl.classic.evaluate import (
     EVAL_EPISODES,
     EVAL_SEED,
     NORMALISER,
+    SCORE_EVERY,
+    SCORE_STEPS,
     SOLVED_AT,
-    TRAIN_EVAL,
-    TRAIN_EVAL_REL_GAP,
+    TRAIN_EVAL_EPISODES,
     TRAIN_EVAL_SEED,
     eval_hash,
 )
+from autorl.jsonl import read_jsonl
 from autorl.machine import Machine, cpu_ids
+
+FINAL_EVAL = "final_eval.jsonl"  # in the seed's directory: the final policy's 100 episodes (not scored)
 
 # One thread per process: small MLPs run fastest single-threaded, and torch's thread pool would otherwise
 # fight the env stepping for the cores.
@@ -50,9 +55,9 @@ class ClassicBackend(Backend):
                 "eval_seeds": f"{EVAL_SEED}..{EVAL_SEED + EVAL_EPISODES - 1}",
                 "solved_threshold": SOLVED_AT[env_id],
                 "normaliser": NORMALISER[env_id],
-                "train_eval_episodes": TRAIN_EVAL[env_id]["episodes"],
-                "train_eval_min_gap_s": TRAIN_EVAL[env_id]["min_gap_s"],
-                "train_eval_rel_gap": TRAIN_EVAL_REL_GAP,
+                "score_env_steps": SCORE_STEPS[env_id],  # training stops here at the latest
+                "score_eval_every": SCORE_EVERY[env_id],
+                "train_eval_episodes": TRAIN_EVAL_EPISODES[env_id],
                 "train_eval_seed": TRAIN_EVAL_SEED,
                 "eval_hash": eval_hash(cfg),
             },
@@ -119,35 +124,43 @@ class ClassicBackend(Backend):
         slot: Slot = WHOLE_MACHINE,
         split: str = "eval",
     ) -> Launch:
-        weights = str(weights_dir / "policy.pt") if weights_dir is not None else "none"
-        argv = [
-            sys.executable,
-            "-m",
-            "autorl.classic.evaluate",
-            "--weights",
-            weights,
-            "--env",
-            cfg.model.env_id,
-            "--out",
-            str(out_path),
-            *(["--split", split] if split != "eval" else []),
-        ]
+        """The eval split scores the seed's learning curve (its in-training evaluations, train_state.json)
+        and writes the final policy's 100 episodes next to it; the sealed test split (`autorl confirm`)
+        scores the final policy on fresh test episodes, normalised like the curve's points."""
+        argv = [sys.executable, "-m", "autorl.classic.evaluate", "--env", cfg.model.env_id]
+        if weights_dir is None:  # the random policy: a flat curve at its return
+            argv += ["--weights", "none"]
+        elif split != "eval":
+            argv += ["--weights", str(weights_dir / "policy.pt"), "--split", split]
+        else:
+            seed_dir = weights_dir.parent
+            argv += ["--weights", str(weights_dir / "policy.pt")]
+            argv += ["--curve", str(seed_dir / "train_state.json")]
+            argv += ["--out", str(seed_dir / FINAL_EVAL)]
+        argv += ["--score-out", str(out_path)]
         return Launch(argv=argv, cwd=paths.repo_root(), env=dict(CHILD_ENV), cpus=slot.cpus)
 
     def summary_extras(
         self, cfg: Any, outcomes: list[TrainOutcome], eval_rows: list[dict[str, Any]]
     ) -> dict[str, str]:
-        return classic_summary(cfg.model.env_id, outcomes, eval_rows)
+        """From each seed's final_eval.jsonl (the final policy's episodes); the score rows are the curve's."""
+        final_rows = []
+        for o in outcomes:
+            path = o.weights_dir.parent / FINAL_EVAL if o.weights_dir is not None else None
+            if path is not None and path.exists():
+                final_rows += [{**r, "seed": o.extras.get("seed")} for r in read_jsonl(path)]
+        return classic_summary(cfg.model.env_id, outcomes, final_rows)
 
 
 def classic_summary(
     env_id: str, outcomes: list[TrainOutcome], eval_rows: list[dict[str, Any]]
 ) -> dict[str, str]:
-    """The classic track's summary lines, from the per-episode eval rows (with a `seed` field) and outcomes.
+    """The classic track's summary lines, from the final policy's per-episode rows (with a `seed` field) and
+    the outcomes. They describe the final policies; the score (eval_score) is the learning curve's.
 
-    solved: the mean return over all evaluated episodes reaches the threshold; solved_seeds: how many seeds'
-    own 100-episode mean does; time_to_solve_seconds: median over the seeds whose in-training evaluation
-    reached the threshold (`none` if none did).
+    final_return: the mean return over all evaluated episodes; solved: it reaches the threshold; solved_seeds:
+    how many seeds' own 100-episode mean does; time_to_solve_seconds / env_steps_to_solve: medians over the
+    seeds whose in-training evaluation reached the threshold (`none` if none did).
     """
     threshold, normaliser = SOLVED_AT[env_id], NORMALISER[env_id]
     by_seed: dict[Any, list[float]] = {}
@@ -160,15 +173,19 @@ def classic_summary(
     solved_seeds = sum(m >= threshold for m in seed_means.values())
     tts = {o.extras.get("seed"): o.extras.get("time_to_solve_seconds") for o in outcomes}
     solved_times = [t for t in tts.values() if t is not None]
+    steps = [o.extras.get("env_steps_to_solve") for o in outcomes]
+    solved_steps = [s for s in steps if s is not None]
     means = list(seed_means.values())
 
     lines = {
         "env": env_id,
+        "final_return": f"{mean:.1f}",
         "eval_normalised": f"{mean / normaliser:.4f}",
         "solved": "yes" if mean >= threshold else "no",
         "solved_threshold": f"{threshold:g}",
         "solved_seeds": f"{solved_seeds}/{n_seeds}",
         "time_to_solve_seconds": f"{statistics.median(solved_times):.2f}" if solved_times else "none",
+        "env_steps_to_solve": f"{statistics.median(solved_steps):.0f}" if solved_steps else "none",
         "time_to_solve_per_seed": ",".join(
             f"{seed}={'none' if t is None else f'{t:.2f}'}" for seed, t in tts.items()
         ),

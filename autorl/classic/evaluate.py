@@ -1,15 +1,20 @@
-"""The fixed evaluator of the classic track (harness-owned): 100 episodes, fixed seeds, deterministic policy.
+"""The fixed evaluation of the classic track (harness-owned): the score is how fast and reliably PPO learns.
 
-    python -m autorl.classic.evaluate --weights runs/.../weights/policy.pt --env CartPole-v1 --out eval.jsonl
-    python -m autorl.classic.evaluate --weights none --env CartPole-v1 --out base.jsonl   # a random policy
+    python -m autorl.classic.evaluate --weights runs/.../weights/policy.pt --env CartPole-v1 \
+        --curve runs/.../train_state.json --score-out eval.jsonl --out final_eval.jsonl
+    python -m autorl.classic.evaluate --weights none --env CartPole-v1 --score-out base.jsonl  # random policy
 
-Episode i is the first episode of a gymnasium env reset with seed EVAL_SEED + i (run as a batch of 100
-envs in one sync vector env, so it equals a lone `gymnasium.make(env).reset(seed=EVAL_SEED + i)`). One JSON
-line per episode: {"env", "example_id": "episode-<i>", "sample": 0, "score": return}. eval_score = mean.
+The score (`--score-out`, what eval_score averages): the area under the in-training evaluation curve over a
+fixed env-step budget (`SCORE_STEPS`), normalised to 0..1. While training, the child evaluates the greedy
+policy on fixed seeds at every grid point g = SCORE_EVERY, 2*SCORE_EVERY, ..., SCORE_STEPS env steps (the
+policy after the last update that used at most g env steps; one that stopped earlier keeps its last value).
+One row per grid point: {"env", "example_id": "steps-<g>", "sample": 0, "score": min(max(R, 0), T) / T},
+R the mean return of that evaluation and T the solved threshold. A seed's score is the mean of its rows.
+docs/classic.md says why this score and not the final return (capped: every config solves CartPole).
 
-The same module holds the harness-owned in-training evaluation (`train_eval`), whose first pass of the
-solved threshold gives time_to_solve_seconds. It runs on *other* seeds than the final evaluation. This
-module imports torch and gymnasium lazily: the runner imports it for `eval_hash` before anything heavy.
+The final policy's return on 100 fixed episodes (`--out`, one line per episode, "episode-<i>") is reported
+in the summary (solved, solved_seeds, seed_returns), not scored. This module imports torch and gymnasium
+lazily: the runner imports it for `eval_hash` before anything heavy.
 """
 
 from __future__ import annotations
@@ -25,33 +30,56 @@ from typing import Any
 
 import numpy as np
 
-EVAL_VERSION = "classic-eval/1"  # bump when the evaluation changes: results stop being comparable
+EVAL_VERSION = "classic-eval/2"  # bump when the evaluation changes: results stop being comparable
 EVAL_EPISODES = 100
 EVAL_SEED = 1_000_000_000  # episode i: seed EVAL_SEED + i (training seeds are < 10^7)
-# The sealed test split (`autorl confirm`): fresh episodes no trial is ever scored on.
-SPLIT_SEEDS = {"eval": EVAL_SEED, "test": 2_000_000_000}
+# Episode seeds per split: eval (the final return in the summary) and the sealed test split (`autorl
+# confirm`: fresh episodes no trial is scored on), apart from each other, from training seeds (< 10^7) and
+# from the in-training evaluation (TRAIN_EVAL_SEED).
+SPLIT_SEEDS = {"eval": EVAL_SEED, "test": 3_000_000_000}
 RANDOM_POLICY_SEED = 12345  # the untrained baseline: uniform random actions from this RNG
 
 # Solved thresholds (mean return over the 100 episodes) and the normaliser printed as eval_normalised.
 SOLVED_AT = {"CartPole-v1": 475.0, "BipedalWalker-v3": 300.0}
 NORMALISER = {"CartPole-v1": 500.0, "BipedalWalker-v3": 300.0}
 
-# In-training evaluation (time_to_solve_seconds): episodes and cadence, in training-clock seconds. The gap
-# between evaluations is 10% of the training time so far, at least `min_gap_s`: every time to solve is
-# resolved to within ~10% (fast and slow configs alike) while a long run is evaluated only ~100 times.
-# CartPole: 100 episodes on the numpy-vectorised env cost ~50 ms. BipedalWalker: 10 episodes of up to
-# 1600 steps cost several seconds. Time spent here is excluded from the budget (pause/resume events).
+# The learning curve the score integrates: env steps it covers (training stops there) and the grid of its
+# in-training evaluations (off the clock: pause/resume events). CartPole: 100 episodes on the
+# numpy-vectorised env, ~50 ms each, 25 of them. BipedalWalker: 10 episodes of up to 1600 steps, 20 of them.
+SCORE_STEPS = {"CartPole-v1": 50_000, "BipedalWalker-v3": 2_000_000}
+SCORE_EVERY = {"CartPole-v1": 2_000, "BipedalWalker-v3": 100_000}
 TRAIN_EVAL_SEED = 2_000_000_000
-TRAIN_EVAL_REL_GAP = 0.1
-TRAIN_EVAL = {
-    "CartPole-v1": {"episodes": 100, "min_gap_s": 0.02},  # ~50 ms per eval, off the clock
-    "BipedalWalker-v3": {"episodes": 10, "min_gap_s": 30.0},
-}
+TRAIN_EVAL_EPISODES = {"CartPole-v1": 100, "BipedalWalker-v3": 10}
+SCORE_RANGE = (0.0, 1.0)  # a point scores min(max(R, 0), T) / T
 
 
-def next_train_eval(env_id: str, seconds: float) -> float:
-    """When the in-training evaluation after one at `seconds` (0 = the first) is due."""
-    return seconds + max(TRAIN_EVAL[env_id]["min_gap_s"], TRAIN_EVAL_REL_GAP * seconds)
+def curve_grid(env_id: str) -> list[int]:
+    """The env-step counts at which the learning curve is scored."""
+    every = SCORE_EVERY[env_id]
+    return list(range(every, SCORE_STEPS[env_id] + 1, every))
+
+
+def point_score(env_id: str, mean_return: float) -> float:
+    """One evaluation's score: its mean return clipped to [0, threshold] over the threshold."""
+    threshold = SOLVED_AT[env_id]
+    return min(max(mean_return, 0.0), threshold) / threshold
+
+
+def curve_rows(env_id: str, evals: list[list[float]]) -> list[dict[str, Any]]:
+    """One seed's score rows from its in-training evaluations [seconds, env steps, mean return]: each grid
+    point takes the last evaluation at or before it (none yet: 0)."""
+    rows = []
+    for g in curve_grid(env_id):
+        before = [e for e in evals if e[1] <= g]
+        value = point_score(env_id, before[-1][2]) if before else 0.0
+        rows.append({"env": env_id, "example_id": f"steps-{g:09d}", "sample": 0, "score": value})
+    return rows
+
+
+def due_eval(env_id: str, env_steps: int, batch: int) -> bool:
+    """Evaluate now (after an update that brought training to `env_steps`): a grid point falls before the next
+    update ends, so this policy is the one that has used at most that many env steps."""
+    return any(env_steps <= g < env_steps + batch for g in curve_grid(env_id))
 
 
 ActFn = Callable[[np.ndarray], np.ndarray]
@@ -60,7 +88,19 @@ ActFn = Callable[[np.ndarray], np.ndarray]
 def eval_hash(cfg: Any = None, env_id: str | None = None) -> str:
     """Identifies the evaluation set: results are comparable only under the same hash."""
     env = env_id or cfg.model.env_id
-    spec = json.dumps([EVAL_VERSION, env, EVAL_EPISODES, EVAL_SEED, SOLVED_AT.get(env)])
+    spec = json.dumps(
+        [
+            EVAL_VERSION,
+            env,
+            EVAL_EPISODES,
+            EVAL_SEED,
+            SOLVED_AT.get(env),
+            SCORE_STEPS.get(env),
+            SCORE_EVERY.get(env),
+            TRAIN_EVAL_EPISODES.get(env),
+            TRAIN_EVAL_SEED,
+        ]
+    )
     return hashlib.sha256(spec.encode()).hexdigest()[:12]
 
 
@@ -108,7 +148,7 @@ def train_eval_envs(env_id: str) -> Any:
     """The vector env of the in-training evaluation (built once per training run)."""
     import gymnasium as gym
 
-    n = TRAIN_EVAL[env_id]["episodes"]
+    n = TRAIN_EVAL_EPISODES[env_id]
     if env_id == "CartPole-v1":  # numpy-vectorised: 100 episodes in ~50 ms
         return gym.make_vec(env_id, num_envs=n, vectorization_mode="vector_entry_point")
     return gym.make_vec(env_id, num_envs=n, vectorization_mode="sync")
@@ -121,15 +161,32 @@ def train_eval(env_id: str, envs: Any, act: ActFn) -> float:
     return float(run_episodes(envs, act, [TRAIN_EVAL_SEED + i for i in range(envs.num_envs)]).mean())
 
 
+def write_jsonl(path: Path, rows: list[dict[str, Any]]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    tmp.replace(path)
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description="The fixed classic-track evaluation (harness-owned).")
     p.add_argument("--weights", required=True, help="policy.pt, a directory holding it, or `none` (random)")
     p.add_argument("--env", required=True, choices=sorted(SOLVED_AT), help="gymnasium env id")
-    p.add_argument("--out", type=Path, required=True, help="JSONL, one line per episode")
+    p.add_argument("--out", type=Path, help="JSONL, the final policy's return, one line per episode")
+    p.add_argument("--curve", type=Path, help="the seed's train_state.json (its in-training evaluations)")
+    p.add_argument("--score-out", type=Path, help="JSONL, the score: one line per learning-curve grid point")
     p.add_argument(
-        "--split", choices=sorted(SPLIT_SEEDS), default="eval", help="eval (trials) or test (autorl confirm)"
+        "--split",
+        choices=sorted(SPLIT_SEEDS),
+        default="eval",
+        help="eval (trials: the curve) or test (autorl confirm: the final policy on sealed episodes)",
     )
     args = p.parse_args(argv)
+    if args.out is None and args.score_out is None:
+        p.error("give --out, --score-out or both")
+    random_policy = args.weights.lower() == "none"
+    if args.score_out is not None and not random_policy and args.curve is None and args.split == "eval":
+        p.error("--score-out of trained weights needs --curve (their train_state.json)")
 
     import torch
 
@@ -137,7 +194,7 @@ def main(argv: list[str] | None = None) -> int:
 
     torch.set_num_threads(1)
     started = time.monotonic()
-    if args.weights.lower() == "none":
+    if random_policy:
         act_for: Callable[[Any], ActFn] = random_act_fn
         source = "random policy"
     else:
@@ -151,17 +208,29 @@ def main(argv: list[str] | None = None) -> int:
         act_for = lambda envs: load_policy(str(path), envs)  # noqa: E731
         source = str(path)
     returns = evaluate(args.env, act_for, split=args.split)
-
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = args.out.with_name(args.out.name + ".tmp")
-    with open(tmp, "w") as f:
-        for i, ret in enumerate(returns):
-            f.write(
-                json.dumps({"env": args.env, "example_id": f"episode-{i}", "sample": 0, "score": float(ret)})
-            )
-            f.write("\n")
-    tmp.replace(args.out)
     mean = float(returns.mean())
+
+    if args.out is not None:
+        write_jsonl(
+            args.out,
+            [
+                {"env": args.env, "example_id": f"episode-{i}", "sample": 0, "score": float(ret)}
+                for i, ret in enumerate(returns)
+            ],
+        )
+    score_rows: list[dict[str, Any]] = []
+    if args.score_out is not None and args.split != "eval":
+        # The sealed test split: the final policy on fresh episodes, each scored like a curve point.
+        score_rows = [
+            {"env": args.env, "example_id": f"episode-{i}", "sample": 0, "score": point_score(args.env, ret)}
+            for i, ret in enumerate(returns)
+        ]
+        write_jsonl(args.score_out, score_rows)
+    elif args.score_out is not None:
+        # The random policy never learns: its curve is flat at its own return.
+        evals = [[0.0, 0, mean]] if random_policy else json.loads(args.curve.read_text())["evals"]
+        score_rows = curve_rows(args.env, evals)
+        write_jsonl(args.score_out, score_rows)
     summary = {
         "env": args.env,
         "weights": source,
@@ -171,6 +240,7 @@ def main(argv: list[str] | None = None) -> int:
         "std_return": round(float(returns.std()), 3),
         "eval_normalised": round(mean / NORMALISER[args.env], 4),
         "solved": mean >= SOLVED_AT[args.env],
+        "curve_score": round(float(np.mean([r["score"] for r in score_rows])), 4) if score_rows else None,
         "seconds": round(time.monotonic() - started, 2),
     }
     print(json.dumps(summary), flush=True)

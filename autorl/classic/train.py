@@ -5,11 +5,14 @@
 Runs autorl.classic.ppo under the runner's protocol (autorl.progress): `ready` when the envs and the agent
 exist (the budget clock starts), one `step` event and one metrics.jsonl row per PPO update, `pause`/`resume`
 around the in-training evaluation (not charged to the budget), `saved` after each atomic save of
-weights/policy.pt, `done` at the end. Stops at total_env_steps, or on SIGTERM (saves, exits 0).
+weights/policy.pt, `done` at the end. Stops at total_env_steps or at the score's env-step budget
+(evaluate.SCORE_STEPS), whichever first, or on SIGTERM (saves, exits 0).
 
-run_dir/train_state.json (rewritten atomically) holds the figures the backend collects: updates, env steps,
-training seconds, the in-training evaluations and time_to_solve_seconds (the first training-clock time at
-which the in-training evaluation reached the solved threshold; null if it never did).
+The in-training evaluation runs on the score's grid of env steps (evaluate.due_eval) and once more at the end
+if the last update was not evaluated. run_dir/train_state.json (rewritten atomically) holds the figures the
+backend and the evaluator use: updates, env steps, training seconds, the in-training evaluations (the
+learning curve the score integrates), time_to_solve_seconds and env_steps_to_solve (the first evaluation
+that reached the solved threshold; null if none did).
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ from typing import Any
 
 from autorl import progress
 from autorl.classic.config import ClassicConfig
-from autorl.classic.evaluate import SOLVED_AT, next_train_eval, train_eval, train_eval_envs
+from autorl.classic.evaluate import SCORE_STEPS, SOLVED_AT, due_eval, train_eval, train_eval_envs
 
 SAVE_EVERY_S = 5.0  # training-clock seconds between periodic saves (a save costs about a millisecond)
 
@@ -119,10 +122,26 @@ def main(argv: list[str] | None = None) -> int:
         progress.emit("saved", step=update, path=str(path))
 
     clock = TrainingClock()
+    last_step = min(cfg.total_env_steps, SCORE_STEPS[cfg.env_id])  # the score covers no more env steps
+
+    def evaluate_now(update: int, env_steps: int, seconds: float) -> float:
+        """The in-training evaluation of the current policy, off the clock; one point of the curve."""
+        clock.pause()
+        mean_return = train_eval(cfg.env_id, eval_envs, ppo.act_fn())
+        clock.resume()
+        state["evals"].append([round(seconds, 4), env_steps, round(mean_return, 3)])
+        if mean_return >= threshold and state["time_to_solve_seconds"] is None:
+            state["time_to_solve_seconds"] = round(seconds, 4)
+            state["env_steps_to_solve"] = env_steps
+            progress.emit("solved", step=update, seconds=round(seconds, 4), eval_return=mean_return)
+        return mean_return
+
     progress.emit("ready", env_id=cfg.env_id, num_updates=cfg.num_updates, batch_size=cfg.batch_size)
     clock.start()
     update = env_steps = 0
-    next_eval, last_save = next_train_eval(cfg.env_id, 0.0), 0.0
+    last_save = 0.0
+    if due_eval(cfg.env_id, 0, cfg.batch_size):
+        evaluate_now(0, 0, 0.0)
     last_return: float | None = None
     with open(run_dir / "metrics.jsonl", "a") as metrics:
         for u in ppo.run(stop=lambda: stop_requested):
@@ -149,18 +168,9 @@ def main(argv: list[str] | None = None) -> int:
                 "epochs": u.epochs,
             }
             state.update(updates=update, env_steps=env_steps, seconds=round(seconds, 4))
-
-            if seconds >= next_eval and not stop_requested:  # in-training evaluation, off the clock
-                clock.pause()
-                mean_return = train_eval(cfg.env_id, eval_envs, ppo.act_fn())
-                clock.resume()
-                next_eval = next_train_eval(cfg.env_id, seconds)
-                row["eval_return"] = mean_return
-                state["evals"].append([round(seconds, 4), env_steps, round(mean_return, 3)])
-                if mean_return >= threshold and state["time_to_solve_seconds"] is None:
-                    state["time_to_solve_seconds"] = round(seconds, 4)
-                    state["env_steps_to_solve"] = env_steps
-                    progress.emit("solved", step=update, seconds=round(seconds, 4), eval_return=mean_return)
+            done = env_steps + cfg.batch_size > last_step
+            if not stop_requested and (due_eval(cfg.env_id, env_steps, cfg.batch_size) or done):
+                row["eval_return"] = evaluate_now(update, env_steps, seconds)
 
             metrics.write(json.dumps(row) + "\n")
             metrics.flush()
@@ -174,9 +184,11 @@ def main(argv: list[str] | None = None) -> int:
             if seconds - last_save >= SAVE_EVERY_S:
                 save(update, env_steps)
                 last_save = seconds
-            if stop_requested:
+            if stop_requested or done:
                 break
 
+    if not state["evals"] or state["evals"][-1][1] != env_steps:  # stopped early: the policy as it is now
+        evaluate_now(update, env_steps, clock.seconds())
     state["finished"] = not stop_requested
     state["seconds"] = round(clock.seconds(), 4)
     save(update, env_steps)

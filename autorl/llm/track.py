@@ -63,5 +63,8 @@ class LLMTrack:
     def prior_seed_sd(self, reference_score: float | None) -> float:
         return DEFAULT_SEED_SD
 
+    def score_range(self, cfg: Any) -> tuple[float, float]:
+        return 0.0, 1.0  # verifier rewards are 0/1
+
 
 TRACK = LLMTrack()

@@ -1,0 +1,100 @@
+"""Measure the keep rule on the real system: A/A and A/B trials through run.py on the classic track.
+
+    uv run scripts/aa_check.py --k 40                      # 40 A/A pairs, then 40 A/B pairs
+    uv run scripts/aa_check.py --k 4 --seeds 3 --budget 5  # a quick look (5 s of training per seed)
+
+Each repetition runs in a fresh temporary root (AUTORL_ROOT, as the tests do): a baseline trial (the
+reference), then a candidate trial compared with it by the runner's own verdict, early stops included.
+  * A/A: the candidate is the same config (only the harness's seeds differ): `improved` is a false keep;
+    the target is <= 5% (ALPHA).
+  * A/B: the baseline is the config with its learning rate divided by --slower (it learns slower), the
+    candidate the config itself: `improved` is a detection.
+Shares come with their exact binomial 95% interval (Clopper-Pearson). What is measured is the decision rule
+on real training noise. The default --budget (60 s) lets CartPole reach the score's 50k env steps, so the
+scores do not depend on the machine's load; a shorter budget cuts training by the wall clock (faster, but
+then a busy machine scores lower: keep A and B on equally loaded cores).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from scipy.stats import binomtest
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def run_trial(root: Path, config: Path, args: argparse.Namespace) -> dict[str, str]:
+    argv = [sys.executable, str(REPO / "run.py"), "--track", "classic", "--config", str(config)]
+    argv += ["--seeds", str(args.seeds), "--budget", str(args.budget), "--allow-dirty-harness"]
+    proc = subprocess.run(
+        argv, cwd=REPO, env={**os.environ, "AUTORL_ROOT": str(root)}, capture_output=True, text=True
+    )
+    block = proc.stdout.rsplit("\n---\n", 1)[-1]
+    lines = dict(line.split(": ", 1) for line in block.strip().splitlines() if ": " in line)
+    if proc.returncode != 0 or lines.get("status") != "ok":
+        raise RuntimeError(f"trial failed ({proc.returncode}):\n{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}")
+    return lines
+
+
+def slower(text: str, factor: float) -> str:
+    """The config with its learning rate divided by `factor`."""
+    match = re.search(r"^learning_rate\s*=\s*([0-9.eE+-_]+)", text, flags=re.M)
+    if match is None:
+        raise SystemExit("the config sets no learning_rate")
+    lr = float(match.group(1).replace("_", "")) / factor
+    return text[: match.start(1)] + f"{lr:.3g}" + text[match.end(1) :]
+
+
+def repetitions(name: str, base_text: str, cand_text: str, args: argparse.Namespace) -> None:
+    improved, seeds_run = 0, 0
+    t0 = time.monotonic()
+    for k in range(args.k):
+        with tempfile.TemporaryDirectory(prefix="aa-check-") as tmp:
+            root = Path(tmp)
+            base, cand = root / "base.toml", root / "candidate.toml"
+            base.write_text(base_text)
+            cand.write_text(cand_text)
+            run_trial(root, base, args)
+            lines = run_trial(root, cand, args)
+        improved += lines["verdict"] == "improved"
+        seeds_run += len(lines["seeds"].split(","))
+        print(
+            f"{name} {k + 1}/{args.k}: verdict {lines['verdict']}, delta {lines['delta']}, "
+            f"p {lines['p_value']}, seeds {len(lines['seeds'].split(','))} ({time.monotonic() - t0:.0f} s)",
+            flush=True,
+        )
+    ci = binomtest(improved, args.k).proportion_ci(0.95, method="exact")
+    print(
+        f"{name}: improved {improved}/{args.k} = {improved / args.k:.3f} "
+        f"(95% CI {ci.low:.3f}..{ci.high:.3f}); mean seeds run {seeds_run / args.k:.2f}",
+        flush=True,
+    )
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--k", type=int, default=40, help="repetitions of each kind (A/A, then A/B)")
+    p.add_argument("--config", type=Path, default=REPO / "classic.toml")
+    p.add_argument("--seeds", type=int, default=3, help="seeds per trial")
+    p.add_argument("--budget", type=float, default=60.0, help="training seconds per seed")
+    p.add_argument("--slower", type=float, default=10.0, help="A/B: the baseline's learning rate divisor")
+    p.add_argument("--only", choices=["aa", "ab"], help="one kind only")
+    args = p.parse_args()
+    text = args.config.read_text()
+    print(f"config {args.config}; {args.k} repetitions; {args.seeds} seeds x {args.budget:g} s per trial")
+    if args.only != "ab":
+        repetitions("A/A", text, text, args)
+    if args.only != "aa":
+        repetitions(f"A/B (baseline lr / {args.slower:g})", slower(text, args.slower), text, args)
+
+
+if __name__ == "__main__":
+    main()
