@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from autorl.ledger import Context, Ledger, Mark, as_float, best_kept, comparable
-from autorl.result import reference_score
+from autorl.result import ceiling_note, reference_score
 from autorl.stats import noise_floor
 from autorl.track import get_track
 
@@ -106,6 +106,7 @@ def collect(
     best = best_kept(same, *ctx)
     # The noise floor the verdict uses: the track's prior scaled by the reference's score.
     prior = get_track(ctx.track).prior_seed_sd(reference_score(best))
+    top = get_track(ctx.track).score_range(None)[1]
     nf = noise_floor(
         same,
         track=ctx.track,
@@ -141,6 +142,8 @@ def collect(
         },
         "best": _brief(best) if best else None,
         "best_is_kept": bool(best and best["decision"] == "keep"),
+        # The verdict's own check: a reference whose interval reaches the top of the range cannot be beaten.
+        "ceiling": ceiling_note(best, (None, None), top) if best else "",
         "noise_floor": {
             "sd": nf.sd,
             "measured_sd": nf.measured_sd,
@@ -183,6 +186,8 @@ def render(st: Mapping[str, Any]) -> str:
         ci_text = f" [{ci[0]:.3f}, {ci[1]:.3f}]" if None not in ci else ""
         score = f"{b['eval_score']:.4f}" if b["eval_score"] is not None else "-"
         out.append(f"{what}: {b['run_id']} eval_score {score}{ci_text}  {cut(b['description'], 50)}")
+        if st["ceiling"]:
+            out.append(f"note: {st['ceiling']}")
     else:
         out.append("best kept: none (no successful trial yet)")
     nf = st["noise_floor"]

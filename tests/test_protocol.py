@@ -100,6 +100,14 @@ def test_status_before_anything_is_kept(root: Path) -> None:
     assert st["best"]["run_id"] == "base" and not st["best_is_kept"]
     assert "reference (nothing kept yet" in status.render(st)
     assert "default prior" in st["noise_floor"]["text"]
+    assert st["ceiling"] == "" and "note:" not in status.render(st)
+
+
+def test_status_says_when_the_reference_is_at_the_top_of_the_score_range(root: Path) -> None:
+    ledger = Ledger(root / "results.tsv")
+    add(ledger, "base", 0.97, verdict="baseline", eval_ci_high=1.0)
+    out = status.render(status.collect(ledger.rows()))
+    assert "note: the reference's eval_ci reaches the top of score_range (1)" in out
 
 
 # ---- loop -----------------------------------------------------------------------------------------------
