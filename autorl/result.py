@@ -185,6 +185,18 @@ def ceiling_note(reference: dict[str, str] | None, ci: tuple[float | None, float
     )
 
 
+def parallel_note(reference: dict[str, str] | None, parallel: int) -> str:
+    """Seeds that share a machine may buy less per budget than seeds alone: say when the reference ran with
+    another parallelism (scripts/bench_parallel.py measures the difference)."""
+    theirs = reference.get("parallel") if reference else None
+    if not theirs or int(float(theirs)) == parallel:
+        return ""
+    return (
+        f"the reference ran {int(float(theirs))} seed(s) at once, this trial {parallel}: shared cores may "
+        "buy a little less training per budget (see scripts/bench_parallel.py)"
+    )
+
+
 def conclude(
     ctx: TrialContext,
     seeds: list[SeedResult],
@@ -235,7 +247,11 @@ def conclude(
         reference_run=reference["run_id"] if reference is not None and comparison is not None else "",
         verdict=verdict,
         stopped_early=stopped_early,
-        note=ceiling_note(reference, ci, ctx.score_range[1]),
+        note="; ".join(
+            n
+            for n in (ceiling_note(reference, ci, ctx.score_range[1]), parallel_note(reference, parallel))
+            if n
+        ),
         extras=extras_fn(rows) if extras_fn is not None and rows else {},
         parallel=parallel,
     )

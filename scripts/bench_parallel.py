@@ -1,14 +1,16 @@
 """Seeds side by side vs one after another: the same K-seed trial at --parallel 1 and --parallel auto.
 
-    uv run python scripts/bench_parallel.py                          # classic track, 2 seeds, 3 pairs
+    uv run python scripts/bench_parallel.py                          # classic track, 2 seeds, 3 rounds
     uv run python scripts/bench_parallel.py --seeds 2 --budget 20 --pairs 3
     uv run python scripts/bench_parallel.py --track llm --seeds 6 --budget 120   # needs the prepared model
 
-Each pair runs `run.py --parallel 1` and `run.py --parallel auto` (or `--parallel N`) back to back, in
-alternating order (A B, B A, ...), in a temporary root so your results.tsv is untouched. Prints each trial's
-wall time, the ratio parallel/sequential per pair and its median, and the per-seed steps of both (what a
-budget buys when seeds share the machine). Targets (issue: parallel seeds): wall ratio <= 1/K * 1.3 when the
-K seeds fit in the slots (<= 0.75 for 2 seeds), per-seed steps within 15%.
+Each round runs `run.py --parallel 1`, `run.py --parallel auto` (or `--parallel N`) and a 1-seed trial back
+to back, in alternating order, in a temporary root so your results.tsv is untouched. Prints each trial's wall
+time, the ratios parallel/sequential and parallel/one seed per round and their medians, and the per-seed
+steps (what a budget buys when seeds share the machine: give a --budget that ends training before the
+config's own step cap to measure it). Targets (issue: parallel seeds): when the K seeds fit in the slots, a
+trial's wall time at most 1.3x one seed's and <= 0.75x the sequential trial's (2 seeds); per-seed steps
+within 15%.
 """
 
 from __future__ import annotations
@@ -44,8 +46,8 @@ def make_root(track: str) -> Path:
     return root
 
 
-def trial(root: Path, args: argparse.Namespace, parallel: str) -> dict[str, float]:
-    cmd = [sys.executable, str(REPO / "run.py"), "--track", args.track, "--seeds", str(args.seeds)]
+def trial(root: Path, args: argparse.Namespace, parallel: str, seeds: int) -> dict[str, float]:
+    cmd = [sys.executable, str(REPO / "run.py"), "--track", args.track, "--seeds", str(seeds)]
     cmd += ["--budget", f"{args.budget:g}", "--parallel", parallel, "--all-seeds", "--allow-dirty-harness"]
     started = time.monotonic()
     proc = subprocess.run(cmd, env={**os.environ, "AUTORL_ROOT": str(root)}, capture_output=True, text=True)
@@ -64,7 +66,7 @@ def main() -> None:
     ap.add_argument("--track", choices=["classic", "llm"], default="classic")
     ap.add_argument("--seeds", type=int, default=2)
     ap.add_argument("--budget", type=float, default=20.0, help="training seconds per seed")
-    ap.add_argument("--pairs", type=int, default=3, help="sequential/parallel pairs, interleaved")
+    ap.add_argument("--pairs", type=int, default=3, help="rounds of the three trials, interleaved")
     ap.add_argument("--parallel", default="auto", help="the side-by-side setting (default auto)")
     args = ap.parse_args()
     root = make_root(args.track)
@@ -73,22 +75,26 @@ def main() -> None:
         f"{os.cpu_count()} CPUs, root {root}",
         flush=True,
     )
-    ratios, steps_ratios = [], []
+    ratios, steps_ratios, single_ratios = [], [], []
+    runs = {"sequential": ("1", args.seeds), "parallel": (args.parallel, args.seeds), "single": ("1", 1)}
     for i in range(args.pairs):
-        order = ["1", args.parallel] if i % 2 == 0 else [args.parallel, "1"]
-        got = {p: trial(root, args, p) for p in order}
-        seq, par = got["1"], got[args.parallel]
+        order = list(runs) if i % 2 == 0 else list(reversed(runs))  # interleaved: the drift hits all three
+        got = {name: trial(root, args, *runs[name]) for name in order}
+        seq, par, one = got["sequential"], got["parallel"], got["single"]
         ratios.append(par["wall"] / seq["wall"])
         steps_ratios.append(par["steps_per_seed"] / seq["steps_per_seed"])
+        single_ratios.append(par["wall"] / one["wall"])
         print(
-            f"pair {i + 1}: sequential {seq['wall']:.1f} s ({seq['steps_per_seed']:.0f} steps/seed), "
-            f"parallel x{par['parallel']} {par['wall']:.1f} s ({par['steps_per_seed']:.0f} steps/seed): "
-            f"wall ratio {ratios[-1]:.2f}, steps ratio {steps_ratios[-1]:.2f}",
+            f"round {i + 1}: sequential {seq['wall']:.1f} s ({seq['steps_per_seed']:.0f} steps/seed), "
+            f"parallel x{par['parallel']} {par['wall']:.1f} s ({par['steps_per_seed']:.0f} steps/seed), "
+            f"one seed {one['wall']:.1f} s: parallel/sequential {ratios[-1]:.2f}, parallel/one seed "
+            f"{single_ratios[-1]:.2f}, steps ratio {steps_ratios[-1]:.2f}",
             flush=True,
         )
     print("---")
-    print(f"wall_ratio_median: {statistics.median(ratios):.3f} (parallel / sequential, per pair)")
-    print(f"steps_per_seed_ratio_median: {statistics.median(steps_ratios):.3f}")
+    print(f"wall_ratio_median: {statistics.median(ratios):.3f} (parallel / sequential trial, per round)")
+    print(f"wall_vs_one_seed_median: {statistics.median(single_ratios):.3f} (parallel trial / 1-seed trial)")
+    print(f"steps_per_seed_ratio_median: {statistics.median(steps_ratios):.3f} (parallel / sequential)")
     shutil.rmtree(root, ignore_errors=True)
 
 

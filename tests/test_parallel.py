@@ -101,6 +101,7 @@ def test_early_stop_is_checked_after_each_wave(root, monkeypatch, capsys):
     trial.main(["--budget", "0.3", "--seeds", "6"])
     s = parse_summary(capsys.readouterr().out)
     assert s["stopped_early"].startswith("after 2/6 seeds") and len(s["seeds"].split(",")) == 2
+    assert "the reference ran 1 seed(s) at once, this trial 2" in s["note"]
 
 
 # --- signals -----------------------------------------------------------------------------------------------
