@@ -245,3 +245,61 @@ def test_a_reference_at_the_top_of_the_score_range_is_noted():
     assert ceiling_note({"eval_ci_high": "0.97"}, (0.2, 1.0), high=1.0) == ""  # the reference decides
     assert ceiling_note(None, (0.9, 1.0), high=1.0) != ""  # no reference: this trial's interval
     assert ceiling_note(None, (0.5, 0.7), high=1.0) == ""
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["--budget", "nan"],
+        ["--budget", "inf"],
+        ["--budget", "0"],
+        ["--budget", "-5"],
+        ["--seeds", "10000"],
+        ["--seeds", "0"],
+        ["--hang-timeout", "0.5"],
+        ["--startup-cap", "0"],
+        ["--grace", "0"],
+        ["--grace", "nan"],
+    ],
+)
+def test_run_py_flags_out_of_range_exit_2_before_anything_runs(root, monkeypatch, capsys, argv):
+    use_backend(monkeypatch, root)
+    with pytest.raises(SystemExit) as exc:
+        trial.main(argv)
+    assert exc.value.code == 2 and "must be" in capsys.readouterr().err
+    assert not (root / "runs").exists() and not (root / "results.tsv").exists()
+
+
+@pytest.mark.parametrize("content", [bytes(range(128, 256)) * 4, None])
+def test_a_malformed_ledger_refuses_the_trial_before_anything_runs(root, monkeypatch, capsys, content):
+    use_backend(monkeypatch, root)
+    assert trial.main(["--budget", "0.3", "--seeds", "1"]) == 0
+    ledger = root / "results.tsv"
+    if content is None:
+        with open(ledger, "a") as f:
+            f.write("bad\trow\n")  # a ragged row
+    else:
+        ledger.write_bytes(content)
+    before = sorted((root / "runs").iterdir())
+    capsys.readouterr()
+    assert trial.main(["--budget", "0.3", "--seeds", "1"]) == 2
+    out, err = capsys.readouterr()
+    assert "results.tsv:" in err and out.rstrip().endswith("status: invalid")
+    assert sorted((root / "runs").iterdir()) == before  # no run directory, nothing trained
+
+
+def test_a_failed_ledger_write_still_prints_and_saves_the_summary(root, monkeypatch, capsys):
+    from autorl.ledger import LedgerError
+
+    use_backend(monkeypatch, root)
+
+    def refuse(self, line):
+        raise LedgerError(f"{self.path}: cannot write: Permission denied")
+
+    monkeypatch.setattr(Ledger, "_append", refuse)
+    assert trial.main(["--budget", "0.3", "--seeds", "1"]) == 0
+    out = capsys.readouterr().out
+    s = summary(out)
+    assert s["status"] == "ok" and "autorl ledger append" in out
+    run_dir = root / s["run_dir"]
+    assert (run_dir / "summary.txt").exists() and json.loads((run_dir / "result.json").read_text())["run_id"]
