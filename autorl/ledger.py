@@ -191,8 +191,12 @@ class Ledger:
     # -- reading -------------------------------------------------------------------------------------
     def _read(self) -> list[dict[str, str]]:
         """Parse and validate the whole file; raise LedgerError on anything malformed."""
+        return self._parse()[1]
+
+    def _parse(self) -> tuple[list[str] | None, list[dict[str, str]]]:
+        """(header as found, rows); (None, []) for a missing or empty file."""
         if not self.path.exists():
-            return []
+            return None, []
         try:
             raw = self.path.read_bytes()
         except OSError as e:
@@ -205,14 +209,14 @@ class Ledger:
                 f"{self.path}:{n}: not UTF-8 text (a binary or corrupted file); {REPAIR}"
             ) from None
         if not text:
-            return []
+            return None, []
         if not text.endswith("\n"):
             n = text.count("\n") + 1
             raise LedgerError(f"{self.path}:{n}: last line has no newline (a truncated row?); {REPAIR}")
         lines = text.split("\n")[:-1]
         header = lines[0].split("\t")
         if header in LEGACY_COLUMNS:
-            return self._rows(lines, header)
+            return header, self._rows(lines, header)
         if header != COLUMNS:
             missing = [c for c in COLUMNS if c not in header]
             extra = [c for c in header if c not in COLUMNS]
@@ -227,7 +231,7 @@ class Ledger:
                 f"{self.path}:1: header is not the autorl results.tsv header ({'; '.join(detail)}); "
                 "move the file aside (the ledger never rewrites it)"
             )
-        return self._rows(lines, header)
+        return header, self._rows(lines, header)
 
     def _rows(self, lines: list[str], header: list[str]) -> list[dict[str, str]]:
         rows = []
@@ -245,9 +249,13 @@ class Ledger:
             rows.append(row)
         return rows
 
-    def _header(self) -> list[str] | None:
-        with open(self.path, encoding="utf-8", errors="replace") as f:
-            return f.readline().rstrip("\n").split("\t") or None
+    def _rows_to_append_to(self) -> list[dict[str, str]]:
+        """Under the lock, before an append: the rows (never append to a file we cannot parse), with an
+        earlier version's header upgraded first, every row kept (also a file holding only that header)."""
+        header, rows = self._parse()
+        if header is not None and header != COLUMNS:
+            self._replace(rows)
+        return rows
 
     def rows(self) -> list[dict[str, str]]:
         """All rows in file order, as strings (use `as_float` for numbers)."""
@@ -275,9 +283,7 @@ class Ledger:
     def append(self, row: Mapping[str, Any]) -> None:
         """Append one row (creating the file with its header). Raises LedgerError if the file is malformed."""
         with self.locked():
-            rows = self._read()  # never append to a file we cannot parse
-            if rows and self._header() != COLUMNS:  # an earlier version's header: upgrade, keeping every row
-                self._replace(rows)
+            self._rows_to_append_to()
             self._append(self.format_row(row))
 
     def _append(self, line: str) -> None:
@@ -312,7 +318,7 @@ class Ledger:
                 f"(missing {sorted(set(COLUMNS) - keys)}, unknown {sorted(keys - set(COLUMNS))})"
             )
         with self.locked():
-            rows = self._read()
+            rows = self._rows_to_append_to()
             if any(r["run_id"] == row["run_id"] for r in rows):
                 raise LedgerError(f"{self.path}: run {row['run_id']} is already recorded; nothing appended")
             self._append(self.format_row(row))
