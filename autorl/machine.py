@@ -96,10 +96,17 @@ def detect_gpus() -> list[Gpu]:
     return gpus
 
 
+def own_cpu_ids() -> list[int]:
+    """The cores this process may run on (its CPU affinity; all of them where there is none)."""
+    if hasattr(os, "sched_getaffinity"):
+        return sorted(os.sched_getaffinity(0))
+    return list(range(os.cpu_count() or 1))
+
+
 def cpu_ids(machine: Machine) -> list[int]:
     """The ids of the machine's cores, to pin seeds to: this process's CPU affinity when it has
     ``machine.cpus`` cores (the machine file was written here), else ``0..cpus-1`` (a described machine)."""
-    own = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
+    own = own_cpu_ids()
     return own if len(own) == machine.cpus else list(range(machine.cpus))
 
 
@@ -122,7 +129,7 @@ def inspect(prime_rl: dict[str, Any] | None = None) -> Machine:
         python=sys.version.split()[0],
         platform=f"{platform.system()} {platform.machine()}",
         torch=torch_version(),
-        cpus=len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1),
+        cpus=len(own_cpu_ids()),
         ram_gb=round(psutil.virtual_memory().total / 2**30, 1),
         gpus=gpus,
         prime_rl=prime_rl,

@@ -8,12 +8,11 @@ in flight.
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, replace
 from typing import Any
 
 from autorl.backend import Backend, Slot
-from autorl.machine import Machine, load_machine
+from autorl.machine import Machine, load_machine, own_cpu_ids
 from autorl.seed import RunOptions
 
 
@@ -38,16 +37,13 @@ class Plan:
         return text
 
 
-def own_cpus() -> int:
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-
-
 def current_machine() -> Machine:
     """The machine file when there is one (prepare wrote it), else what is cheap to see: the CPUs. Either
     way the CPUs are the ones this process may use now (`autorl tune` runs trials side by side, each on its
     own cores)."""
-    machine = load_machine() or Machine(python="", platform="", torch=None, cpus=own_cpus(), ram_gb=0.0)
-    return replace(machine, cpus=own_cpus())
+    cpus = len(own_cpu_ids())
+    machine = load_machine() or Machine(python="", platform="", torch=None, cpus=cpus, ram_gb=0.0)
+    return replace(machine, cpus=cpus)
 
 
 def plan(backend: Backend, cfg: Any, opts: RunOptions, machine: Machine | None = None) -> Plan:

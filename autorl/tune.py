@@ -47,6 +47,7 @@ from tomlkit.items import Table
 
 from autorl import paths
 from autorl.ledger import Ledger, LedgerError
+from autorl.machine import own_cpu_ids
 from autorl.track import get_track
 
 SUMMARY_LINE = re.compile(r"^([A-Za-z_][\w/.\-]*): (.*)$")
@@ -197,7 +198,7 @@ def describe(values: dict[str, Any]) -> str:
 
 def cpu_groups(n: int) -> list[tuple[int, ...]]:
     """This process's cores split into n disjoint groups, one per candidate running at once."""
-    cores = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
+    cores = own_cpu_ids()
     if n <= 1 or len(cores) < n:
         return [()] * max(n, 1)
     size = len(cores) // n
