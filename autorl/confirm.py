@@ -24,7 +24,7 @@ import scipy.stats as sps
 
 from autorl import paths, stats
 from autorl.ledger import Context, Ledger, LedgerError, as_float, best_kept, clean, comparable, format_cell
-from autorl.seed import STATUS_RANK, RunOptions, SeedResult, run_seed
+from autorl.seed import RunOptions, SeedResult, run_seed, worst_status
 
 # Fresh seeds: trials draw theirs from [0, 10^6 + 64) (autorl.trial.harness_seeds); confirm from here up.
 CONFIRM_SEED_BASE = 2_000_000
@@ -65,7 +65,7 @@ class Side:
 
     @property
     def status(self) -> str:
-        return max((s.status for s in self.seeds), key=STATUS_RANK.__getitem__, default="interrupted")
+        return worst_status(s.status for s in self.seeds)
 
 
 def confirmed_file(ledger: Ledger) -> Path:
@@ -194,7 +194,7 @@ def run_confirm(run_id: str | None = None, n_seeds: int | None = None, ledger: L
 def record(ledger: Ledger, confirm_id: str, seeds: list[int], sides: dict[str, Side], same, prior) -> int:
     """Compare the two sides, print the block and append it to confirmed.tsv."""
     cand, base = sides["candidate"], sides["baseline"]
-    status = max((cand.status, base.status), key=STATUS_RANK.__getitem__)
+    status = worst_status((cand.status, base.status))
     ok = status == "ok" and cand.rows and base.rows
     test_score = stats.eval_score(cand.rows) if cand.rows else None
     base_score = stats.eval_score(base.rows) if base.rows else None

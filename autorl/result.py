@@ -17,7 +17,7 @@ from typing import Any
 
 from autorl import stats
 from autorl.ledger import eval_rows_hash
-from autorl.seed import STATUS_RANK, SeedResult
+from autorl.seed import SeedResult, worst_status
 
 
 def fmt(value: float | None, digits: int = 4) -> str:
@@ -216,7 +216,7 @@ def conclude(
     """
     seeds = sorted(seeds, key=lambda s: s.index)
     rows = [r for s in seeds for r in s.eval_rows]
-    status = max((s.status for s in seeds), key=STATUS_RANK.__getitem__, default="interrupted")
+    status = worst_status(s.status for s in seeds)
     if interrupted:
         status = "interrupted"
     score = stats.eval_score(rows) if rows else None

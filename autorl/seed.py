@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -80,6 +80,11 @@ class SeedResult:
         if self.child is None:
             return 0.0
         return max(self.child.peak_rss_gb, (self.outcome.peak_memory_gb or 0.0) if self.outcome else 0.0)
+
+
+def worst_status(statuses: Iterable[str]) -> str:
+    """A trial's (or a confirmation side's) status: its worst seed's; `interrupted` when none ran."""
+    return max(statuses, key=STATUS_RANK.__getitem__, default="interrupted")
 
 
 def write_resolved(backend: Backend, cfg: Any, seed_dir: Path, seed: int, slot: Slot = WHOLE_MACHINE) -> Path:
