@@ -2,6 +2,7 @@
 
     uv run scripts/aa_check.py --k 40                      # 40 A/A pairs, then 40 A/B pairs
     uv run scripts/aa_check.py --k 4 --seeds 3 --budget 5  # a quick look (5 s of training per seed)
+    uv run scripts/aa_check.py --k 40 --log aa.jsonl        # resumable: done repetitions are kept and skipped
 
 Each repetition runs in a fresh temporary root (AUTORL_ROOT, as the tests do): a baseline trial (the
 reference), then a candidate trial compared with it by the runner's own verdict, early stops included.
@@ -18,6 +19,7 @@ then a busy machine scores lower: keep A and B on equally loaded cores).
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import re
 import subprocess
@@ -53,10 +55,21 @@ def slower(text: str, factor: float) -> str:
     return text[: match.start(1)] + f"{lr:.3g}" + text[match.end(1) :]
 
 
+def done_repetitions(log: Path | None, name: str, args: argparse.Namespace) -> list[dict]:
+    """Repetitions of this kind and setting already in the log (a stopped run goes on where it was)."""
+    if log is None or not log.exists():
+        return []
+    rows = [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
+    key = {"kind": name, "config": str(args.config), "seeds": args.seeds, "budget": args.budget}
+    return [r for r in rows if all(r.get(k) == v for k, v in key.items())]
+
+
 def repetitions(name: str, base_text: str, cand_text: str, args: argparse.Namespace) -> None:
-    improved, seeds_run = 0, 0
+    rows = done_repetitions(args.log, name, args)[: args.k]
+    if rows:
+        print(f"{name}: {len(rows)} repetitions taken from {args.log}", flush=True)
     t0 = time.monotonic()
-    for k in range(args.k):
+    for k in range(len(rows), args.k):
         with tempfile.TemporaryDirectory(prefix="aa-check-") as tmp:
             root = Path(tmp)
             base, cand = root / "base.toml", root / "candidate.toml"
@@ -64,13 +77,27 @@ def repetitions(name: str, base_text: str, cand_text: str, args: argparse.Namesp
             cand.write_text(cand_text)
             run_trial(root, base, args)
             lines = run_trial(root, cand, args)
-        improved += lines["verdict"] == "improved"
-        seeds_run += len(lines["seeds"].split(","))
+        row = {
+            "kind": name,
+            "config": str(args.config),
+            "seeds": args.seeds,
+            "budget": args.budget,
+            "verdict": lines["verdict"],
+            "delta": lines["delta"],
+            "p_value": lines["p_value"],
+            "seeds_run": len(lines["seeds"].split(",")),
+        }
+        rows.append(row)
+        if args.log is not None:
+            with args.log.open("a") as f:
+                f.write(json.dumps(row) + "\n")
         print(
-            f"{name} {k + 1}/{args.k}: verdict {lines['verdict']}, delta {lines['delta']}, "
-            f"p {lines['p_value']}, seeds {len(lines['seeds'].split(','))} ({time.monotonic() - t0:.0f} s)",
+            f"{name} {k + 1}/{args.k}: verdict {row['verdict']}, delta {row['delta']}, "
+            f"p {row['p_value']}, seeds {row['seeds_run']} ({time.monotonic() - t0:.0f} s)",
             flush=True,
         )
+    improved = sum(r["verdict"] == "improved" for r in rows)
+    seeds_run = sum(r["seeds_run"] for r in rows)
     ci = binomtest(improved, args.k).proportion_ci(0.95, method="exact")
     print(
         f"{name}: improved {improved}/{args.k} = {improved / args.k:.3f} "
@@ -87,6 +114,7 @@ def main() -> None:
     p.add_argument("--budget", type=float, default=60.0, help="training seconds per seed")
     p.add_argument("--slower", type=float, default=10.0, help="A/B: the baseline's learning rate divisor")
     p.add_argument("--only", choices=["aa", "ab"], help="one kind only")
+    p.add_argument("--log", type=Path, help="JSONL of finished repetitions: appended to, and read to resume")
     args = p.parse_args()
     text = args.config.read_text()
     print(f"config {args.config}; {args.k} repetitions; {args.seeds} seeds x {args.budget:g} s per trial")
