@@ -48,13 +48,22 @@ def require_model(model_dir: str) -> None:
 
 
 def fetch_model(name: str) -> Path:
-    """Build the builtin model, accept a local directory, or download a hub id (huggingface_hub)."""
+    """Install the shipped builtin model (or build it when the code's recipe changed), accept a local
+    directory, or download a hub id (huggingface_hub)."""
     local = model_path(name)
     if name == BUILTIN_MODEL:
-        from autorl.llm.model_builder import build_base_model
+        from autorl.llm import model_builder as mb
 
-        say(f"building the local base model at {name} (once; under a minute on a CPU)")
-        return build_base_model(paths.repo_root() / BUILTIN_MODEL)
+        try:
+            shipped = mb.install_shipped_model(paths.repo_root() / BUILTIN_MODEL)
+        except mb.ShippedModelError as exc:
+            raise PrepareError(str(exc)) from exc
+        if shipped is not None:
+            return shipped
+        say(
+            f"the code's recipe is not the shipped model's: building the base model at {name} (a few minutes)"
+        )
+        return mb.build_base_model(paths.repo_root() / BUILTIN_MODEL)
     if local is not None:
         if not (local / "config.json").exists():
             raise PrepareError(

@@ -6,13 +6,16 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import json
+import re
 from pathlib import Path
 
 import pytest
 import torch
 from autorl_arithmetic import core as arithmetic
+from autorl_reverse import core as reverse
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
+from autorl.llm import envs
 from autorl.llm import model_builder as mb
 
 TINY = dict(
@@ -88,39 +91,54 @@ def test_a_model_built_from_another_recipe_is_rebuilt(tiny_model: Path, tmp_path
 
 
 def test_a_change_of_the_task_defaults_changes_the_recipe(monkeypatch) -> None:
-    # The warm-start data follows the taskset's defaults: when they change, the model must be rebuilt.
+    # The warm-start data follows the tasksets' defaults: when they change, the model must be rebuilt.
     shipped = mb.build_recipe()
-    assert shipped["task"]["ops"] == arithmetic.Settings().ops
+    assert shipped["tasks"]["autorl-arithmetic"]["ops"] == arithmetic.Settings().ops
+    assert shipped["tasks"]["autorl-reverse"]["alphabet"] == reverse.Settings().alphabet
 
     @dataclasses.dataclass(frozen=True)
     class WithSubtraction(arithmetic.Settings):
         ops: str = "+-"
 
     monkeypatch.setattr(arithmetic, "Settings", WithSubtraction)
-    assert mb.build_recipe()["task"]["ops"] == "+-"
+    assert mb.build_recipe()["tasks"]["autorl-arithmetic"]["ops"] == "+-"
     assert mb.build_recipe() != shipped
 
 
-def test_the_probe_is_held_out_from_the_warm_start_and_from_the_eval() -> None:
-    probe = mb.probe_problems()
-    assert len(probe) == mb.PROBE_SIZE and all(mb.is_probe_problem(p) for p in probe)
-    assert all(p.id.startswith("train-") for p in probe)  # train split: never an eval problem
-    eval_prompts = {p.prompt for p in arithmetic.first(arithmetic.Settings(split="eval"), 500)}
-    assert not eval_prompts & {p.prompt for p in probe}
-    trained = list(itertools.islice(mb.warm_start_problems(mb.SFT_SEED), 5000))
-    assert not any(mb.is_probe_problem(p) for p in trained)
+def test_the_probe_is_drawn_like_the_eval_and_held_out_from_the_warm_start_and_the_eval() -> None:
+    probe = mb.probe_sets()
+    assert [env.name for env, _ in probe] == list(mb.TASKS)  # every warm-start task, as eval.toml
+    trained = list(itertools.islice(mb.warm_start_pairs(mb.SFT_SEED), 4000))
+    for env, problems in probe:
+        assert len(problems) == mb.PROBE_SIZE and all(mb.is_probe_problem(env, p) for p in problems)
+        assert all(p.id.startswith("train-") for p in problems)  # train split: never an eval problem
+        evals = envs.load_env(env.name, {"split": "eval"}).eval_examples(mb.PROBE_SIZE)
+        assert not {p.prompt for p in evals} & {p.prompt for p in problems}
+        # the eval's mix of problem sizes, example by example: digits and letters per position
+        size = lambda prompt: re.sub("[a-z]", "a", re.sub("[0-9]", "0", prompt))  # noqa: E731
+        assert [size(p.prompt) for p in problems] == [size(e.prompt) for e in evals]
+        assert not {p.prompt for p in problems} & {prompt for prompt, _ in trained}
+    # the warm-start alternates the tasks and trains on the reference completion
+    assert all(re.fullmatch(r"[0-9+]+=", p) for p, _ in trained[0::2])
+    assert all(re.fullmatch(r"rev [a-z]+=", p) for p, _ in trained[1::2])
+    assert all(c == f"#### {eval(p[:-1])}" for p, c in trained[0:200:2])
+    assert all(c == f"#### {p[4:-1][::-1]}" for p, c in trained[1:200:2])
     # one side for a problem and its reordering
-    swapped = [dataclasses.replace(p, prompt="+".join(p.prompt[:-1].split("+")[::-1]) + "=") for p in probe]
-    assert all(mb.is_probe_problem(p) for p in swapped)
+    env = envs.load_env("autorl-arithmetic")
+    swapped = [
+        dataclasses.replace(p, prompt="+".join(p.prompt[:-1].split("+")[::-1]) + "=") for p in probe[0][1]
+    ]
+    assert all(mb.is_probe_problem(env, p) for p in swapped)
     # about 1 train problem in PROBE_BUCKETS is probe-only
-    stream = list(itertools.islice(arithmetic.train_problems(arithmetic.Settings(), seed=1), 5000))
-    share = sum(mb.is_probe_problem(p) for p in stream) / len(stream)
+    stream = list(itertools.islice(env.train_examples(1), 5000))
+    share = sum(mb.is_probe_problem(env, p) for p in stream) / len(stream)
     assert 0.5 / mb.PROBE_BUCKETS < share < 1.5 / mb.PROBE_BUCKETS
 
 
 def test_greedy_accuracy_scores_the_generated_answers() -> None:
     tok = mb.build_tokenizer()
-    problems = mb.probe_problems()[:10]
+    env, problems = mb.probe_sets()[0]
+    problems = problems[:10]
 
     class Answers(torch.nn.Module):
         """Stands in for the model: "#### <answer>" for the first 7 problems, a wrong number for the rest."""
@@ -135,7 +153,7 @@ def test_greedy_accuracy_scores_the_generated_answers() -> None:
             return torch.tensor([r + [tok.pad_token_id] * (width - len(r)) for r in rows])
 
     model = Answers().train()
-    assert mb.greedy_accuracy(model, tok, problems) == 0.7
+    assert mb.greedy_accuracy(model, tok, env, problems) == 0.7
     assert model.training  # left as it was
 
 
@@ -145,12 +163,12 @@ def test_the_warm_start_stops_when_the_probe_reaches_the_target(
     probes: list[int] = []
     accuracies = iter([0.1, 0.3, 0.5, 0.9])
 
-    def fake_accuracy(model, tokenizer, problems) -> float:
-        assert len(problems) == mb.PROBE_SIZE
+    def fake_accuracy(model, tokenizer, probe) -> float:
+        assert [len(problems) for _, problems in probe] == [mb.PROBE_SIZE] * len(mb.TASKS)
         probes.append(1)
         return next(accuracies)
 
-    monkeypatch.setattr(mb, "greedy_accuracy", fake_accuracy)
+    monkeypatch.setattr(mb, "probe_accuracy_of", fake_accuracy)
     monkeypatch.setattr(mb, "PROBE_EVERY", 2)
     out = mb.build_base_model(tmp_path / "m", steps=50, batch_size=4, progress=False, target=0.45, **TINY)
     info = json.loads((out / mb.MARKER).read_text())

@@ -28,18 +28,20 @@ import hashlib
 import itertools
 import json
 import math
+import platform
 import re
 import shutil
 import sys
 import time
+from collections import Counter, defaultdict
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import torch
-from autorl_arithmetic import core as arithmetic
 
 from autorl import paths
+from autorl.llm import envs
 from autorl.llm.eval import format_prompt
 
 # tokenizers/transformers are imported where used: run.py checks the recipe of a built model (build_recipe,
@@ -48,7 +50,13 @@ if TYPE_CHECKING:
     from transformers import PreTrainedTokenizerFast, Qwen2Config, Qwen2ForCausalLM
 
 MODEL_NAME = "tiny-arith"
-MARKER = "autorl-model.json"  # written last; its presence means the build completed
+MARKER = "autorl-model.json"  # written last; its presence means the build completed (recipe + build info)
+# The default base model, built once from the recipe below and shipped in the repo (weights, tokenizer, build
+# info: ~1 MB), so every machine starts from the same weights; prepare checks its sha256 and copies it to
+# .autorl/models/tiny-arith instead of running the warm-start. After a change of the recipe, rebuild it with
+# `uv run python -m autorl.llm.model_builder --out models/tiny-default` and put the printed sha256 here.
+SHIPPED_DIR = paths.REPO_ROOT / "models" / "tiny-default"
+SHIPPED_SHA256 = ""
 
 # Tokenizer: one token per byte (256 byte-level symbols, no merges) plus two special tokens. It is built as a
 # Qwen2Tokenizer because that is what AutoTokenizer returns for a qwen2 model whatever tokenizer_config.json
@@ -77,8 +85,9 @@ NUM_HEADS = 4
 NUM_KV_HEADS = 4
 MAX_POSITIONS = 256  # prompt + completion of the arithmetic task are < 40 characters
 
-# Supervised warm-start on the arithmetic train split (never sees an eval problem: see core.py).
-TASK_FIELDS: dict = {}  # the autorl-arithmetic defaults = the default train.toml source and eval.toml
+# Supervised warm-start on the train splits (never an eval problem: see the cores) of the default train.toml
+# sources and eval.toml environments (taskset id -> fields; the defaults), one batch row from each in turn.
+TASKS: dict[str, dict] = {"autorl-arithmetic": {}, "autorl-reverse": {}}
 # At most SFT_MAX_STEPS steps (a cosine schedule over them); the probe stopped seeds 0-9 after 440-770 steps
 # (25-45 s on one core). Check a built model with `uv run python -m autorl.llm.eval --weights DIR --out F`.
 SFT_MAX_STEPS = 1500
@@ -92,7 +101,7 @@ SFT_THREADS = 1  # deterministic everywhere; 2 threads are ~6x *slower* when oth
 # checks 10 steps apart (the lr is still high there), so a check every 10 steps overshoots the target little.
 PROBE_TARGET = 0.40  # greedy accuracy on the probe that ends the warm-start
 PROBE_EVERY = 10  # steps between probes
-PROBE_SIZE = 500  # problems in the probe
+PROBE_SIZE = 500  # problems per environment in the probe (as eval.toml's num_examples)
 PROBE_SEED = 10_000  # the probe's draws (the warm-start draws from SFT_SEED)
 PROBE_BUCKETS = 10  # 1 train problem in PROBE_BUCKETS is probe-only
 PROBE_MAX_TOKENS = 16  # as eval.toml's max_tokens
@@ -145,13 +154,13 @@ def build_config(tokenizer: PreTrainedTokenizerFast, **overrides) -> Qwen2Config
     )
 
 
-def _batch(tokenizer: PreTrainedTokenizerFast, examples: list[arithmetic.Problem]):
-    """Right-padded prompt+completion ids, with labels only on the completion (and its EOS)."""
+def _batch(tokenizer: PreTrainedTokenizerFast, pairs: list[tuple[str, str]]):
+    """Right-padded (prompt, completion) ids, rendered by the chat template as the eval renders them, with
+    labels only on the completion (and its EOS)."""
     rows, labels = [], []
-    for ex in examples:
-        p = tokenizer(format_prompt(tokenizer, ex.prompt), add_special_tokens=False)["input_ids"]
-        c = tokenizer(arithmetic.format_answer(ex.answer), add_special_tokens=False)["input_ids"]
-        c = c + [tokenizer.eos_token_id]
+    for prompt, completion in pairs:
+        p = tokenizer(format_prompt(tokenizer, prompt), add_special_tokens=False)["input_ids"]
+        c = tokenizer(completion, add_special_tokens=False)["input_ids"] + [tokenizer.eos_token_id]
         rows.append(p + c)
         labels.append([-100] * len(p) + c)
     width = max(len(r) for r in rows)
@@ -165,32 +174,69 @@ def _batch(tokenizer: PreTrainedTokenizerFast, examples: list[arithmetic.Problem
     return ids, lab, mask
 
 
-def is_probe_problem(problem: arithmetic.Problem) -> bool:
-    """Probe-only train problems: hashed like the train/eval split (core.is_eval_problem), on the problem's
-    canonical key, so ``3+5`` and ``5+3`` fall on the same side."""
-    tokens = re.findall(r"\d+|[+-]", problem.prompt)
-    key = arithmetic.problem_key((tuple(int(t) for t in tokens[0::2]), tuple(tokens[1::2])))
-    digest = hashlib.sha256(f"probe|{key}".encode()).digest()
+def task_envs(split: str) -> list[envs.Env]:
+    """The warm-start's environments (TASKS) on ``split``."""
+    return [envs.load_env(taskset_id, {**fields, "split": split}) for taskset_id, fields in TASKS.items()]
+
+
+def is_probe_problem(env: envs.Env, example: envs.Example) -> bool:
+    """Probe-only train problems: hashed like the train/eval split, on the problem's canonical key (the
+    core's ``canonical_key``: ``3+5=`` and ``5+3=`` fall on the same side)."""
+    key = env.core.canonical_key(example.prompt)
+    digest = hashlib.sha256(f"probe|{env.name}|{key}".encode()).digest()
     return int.from_bytes(digest[:8], "big") % PROBE_BUCKETS == 0
 
 
-def warm_start_problems(seed: int) -> Iterator[arithmetic.Problem]:
-    """The warm-start's endless training stream: train-split problems, minus the probe's."""
-    stream = arithmetic.train_problems(arithmetic.settings_from_fields(TASK_FIELDS), seed=seed)
-    return (p for p in stream if not is_probe_problem(p))
+def warm_start_pairs(seed: int) -> Iterator[tuple[str, str]]:
+    """The warm-start's endless (prompt, reference completion) stream: train-split problems minus the
+    probe's, one from each environment in turn."""
+
+    def pairs(env: envs.Env) -> Iterator[tuple[str, str]]:
+        for ex in env.train_examples(seed):
+            if not is_probe_problem(env, ex):
+                yield ex.prompt, env.core.format_answer(ex.answer)
+
+    return itertools.chain.from_iterable(zip(*map(pairs, task_envs("train")), strict=True))
 
 
-def probe_problems() -> list[arithmetic.Problem]:
-    """PROBE_SIZE probe-only problems, drawn like training (repeats allowed, as in the eval)."""
-    stream = arithmetic.train_problems(arithmetic.settings_from_fields(TASK_FIELDS), seed=PROBE_SEED)
-    return list(itertools.islice((p for p in stream if is_probe_problem(p)), PROBE_SIZE))
+def shape(prompt: str) -> str:
+    """A prompt with every digit written 0 and every letter a: ``47+8=`` -> ``00+0=``."""
+    return re.sub(r"[a-zA-Z]", "a", re.sub(r"[0-9]", "0", prompt))
+
+
+def probe_sets() -> list[tuple[envs.Env, list[envs.Example]]]:
+    """Per environment, PROBE_SIZE probe-only train problems drawn like the eval: one for each of the first
+    PROBE_SIZE eval examples, of the same shape (digits and letters per position), so the probe has the eval's
+    mix of problem sizes exactly (its problems are never eval problems). The probe's accuracy is the mean
+    over environments, as eval_score."""
+    sets = []
+    for env, eval_env in zip(task_envs("train"), task_envs("eval"), strict=True):
+        wanted = Counter(shape(ex.prompt) for ex in eval_env.eval_examples(PROBE_SIZE))
+        found: dict[str, list[envs.Example]] = defaultdict(list)
+        stream = (ex for ex in env.train_examples(PROBE_SEED) if is_probe_problem(env, ex))
+        for ex in itertools.islice(stream, 1000 * PROBE_SIZE):
+            if len(found[shape(ex.prompt)]) < wanted[shape(ex.prompt)]:
+                found[shape(ex.prompt)].append(ex)
+                if sum(map(len, found.values())) == PROBE_SIZE:
+                    break
+        else:
+            raise RuntimeError(
+                f"{env.name}: the probe found no train problems shaped like some eval problems"
+            )
+        # in the eval's order of shapes, so that a prefix of the probe has the eval's mix too
+        queues = {k: iter(v) for k, v in found.items()}
+        sets.append((env, [next(queues[shape(ex.prompt)]) for ex in eval_env.eval_examples(PROBE_SIZE)]))
+    return sets
 
 
 @torch.inference_mode()
 def greedy_accuracy(
-    model: Qwen2ForCausalLM, tokenizer: PreTrainedTokenizerFast, problems: list[arithmetic.Problem]
+    model: Qwen2ForCausalLM,
+    tokenizer: PreTrainedTokenizerFast,
+    env: envs.Env,
+    problems: list[envs.Example],
 ) -> float:
-    """Share of ``problems`` answered exactly with greedy decoding, as the fixed eval scores them."""
+    """Share of ``problems`` answered right with greedy decoding, as the fixed eval scores them."""
     from transformers import GenerationConfig
 
     config = GenerationConfig(
@@ -208,7 +254,14 @@ def greedy_accuracy(
     out = model.generate(**batch, generation_config=config)
     model.train(was_training)
     texts = tokenizer.batch_decode(out[:, batch["input_ids"].shape[1] :], skip_special_tokens=True)
-    return sum(arithmetic.score(t, p.answer) for t, p in zip(texts, problems, strict=True)) / len(problems)
+    return sum(env.score(t, p) for t, p in zip(texts, problems, strict=True)) / len(problems)
+
+
+def probe_accuracy_of(
+    model: Qwen2ForCausalLM, tokenizer: PreTrainedTokenizerFast, probe: list[tuple[envs.Env, list]]
+) -> float:
+    """Mean over environments of the greedy accuracy on their probe problems (as eval_score)."""
+    return sum(greedy_accuracy(model, tokenizer, env, problems) for env, problems in probe) / len(probe)
 
 
 def _lr(step: int, steps: int, warmup: int) -> float:
@@ -217,6 +270,49 @@ def _lr(step: int, steps: int, warmup: int) -> float:
         return SFT_LR * (step + 1) / warmup
     progress = (step - warmup) / max(1, steps - warmup)
     return SFT_LR * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * progress)))
+
+
+def model_sha256(model_dir: Path) -> str:
+    """sha256 over a model directory's files (names and contents, in name order)."""
+    h = hashlib.sha256()
+    for path in sorted(p for p in Path(model_dir).iterdir() if p.is_file()):
+        h.update(path.name.encode() + b"\0" + hashlib.sha256(path.read_bytes()).digest())
+    return h.hexdigest()
+
+
+class ShippedModelError(RuntimeError):
+    """The shipped model's files are not the ones the code pins (SHIPPED_SHA256)."""
+
+
+def install_shipped_model(out_dir: Path, progress: bool = True) -> Path | None:
+    """Copy the shipped model (SHIPPED_DIR) to ``out_dir`` after checking its sha256, and return ``out_dir``;
+    None when the code's recipe is not the one the shipped model was built from (then build it instead).
+    Raises ShippedModelError when the shipped files differ from SHIPPED_SHA256."""
+    if not is_complete(SHIPPED_DIR, build_recipe()):
+        return None
+    digest = model_sha256(SHIPPED_DIR)
+    if digest != SHIPPED_SHA256:
+        raise ShippedModelError(
+            f"{SHIPPED_DIR} has sha256 {digest}, not {SHIPPED_SHA256} (model_builder.SHIPPED_SHA256): its "
+            "files were modified or not checked out; `git checkout models/` restores them"
+        )
+    out_dir = Path(out_dir)
+    if is_complete(out_dir) and model_sha256(out_dir) == digest:
+        if progress:
+            print(f"base model: {out_dir} already installed (sha256 {digest[:12]})", file=sys.stderr)
+        return out_dir
+    if out_dir.exists():
+        shutil.rmtree(out_dir)
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out_dir.with_name(out_dir.name + ".tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    shutil.copytree(SHIPPED_DIR, tmp)
+    tmp.rename(out_dir)  # complete or absent
+    if progress:
+        print(
+            f"base model: the shipped {SHIPPED_DIR.name} (sha256 {digest[:12]}) -> {out_dir}", file=sys.stderr
+        )
+    return out_dir
 
 
 def is_complete(out_dir: Path, recipe: dict | None = None) -> bool:
@@ -249,9 +345,9 @@ def build_recipe(
         probe = dict(
             target=target, every=PROBE_EVERY, size=PROBE_SIZE, seed=PROBE_SEED, buckets=PROBE_BUCKETS
         )
-    # The resolved task settings, so that a change of the taskset's defaults also rebuilds the model.
-    task = dataclasses.asdict(arithmetic.settings_from_fields(TASK_FIELDS))
-    return {"model": model_dims(**model_overrides), "sft": sft, "probe": probe, "task": task}
+    # The resolved task settings, so that a change of a taskset's defaults also rebuilds the model.
+    tasks = {env.name: dataclasses.asdict(env.settings) for env in task_envs("train")}
+    return {"model": model_dims(**model_overrides), "sft": sft, "probe": probe, "tasks": tasks}
 
 
 def build_base_model(
@@ -261,13 +357,16 @@ def build_base_model(
     progress: bool = True,
     batch_size: int = SFT_BATCH_SIZE,
     target: float | None = PROBE_TARGET,
+    threads: int = SFT_THREADS,
     **model_overrides,
 ) -> Path:
     """Build (or find) the tiny base model in ``out_dir`` (default ``.autorl/models/tiny-arith``).
 
     Trains at most ``steps`` warm-start steps (default SFT_MAX_STEPS) and stops at the first probe accuracy
     >= ``target`` (None: no probe, exactly ``steps`` steps). ``model_overrides`` are Qwen2Config dims (tests
-    build tiny ones). Returns the directory; does nothing when a complete model is already there.
+    build tiny ones). ``threads``: torch CPU threads (float rounding differs with the count, so a build on
+    another count is a measure of what CPU float differences do). Returns the directory; does nothing when a
+    complete model is already there.
     """
     out_dir = Path(out_dir) if out_dir is not None else paths.models_dir() / MODEL_NAME
     steps = SFT_MAX_STEPS if steps is None else steps
@@ -279,7 +378,7 @@ def build_base_model(
     if is_complete(out_dir) and progress:
         print(f"base model: {out_dir} was built from another recipe: rebuilding", file=sys.stderr)
     start = time.perf_counter()
-    torch.set_num_threads(SFT_THREADS)
+    torch.set_num_threads(threads)
     torch.manual_seed(seed)
 
     tokenizer = build_tokenizer()
@@ -302,15 +401,15 @@ def build_base_model(
         lr=SFT_LR,
         betas=(0.9, 0.98),
     )
-    stream = warm_start_problems(seed)
-    probe = probe_problems() if target is not None else []
+    stream = warm_start_pairs(seed)
+    probe = probe_sets() if target is not None else []
     probe_accuracy: float | None = None
     reached = False
     warmup = min(SFT_WARMUP_STEPS, max(1, steps // 10))
     model.train()
     done = 0
     while done < steps:
-        ids, labels, mask = _batch(tokenizer, [next(stream) for _ in range(batch_size)])
+        ids, labels, mask = _batch(tokenizer, list(itertools.islice(stream, batch_size)))
         for group in optim.param_groups:
             group["lr"] = _lr(done, steps, warmup)
         loss = model(input_ids=ids, attention_mask=mask, labels=labels).loss
@@ -320,7 +419,7 @@ def build_base_model(
         optim.step()
         done += 1
         if probe and done % PROBE_EVERY == 0:
-            probe_accuracy = greedy_accuracy(model, tokenizer, probe)
+            probe_accuracy = probe_accuracy_of(model, tokenizer, probe)
             reached = probe_accuracy >= target
         if progress and (done % 50 == 0 or done == 1 or done == steps or reached):
             shown = "" if probe_accuracy is None else f"  probe {probe_accuracy:.3f}"
@@ -355,10 +454,14 @@ def build_base_model(
         "seed": seed,
         "batch_size": batch_size,
         "seconds": round(seconds, 1),
+        "torch": torch.__version__,
+        "threads": torch.get_num_threads(),
+        "platform": platform.platform(),
     }
     (out_dir / MARKER).write_text(json.dumps(info, indent=2) + "\n")
     if progress:
         print(f"base model: built in {seconds:.0f}s ({done} warm-start steps)", file=sys.stderr)
+        print(f"base model: sha256 {model_sha256(out_dir)}", file=sys.stderr)
     return out_dir
 
 
@@ -375,9 +478,12 @@ def main(argv: list[str] | None = None) -> None:
         help=f"probe accuracy that ends the warm-start (default {PROBE_TARGET}; a negative value: no probe)",
     )
     parser.add_argument("--seed", type=int, default=SFT_SEED)
+    parser.add_argument(
+        "--threads", type=int, default=SFT_THREADS, help=f"torch CPU threads (default {SFT_THREADS})"
+    )
     args = parser.parse_args(argv)
     target = None if args.target < 0 else args.target
-    print(build_base_model(args.out, steps=args.steps, seed=args.seed, target=target))
+    print(build_base_model(args.out, steps=args.steps, seed=args.seed, target=target, threads=args.threads))
 
 
 if __name__ == "__main__":
