@@ -81,3 +81,35 @@ def test_main_exits_1_with_the_message(root: Path, capsys) -> None:
     (root / "empty").mkdir()
     assert prep.main(["--config", str(set_model_name(root, str(root / "empty")))]) == 1
     assert "prepare failed" in capsys.readouterr().err
+
+
+def test_prepare_installs_the_shipped_model_without_a_warm_start(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys
+) -> None:
+    monkeypatch.setenv("AUTORL_ROOT", str(tmp_path))
+    monkeypatch.delenv("PRIME_RL_DIR", raising=False)
+    for name in ("eval.toml", "train.toml"):
+        shutil.copy(REPO / name, tmp_path / name)
+    # the shipped model is the one the code pins, built from the code's recipe
+    assert model_builder.model_sha256(model_builder.SHIPPED_DIR) == model_builder.SHIPPED_SHA256
+    assert model_builder.is_complete(model_builder.SHIPPED_DIR, model_builder.build_recipe())
+
+    def no_warm_start(*args, **kwargs):
+        raise AssertionError("prepare ran the warm-start although a model is shipped")
+
+    monkeypatch.setattr(model_builder, "build_base_model", no_warm_start)
+    machine = prep.prepare(tmp_path / "train.toml")
+    installed = tmp_path / prep.BUILTIN_MODEL
+    assert Path(machine.model_path) == installed
+    assert model_builder.model_sha256(installed) == model_builder.SHIPPED_SHA256
+    assert not prep.builtin_model_outdated(machine)
+    prep.prepare(tmp_path / "train.toml")
+    assert "already installed" in capsys.readouterr().err
+    # a modified shipped file is refused, naming the fix
+    tampered = tmp_path / "tampered"
+    shutil.copytree(model_builder.SHIPPED_DIR, tampered)
+    (tampered / "config.json").write_text((tampered / "config.json").read_text() + " ")
+    monkeypatch.setattr(model_builder, "SHIPPED_DIR", tampered)
+    shutil.rmtree(installed)
+    with pytest.raises(prep.PrepareError, match="git checkout models/"):
+        prep.prepare(tmp_path / "train.toml")

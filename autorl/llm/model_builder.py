@@ -1,23 +1,24 @@
 """Build the default base model without any hub: a tiny Qwen2 LM, a character tokenizer, a short warm-start.
 
-The model is a Qwen2-architecture causal LM (transformers.Qwen2Config) over single characters, trained with a
-few hundred supervised steps on the arithmetic task's format (``47+38=`` -> ``#### 85``) until it is
-*partially* competent: it always writes the format and gets a part of the problems right (greedy eval score
-~0.4), so RL has room to improve it.
+The model is a Qwen2-architecture causal LM (transformers.Qwen2Config) over single characters, trained with
+supervised steps on the formats of the default tasks (TASKS: ``47+38=`` -> ``#### 85``, ``rev hgfad=`` ->
+``#### dafgh``) until it is *partially* competent: it always writes the format and gets a part of the problems
+right, so RL has room to improve it. The built model is shipped in the repo (SHIPPED_DIR): prepare installs it
+instead of building, so every machine starts from the same weights.
 
-The warm-start stops at a competence target, not at a fixed step count. The model learns addition abruptly,
-and where the jump happens depends on float rounding: the same 600-step recipe gave a base score of 0.40 on
-the machine it was calibrated on and 0.65 on another CPU, and 0.35-0.60 across warm-start seeds. So every
-PROBE_EVERY steps the model answers PROBE_SIZE held-out problems greedily (the *probe*: train-split problems
-that the warm-start never trains on, so never an eval problem either) and the warm-start stops at the first
-probe accuracy >= PROBE_TARGET. Over warm-start seeds 0-9 this put the eval score at 0.31-0.51 (mean 0.39;
-``--seed K --out DIR``, then ``uv run python -m autorl.llm.eval --weights DIR --out F``).
+The warm-start stops at a competence target, not at a fixed step count: the model learns abruptly, and where
+the jump happens depends on float rounding (a fixed 600-step recipe gave a base score of 0.40 on one CPU and
+0.65 on another). Every PROBE_EVERY steps the model answers the *probe* greedily: per task, PROBE_SIZE
+train-split problems the warm-start never trains on (so never an eval problem either), drawn like the eval
+(one per eval example, of the same shape); the warm-start stops at the first probe accuracy (mean over tasks,
+as eval_score) >= PROBE_TARGET.
 
-Deterministic for a fixed seed on one machine (CPU, float32, one thread). Saved in Hugging Face format with
-``save_pretrained``; a marker file written last makes the build idempotent (a complete model built from the
-same recipe is never rebuilt; a half-written one, or one built from another recipe, is).
+Deterministic for a fixed seed and thread count on one machine (CPU, float32). Saved in Hugging Face format
+with ``save_pretrained``; a marker file (recipe + build info) written last makes the build idempotent (a
+complete model built from the same recipe is never rebuilt; a half-written one, or one built from another
+recipe, is).
 
-    uv run python -m autorl.llm.model_builder            # builds .autorl/models/tiny-arith
+    uv run python -m autorl.llm.model_builder --out models/tiny-default   # rebuild the shipped model
 """
 
 from __future__ import annotations

@@ -41,11 +41,12 @@ class Settings:
     """The taskset fields (the verifiers TasksetConfig declares the same ones, same defaults)."""
 
     split: Split = "train"
-    # The defaults are the default task, calibrated with the tiny base model: words of 2-5 letters a-j
-    # (~111k distinct words, a tenth of them held out for the eval).
-    min_len: int = 2  # letters per word, drawn uniformly in [min_len, max_len]
-    max_len: int = 5
-    alphabet: str = "abcdefghij"  # the letters words are drawn from (lowercase ASCII)
+    # The defaults are the default task, calibrated with the tiny base model: words of 3-6 letters a-z (~320M
+    # words; a tenth held out for the eval). With 2-5 letters a-j the warm-start learned reversal long before
+    # addition (eval 0.84 reverse, 0.11 arithmetic at its stop); with 3-6 letters a-z the two are level.
+    min_len: int = 3  # letters per word, drawn uniformly in [min_len, max_len]
+    max_len: int = 6
+    alphabet: str = string.ascii_lowercase  # the letters words are drawn from (lowercase ASCII)
     instruction: bool = False  # ask "Reverse the word abcd. <INSTRUCTION>" instead of "rev abcd="
     num_examples: int = 10_000  # tasks the verifiers Taskset yields (the embedded train stream is endless)
 
