@@ -57,7 +57,7 @@ MARKER = "autorl-model.json"  # written last; its presence means the build compl
 # .autorl/models/tiny-arith instead of running the warm-start. After a change of the recipe, rebuild it with
 # `uv run python -m autorl.llm.model_builder --out models/tiny-default` and put the printed sha256 here.
 SHIPPED_DIR = paths.REPO_ROOT / "models" / "tiny-default"
-SHIPPED_SHA256 = ""
+SHIPPED_SHA256 = "5eaef0d782c65895743eced6d36febfa2f85dbdc6ac14ff63e7c2eff4fd20083"
 
 # Tokenizer: one token per byte (256 byte-level symbols, no merges) plus two special tokens. It is built as a
 # Qwen2Tokenizer because that is what AutoTokenizer returns for a qwen2 model whatever tokenizer_config.json
