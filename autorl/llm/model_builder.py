@@ -212,7 +212,8 @@ def probe_sets() -> list[tuple[envs.Env, list[envs.Example]]]:
     over environments, as eval_score."""
     sets = []
     for env, eval_env in zip(task_envs("train"), task_envs("eval"), strict=True):
-        wanted = Counter(shape(ex.prompt) for ex in eval_env.eval_examples(PROBE_SIZE))
+        evals = eval_env.eval_examples(PROBE_SIZE)
+        wanted = Counter(shape(ex.prompt) for ex in evals)
         found: dict[str, list[envs.Example]] = defaultdict(list)
         stream = (ex for ex in env.train_examples(PROBE_SEED) if is_probe_problem(env, ex))
         for ex in itertools.islice(stream, 1000 * PROBE_SIZE):
@@ -226,7 +227,7 @@ def probe_sets() -> list[tuple[envs.Env, list[envs.Example]]]:
             )
         # in the eval's order of shapes, so that a prefix of the probe has the eval's mix too
         queues = {k: iter(v) for k, v in found.items()}
-        sets.append((env, [next(queues[shape(ex.prompt)]) for ex in eval_env.eval_examples(PROBE_SIZE)]))
+        sets.append((env, [next(queues[shape(ex.prompt)]) for ex in evals]))
     return sets
 
 
