@@ -209,11 +209,14 @@ def test_load_env_errors_and_ids() -> None:
         ("#### dcba", 1.0),
         ("####dcba\n", 1.0),
         ("abcd\n#### dcba", 1.0),
-        ("#### abcd", 0.0),  # not reversed
-        ("#### dcb", 0.0),
-        ("#### dcbaa", 0.0),
+        ("#### abcd", 0.0),  # not reversed: no letter in its place
+        ("#### dcbx", 0.75),  # partial credit: letters in their place / the longer length
+        ("#### xcba", 0.75),
+        ("#### dcb", 0.75),  # too short
+        ("#### dcbaa", 0.8),  # too long
+        ("#### ", 0.0),
         ("dcba", 0.0),  # '####' missing
-        ("#### d c b a", 0.0),
+        ("#### d c b a", 1 / 7),  # only the first letter is in its place, 7 characters
         ("#### DCBA", 0.0),
         ("#### dcba\n#### abcd", 0.0),  # the last '####' counts
     ],

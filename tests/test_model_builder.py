@@ -105,6 +105,19 @@ def test_a_change_of_the_task_defaults_changes_the_recipe(monkeypatch) -> None:
     assert mb.build_recipe() != shipped
 
 
+def test_a_change_of_a_reward_changes_the_recipe(monkeypatch) -> None:
+    # The probe scores with each task's reward: a new reward would stop the warm-start elsewhere.
+    shipped = mb.build_recipe()
+
+    def exact_only(completion: str, answer: str) -> float:
+        return float(completion.strip() == reverse.format_answer(answer))
+
+    monkeypatch.setattr(reverse, "score", exact_only)
+    changed = mb.build_recipe()
+    assert changed["rewards"]["autorl-reverse"] != shipped["rewards"]["autorl-reverse"]
+    assert changed["rewards"]["autorl-arithmetic"] == shipped["rewards"]["autorl-arithmetic"]
+
+
 def test_the_probe_is_drawn_like_the_eval_and_held_out_from_the_warm_start_and_the_eval() -> None:
     probe = mb.probe_sets()
     assert [env.name for env, _ in probe] == list(mb.TASKS)  # every warm-start task, as eval.toml

@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import hashlib
+import inspect
 import itertools
 import json
 import math
@@ -57,7 +58,7 @@ MARKER = "autorl-model.json"  # written last; its presence means the build compl
 # .autorl/models/tiny-arith instead of running the warm-start. After a change of the recipe, rebuild it with
 # `uv run python -m autorl.llm.model_builder --out models/tiny-default` and put the printed sha256 here.
 SHIPPED_DIR = paths.REPO_ROOT / "models" / "tiny-default"
-SHIPPED_SHA256 = "5eaef0d782c65895743eced6d36febfa2f85dbdc6ac14ff63e7c2eff4fd20083"
+SHIPPED_SHA256 = "96376cd07fee25cbd38b174c94996df1acea2e5d4646b7887cd5e764ae659f55"
 
 # Tokenizer: one token per byte (256 byte-level symbols, no merges) plus two special tokens. It is built as a
 # Qwen2Tokenizer because that is what AutoTokenizer returns for a qwen2 model whatever tokenizer_config.json
@@ -347,9 +348,20 @@ def build_recipe(
         probe = dict(
             target=target, every=PROBE_EVERY, size=PROBE_SIZE, seed=PROBE_SEED, buckets=PROBE_BUCKETS
         )
-    # The resolved task settings, so that a change of a taskset's defaults also rebuilds the model.
+    # The resolved task settings, so that a change of a taskset's defaults also rebuilds the model, and the
+    # source of each reward (the probe scores with it, so a new reward stops the warm-start elsewhere).
     tasks = {env.name: dataclasses.asdict(env.settings) for env in task_envs("train")}
-    return {"model": model_dims(**model_overrides), "sft": sft, "probe": probe, "tasks": tasks}
+    rewards = {
+        env.name: hashlib.sha256(inspect.getsource(env.core.score).encode()).hexdigest()[:16]
+        for env in task_envs("train")
+    }
+    return {
+        "model": model_dims(**model_overrides),
+        "sft": sft,
+        "probe": probe,
+        "tasks": tasks,
+        "rewards": rewards,
+    }
 
 
 def build_base_model(

@@ -5,7 +5,10 @@ for prime-rl. Nothing is downloaded or shipped: every word is drawn from a seede
 
 A problem is a random word over ``alphabet`` (length uniform in ``[min_len, max_len]``); the answer is the
 word reversed. Prompt ``rev abcd=``, reference completion ``#### dcba``: the GSM8K-style ``#### `` line of
-autorl-arithmetic with letters instead of a number, scored by exact string equality. Terse, because the
+autorl-arithmetic with letters instead of a number. The reward is the share of letters in their place
+(partial credit: 1.0 only for the exact word), so that a group of sampled replies differs in reward even
+when none is exact: with an exact-match reward the tiny model's sampled replies scored 0.00-0.08 and nearly
+every GRPO group had zero advantage. Terse, because the
 default model is character-level and pays for every character; ``instruction=True`` asks a question with the
 format instruction (for chat models).
 
@@ -142,6 +145,12 @@ _ANSWER = re.compile(r"####[ \t]*([^\n]*)")
 
 
 def score(completion: str, answer: str) -> float:
-    """1.0 when the text after the last '####' (stripped) is exactly the reversed word, else 0.0."""
+    """The share of letters in their place: of the text after the last '####' (stripped), the positions that
+    hold the reversed word's letter, over the longer of the two lengths. 1.0 only for exactly the reversed
+    word; 0.0 without a '####' line."""
     matches = _ANSWER.findall(completion)
-    return float(bool(matches) and matches[-1].strip() == answer)
+    if not matches:
+        return 0.0
+    given = matches[-1].strip()
+    hits = sum(a == b for a, b in zip(given, answer, strict=False))
+    return hits / max(len(given), len(answer))
