@@ -46,7 +46,8 @@ class Settings:
     split: Split = "train"
     # The defaults are the default task, calibrated with the tiny base model: words of 3-6 letters a-z (~320M
     # words; a tenth held out for the eval). With 2-5 letters a-j the warm-start learned reversal long before
-    # addition (eval 0.84 reverse, 0.11 arithmetic at its stop); with 3-6 letters a-z the two are level.
+    # addition (eval 0.84 reverse, 0.11 arithmetic at its stop); with 3-6 letters a-z the shipped model
+    # scores 0.555 on reverse (partial credit) and 0.274 on arithmetic, and RL improves both.
     min_len: int = 3  # letters per word, drawn uniformly in [min_len, max_len]
     max_len: int = 6
     alphabet: str = string.ascii_lowercase  # the letters words are drawn from (lowercase ASCII)
