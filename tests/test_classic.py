@@ -327,22 +327,22 @@ def test_curve_score_rewards_solving_sooner():
 
 def test_a_config_that_learns_faster_is_improved(tmp_path, monkeypatch, capsys):
     """The real runner on the classic track: the shipped classic.toml is the reference, and a config that
-    learns faster (learning_rate 1e-3 and 10 update epochs; +0.30 over the shipped one in a 3-seed trial,
-    README) is `improved` against it, both intervals strictly inside score_range (not at the ceiling). The
-    60 s budget is not reached: training ends at the score's 50k env steps, so the scores do not depend on
-    the machine's speed."""
+    learns faster (learning_rate 2e-3 and 10 update epochs: 0.867 in a 4-seed trial against the shipped
+    one's 0.48-0.59, README) is `improved` against it, both intervals strictly inside score_range (not at
+    the ceiling). The 60 s budget is not reached: training ends at the score's 50k env steps, so the scores
+    do not depend on the machine's speed."""
     monkeypatch.setenv("AUTORL_ROOT", str(tmp_path))
     text = SHIPPED.read_text()
     faster = tmp_path / "faster.toml"
     faster.write_text(
-        text.replace("learning_rate = 5e-4 ", "learning_rate = 1e-3 ").replace(
+        text.replace("learning_rate = 5e-4 ", "learning_rate = 2e-3 ").replace(
             "update_epochs = 4 ", "update_epochs = 10 "
         )
     )
-    assert "learning_rate = 1e-3" in faster.read_text() and "update_epochs = 10" in faster.read_text()
+    assert "learning_rate = 2e-3" in faster.read_text() and "update_epochs = 10" in faster.read_text()
 
     def run(config: Path) -> dict[str, str]:
-        argv = ["--track", "classic", "--config", str(config), "--seeds", "3", "--budget", "60"]
+        argv = ["--track", "classic", "--config", str(config), "--seeds", "4", "--budget", "60"]
         assert trial.main([*argv, "--all-seeds"]) == 0
         block = capsys.readouterr().out.rsplit("\n---\n", 1)[-1]
         return dict(line.split(": ", 1) for line in block.strip().splitlines())
