@@ -326,33 +326,25 @@ def test_curve_score_rewards_solving_sooner():
 
 
 def test_a_config_that_learns_faster_is_improved(tmp_path, monkeypatch, capsys):
-    """The real runner on the classic track: the shipped classic.toml is the reference, and a config that
-    learns faster (learning_rate 2e-3 and 10 update epochs: 0.867 in a 4-seed trial against the shipped
-    one's 0.48-0.59, README) is `improved` against it, both intervals strictly inside score_range (not at
-    the ceiling). The 60 s budget is not reached: training ends at the score's 50k env steps, so the scores
-    do not depend on the machine's speed."""
+    """The real runner on the classic track, 5 s of training per seed: a config with a 100x smaller learning
+    rate is the reference; the shipped classic.toml learns faster and is `improved` against it, with its
+    interval strictly inside score_range (not at the ceiling)."""
     monkeypatch.setenv("AUTORL_ROOT", str(tmp_path))
-    text = SHIPPED.read_text()
-    faster = tmp_path / "faster.toml"
-    faster.write_text(
-        text.replace("learning_rate = 5e-4 ", "learning_rate = 2e-3 ").replace(
-            "update_epochs = 4 ", "update_epochs = 10 "
-        )
-    )
-    assert "learning_rate = 2e-3" in faster.read_text() and "update_epochs = 10" in faster.read_text()
+    slow = tmp_path / "slow.toml"
+    slow.write_text(SHIPPED.read_text().replace("learning_rate = 5e-4 ", "learning_rate = 5e-6 "))
+    assert "learning_rate = 5e-6" in slow.read_text()
 
     def run(config: Path) -> dict[str, str]:
-        argv = ["--track", "classic", "--config", str(config), "--seeds", "4", "--budget", "60"]
-        assert trial.main([*argv, "--all-seeds"]) == 0
+        argv = ["--track", "classic", "--config", str(config), "--seeds", "3", "--budget", "5", "--all-seeds"]
+        assert trial.main(argv) == 0
         block = capsys.readouterr().out.rsplit("\n---\n", 1)[-1]
         return dict(line.split(": ", 1) for line in block.strip().splitlines())
 
-    ref = run(SHIPPED)
+    ref = run(slow)
     assert ref["verdict"] == "baseline" and ref["score_range"] == "0 1" and "note" not in ref
-    fast = run(faster)
+    fast = run(SHIPPED)
     assert fast["verdict"] == "improved", fast
-    for summary in (ref, fast):
-        low, high = map(float, summary["eval_ci"].split())
-        assert 0.0 < low <= float(summary["eval_score"]) <= high < 1.0
+    low, high = map(float, fast["eval_ci"].split())
+    assert 0.0 < low <= float(fast["eval_score"]) <= high < 1.0
     assert float(fast["eval_score"]) > float(ref["eval_score"])
-    assert float(fast["final_return"]) > 0  # the final policy's return stays in the summary
+    assert float(fast["final_return"]) > float(ref["final_return"])  # the final policy is in the summary
