@@ -350,10 +350,11 @@ def build_recipe(
         )
     # The resolved task settings, so that a change of a taskset's defaults also rebuilds the model, and the
     # source of each reward (the probe scores with it, so a new reward stops the warm-start elsewhere).
-    tasks = {env.name: dataclasses.asdict(env.settings) for env in task_envs("train")}
+    train_envs = task_envs("train")
+    tasks = {env.name: dataclasses.asdict(env.settings) for env in train_envs}
     rewards = {
         env.name: hashlib.sha256(inspect.getsource(env.core.score).encode()).hexdigest()[:16]
-        for env in task_envs("train")
+        for env in train_envs
     }
     return {
         "model": model_dims(**model_overrides),
