@@ -188,10 +188,12 @@ def run_confirm(run_id: str | None = None, n_seeds: int | None = None, ledger: L
         stop.request(2)
         say("interrupted: nothing recorded")
         return 130
-    return record(ledger, confirm_id, seeds, sides, same, track.prior_seed_sd)
+    return record(ledger, confirm_id, seeds, sides, same, track.seed_sd_prior)
 
 
-def record(ledger: Ledger, confirm_id: str, seeds: list[int], sides: dict[str, Side], same, prior) -> int:
+def record(
+    ledger: Ledger, confirm_id: str, seeds: list[int], sides: dict[str, Side], same, prior: float
+) -> int:
     """Compare the two sides, print the block and append it to confirmed.tsv."""
     cand, base = sides["candidate"], sides["baseline"]
     status = worst_status((cand.status, base.status))
@@ -204,7 +206,7 @@ def record(ledger: Ledger, confirm_id: str, seeds: list[int], sides: dict[str, S
         track=ctx.track,
         eval_hash=ctx.eval_hash,
         harness_hash=ctx.harness_hash,
-        prior_sd=prior(base_score),
+        prior_sd=prior,
         budget=ctx.budget,
     )
     c = stats.compare(cand.rows, base.rows, noise=noise) if ok else None

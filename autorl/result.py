@@ -169,10 +169,6 @@ class TrialResult:
         }
 
 
-def reference_score(reference: dict[str, str] | None) -> float | None:
-    return float(reference["eval_score"]) if reference and reference.get("eval_score") else None
-
-
 def ceiling_note(reference: dict[str, str] | None, ci: tuple[float | None, float | None], high: float) -> str:
     """Why no candidate can be `improved`: the reference's interval (or, without one, this trial's) touches
     the top of the score range."""
@@ -203,7 +199,7 @@ def conclude(
     base_rows: list[dict[str, Any]],
     reference: dict[str, str] | None,
     ref_rows: list[dict[str, Any]],
-    noise_for: Callable[[float | None], stats.NoiseFloor],
+    noise: stats.NoiseFloor,
     stopped_early: str = "",
     extras_fn: Callable[[list[dict[str, Any]]], dict[str, str]] | None = None,
     parallel: int = 1,
@@ -211,8 +207,8 @@ def conclude(
 ) -> TrialResult:
     """Pool the seeds' eval rows and compare them with the reference.
 
-    `noise_for(score)` is the noise floor with the track's prior scaled by `score`: the reference's score,
-    or without a reference the trial's own. `extras_fn(rows)` returns the backend's summary extras.
+    `noise` is the ledger's noise floor (with the track's prior). `extras_fn(rows)` returns the backend's
+    summary extras.
     """
     seeds = sorted(seeds, key=lambda s: s.index)
     rows = [r for s in seeds for r in s.eval_rows]
@@ -220,7 +216,6 @@ def conclude(
     if interrupted:
         status = "interrupted"
     score = stats.eval_score(rows) if rows else None
-    noise = noise_for(reference_score(reference) if reference is not None else score)
     ci: tuple[float | None, float | None] = (None, None)
     if rows:
         # One seed: widen the interval by the seed-to-seed spread, which a bootstrap over examples can't see.

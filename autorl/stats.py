@@ -227,7 +227,7 @@ def noise_floor(
     Groups ok trials by config_hash (within the same track / eval set / harness / budget when given); every
     group with >= 2 per-seed scores (two trials of one config, or one trial with --seeds >= 2) adds its
     within-group sum of squares. Pooled with the prior `prior_sd` (default `DEFAULT_SEED_SD`; each track
-    has its own, `Track.prior_seed_sd`).
+    has its own, `Track.seed_sd_prior`).
     """
     groups: dict[str, list[float]] = defaultdict(list)
     runs: dict[str, int] = defaultdict(int)

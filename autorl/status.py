@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from autorl.ledger import Context, Ledger, Mark, as_float, best_kept, comparable
-from autorl.result import ceiling_note, reference_score
+from autorl.result import ceiling_note
 from autorl.stats import noise_floor
 from autorl.track import get_track
 
@@ -104,8 +104,8 @@ def collect(
     ctx = Context.of(latest)
     same = [r for r in rows if comparable(r, *ctx)]
     best = best_kept(same, *ctx)
-    # The noise floor the verdict uses: the track's prior scaled by the reference's score.
-    prior = get_track(ctx.track).prior_seed_sd(reference_score(best))
+    # The noise floor the verdict uses: the track's prior pooled with the ledger's repeats.
+    prior = get_track(ctx.track).seed_sd_prior
     top = get_track(ctx.track).score_range(None)[1]
     nf = noise_floor(
         same,

@@ -50,9 +50,10 @@ class Track(Protocol):
         """What the untrained starting point is (the base eval's cache key)."""
         ...
 
-    def prior_seed_sd(self, reference_score: float | None) -> float:
-        """The prior single-seed sd of eval_score, before the ledger has measured one."""
-        ...
+    # The prior single-seed sd of eval_score, before the ledger has measured one. A constant, not scaled by
+    # the reference's score: a reference that scored low by chance would otherwise get a smaller prior just
+    # when the candidate's regression to the mean looks like a gain.
+    seed_sd_prior: float
 
     def score_range(self, cfg: Any) -> tuple[float, float]:
         """The lowest and highest eval_score possible (the interval is clipped to it; a reference whose

@@ -362,7 +362,7 @@ def _run_trial(
     from autorl.ledger import Ledger, LedgerError, best_kept, reference_rows
     from autorl.live import LiveView
     from autorl.pool import SeedJob, run_local
-    from autorl.result import TrialContext, conclude, reference_score
+    from autorl.result import TrialContext, conclude
     from autorl.slots import plan
 
     t0 = time.monotonic()
@@ -411,23 +411,20 @@ def _run_trial(
     if base_error and not stop:
         say(f"warning: base model eval failed: {base_error}")
 
-    def noise_for(prior_score: float | None) -> stats.NoiseFloor:
-        return stats.noise_floor(
-            ledger_rows,
-            track=track.name,
-            eval_hash=eval_hash,
-            harness_hash=h_hash,
-            prior_sd=track.prior_seed_sd(prior_score),
-            budget=opts.budget,
-        )
-
-    # The ledger does not change during the trial: one noise floor serves every interim check.
-    interim_noise = noise_for(reference_score(reference))
+    # The ledger does not change during the trial: one noise floor serves every interim check and the verdict.
+    noise = stats.noise_floor(
+        ledger_rows,
+        track=track.name,
+        eval_hash=eval_hash,
+        harness_hash=h_hash,
+        prior_sd=track.seed_sd_prior,
+        budget=opts.budget,
+    )
 
     def after_wave(done: list[SeedResult]) -> str:
         if not ref_rows or opts.all_seeds or any(r.status != "ok" for r in done):
             return ""
-        interim = stats.compare([r for s in done for r in s.eval_rows], ref_rows, noise=interim_noise)
+        interim = stats.compare([r for s in done for r in s.eval_rows], ref_rows, noise=noise)
         looks = -(-opts.seeds // the_plan.parallel)  # waves planned; one look after each but the last
         decision = stats.early_decision(interim, -(-len(done) // the_plan.parallel), looks)
         if decision is None:
@@ -490,7 +487,7 @@ def _run_trial(
         base_rows,
         reference,
         ref_rows,
-        noise_for,
+        noise,
         stopped_early=stopped_early,
         extras_fn=lambda rows: backend.summary_extras(cfg, [s.outcome for s in results if s.outcome], rows),
         parallel=the_plan.parallel,

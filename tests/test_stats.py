@@ -187,10 +187,8 @@ def test_noise_floor_pools_repeated_configs() -> None:
     assert "measured" in nf.describe()
     empty = noise_floor([], track="llm", eval_hash="e", harness_hash="h")
     assert empty.sd == stats.DEFAULT_SEED_SD and empty.df == 0 and "default" in empty.describe()
-    classic_prior = get_track("classic").prior_seed_sd(None)
-    assert (
-        noise_floor([], track="classic", prior_sd=classic_prior).prior_sd == 0.05
-    )  # 0..1 learning-curve area
+    classic_prior = get_track("classic").seed_sd_prior
+    assert noise_floor([], track="classic", prior_sd=classic_prior).prior_sd == 0.11  # 0..1 curve area
 
 
 # ---- the group-sequential early stop ------------------------------------------------------------------

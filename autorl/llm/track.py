@@ -13,6 +13,7 @@ from autorl.stats import DEFAULT_SEED_SD
 
 class LLMTrack:
     name = "llm"
+    seed_sd_prior = DEFAULT_SEED_SD
     default_config = "train.toml"
     # 6 seeds, the fewest that give the keep rule >= 80% power for a +0.05 gain with the early stop
     # (scripts/simulate_decisions.py: 86%; 5 seeds give 80%).
@@ -59,9 +60,6 @@ class LLMTrack:
 
     def base_model_id(self, cfg: Any) -> str:
         return cfg.model.model.name
-
-    def prior_seed_sd(self, reference_score: float | None) -> float:
-        return DEFAULT_SEED_SD
 
     def score_range(self, cfg: Any) -> tuple[float, float]:
         return 0.0, 1.0  # verifier rewards are 0/1

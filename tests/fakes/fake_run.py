@@ -84,14 +84,14 @@ def main() -> int:
     )
     reference = ledger.best_kept(args.track, "e", "h")
     ref_rows = read_jsonl(paths.runs_dir() / reference["run_id"] / "eval.jsonl") if reference else []
-    prior = get_track(args.track).prior_seed_sd
+    prior = get_track(args.track).seed_sd_prior
     result = conclude(
         ctx,
         [seed],
         [],
         reference,
         ref_rows,
-        lambda score: stats.noise_floor(rows, args.track, "e", "h", prior_sd=prior(score)),
+        stats.noise_floor(rows, args.track, "e", "h", prior_sd=prior),
     )
     result.run_dir_shown = f"runs/{run_id}"
     with open(run_dir / "eval.jsonl", "w") as f:
