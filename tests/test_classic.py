@@ -326,25 +326,36 @@ def test_curve_score_rewards_solving_sooner():
 
 
 def test_a_config_that_learns_faster_is_improved(tmp_path, monkeypatch, capsys):
-    """The real runner on the classic track, 5 s of training per seed: a config with a 100x smaller learning
-    rate is the reference; the shipped classic.toml learns faster and is `improved` against it, with its
-    interval strictly inside score_range (not at the ceiling)."""
+    """The real runner on the classic track. The shipped classic.toml is the reference (8 seeds): its interval
+    lies strictly inside score_range (not at the ceiling). A config that learns faster per env step (4 envs
+    x 32 steps per rollout, learning_rate 1e-3, 10 update epochs: 0.897, seed sd 0.022 over 8 seeds against
+    the shipped one's 0.679, sd 0.109 over 12; README) is `improved` against it with 4 seeds. Training ends
+    at the score's 50k env steps, long before the 600 s budget: the scores do not depend on the machine's
+    speed."""
     monkeypatch.setenv("AUTORL_ROOT", str(tmp_path))
-    slow = tmp_path / "slow.toml"
-    slow.write_text(SHIPPED.read_text().replace("learning_rate = 5e-4 ", "learning_rate = 5e-6 "))
-    assert "learning_rate = 5e-6" in slow.read_text()
+    faster = tmp_path / "faster.toml"
+    changes = {
+        "num_envs = 16 ": "num_envs = 4 ",
+        "learning_rate = 5e-4 ": "learning_rate = 1e-3 ",
+        "update_epochs = 4 ": "update_epochs = 10 ",
+    }
+    text = SHIPPED.read_text()
+    for old, new in changes.items():
+        assert text.count(old) == 1
+        text = text.replace(old, new)
+    faster.write_text(text)
 
-    def run(config: Path) -> dict[str, str]:
-        argv = ["--track", "classic", "--config", str(config), "--seeds", "3", "--budget", "5", "--all-seeds"]
+    def run(config: Path, *flags: str) -> dict[str, str]:
+        argv = ["--track", "classic", "--config", str(config), "--budget", "600", *flags]
         assert trial.main(argv) == 0
         block = capsys.readouterr().out.rsplit("\n---\n", 1)[-1]
         return dict(line.split(": ", 1) for line in block.strip().splitlines())
 
-    ref = run(slow)
+    ref = run(SHIPPED, "--seeds", "8", "--all-seeds")
     assert ref["verdict"] == "baseline" and ref["score_range"] == "0 1" and "note" not in ref
-    fast = run(SHIPPED)
+    low, high = map(float, ref["eval_ci"].split())
+    assert 0.0 < low <= float(ref["eval_score"]) <= high < 1.0
+    fast = run(faster, "--seeds", "4")
     assert fast["verdict"] == "improved", fast
-    low, high = map(float, fast["eval_ci"].split())
-    assert 0.0 < low <= float(fast["eval_score"]) <= high < 1.0
     assert float(fast["eval_score"]) > float(ref["eval_score"])
-    assert float(fast["final_return"]) > float(ref["final_return"])  # the final policy is in the summary
+    assert "final_return" in fast  # the final policy's return stays in the summary

@@ -6,6 +6,7 @@ through the real autorl.result (statistics against the reference, the ledger row
 block). `lr = 0` (or a config that does not parse) exits 2 like an invalid config; FAKE_RUN_CRASH=1
 crashes.
 """
+# ruff: noqa: E402 (the start time is taken before the imports)
 
 from __future__ import annotations
 
@@ -16,6 +17,9 @@ import math
 import os
 import sys
 import time
+
+STARTED = time.time()  # before the imports: a busy machine can spread two processes' imports by seconds
+
 import tomllib
 from pathlib import Path
 
@@ -54,9 +58,8 @@ def main() -> int:
     run_dir.mkdir(parents=True)
     (run_dir / "config.toml").write_text(text)
     crashed = os.environ.get("FAKE_RUN_CRASH") == "1"
-    started = time.time()
     time.sleep(float(os.environ.get("FAKE_RUN_SECONDS", "0")))  # "training"
-    (run_dir / "interval.json").write_text(json.dumps([started, time.time()]))
+    (run_dir / "interval.json").write_text(json.dumps([STARTED, time.time()]))  # the process's lifetime
     # A noise-free world: example i succeeds iff i / N < p, so eval_score == p (to 1/N).
     p_success = 0.2 + 0.7 * math.exp(-((math.log10(lr) + 4.0) ** 2) / 2)
     seed = SeedResult(index=0, seed=n, dir=run_dir / "seed-0", status="crash" if crashed else "ok")
