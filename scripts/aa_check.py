@@ -31,6 +31,9 @@ from pathlib import Path
 from scipy.stats import binomtest
 
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from autorl.tune import parse_summary  # noqa: E402
 
 
 def run_trial(root: Path, config: Path, args: argparse.Namespace) -> dict[str, str]:
@@ -39,8 +42,7 @@ def run_trial(root: Path, config: Path, args: argparse.Namespace) -> dict[str, s
     proc = subprocess.run(
         argv, cwd=REPO, env={**os.environ, "AUTORL_ROOT": str(root)}, capture_output=True, text=True
     )
-    block = proc.stdout.rsplit("\n---\n", 1)[-1]
-    lines = dict(line.split(": ", 1) for line in block.strip().splitlines() if ": " in line)
+    lines = parse_summary(proc.stdout)
     if proc.returncode != 0 or lines.get("status") != "ok":
         raise RuntimeError(f"trial failed ({proc.returncode}):\n{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}")
     return lines
@@ -114,7 +116,12 @@ def main() -> None:
     p.add_argument("--budget", type=float, default=60.0, help="training seconds per seed")
     p.add_argument("--slower", type=float, default=10.0, help="A/B: the baseline's learning rate divisor")
     p.add_argument("--only", choices=["aa", "ab"], help="one kind only")
-    p.add_argument("--log", type=Path, help="JSONL of finished repetitions: appended to, and read to resume")
+    p.add_argument(
+        "--log",
+        type=Path,
+        help="JSONL of finished repetitions: appended to, and read to resume (rows match on kind, config, "
+        "seeds and budget only: start a new log after changing the code)",
+    )
     args = p.parse_args()
     text = args.config.read_text()
     print(f"config {args.config}; {args.k} repetitions; {args.seeds} seeds x {args.budget:g} s per trial")

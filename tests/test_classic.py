@@ -22,6 +22,7 @@ from autorl.classic.evaluate import SCORE_STEPS, curve_grid, curve_rows, evaluat
 from autorl.classic.evaluate import main as evaluate_main
 from autorl.classic.ppo import PPO, load_policy
 from autorl.paths import REPO_ROOT
+from autorl.tune import parse_summary
 
 SHIPPED = REPO_ROOT / "classic.toml"
 
@@ -348,8 +349,7 @@ def test_a_config_that_learns_faster_is_improved(tmp_path, monkeypatch, capsys):
     def run(config: Path, *flags: str) -> dict[str, str]:
         argv = ["--track", "classic", "--config", str(config), "--budget", "600", *flags]
         assert trial.main(argv) == 0
-        block = capsys.readouterr().out.rsplit("\n---\n", 1)[-1]
-        return dict(line.split(": ", 1) for line in block.strip().splitlines())
+        return parse_summary(capsys.readouterr().out)
 
     ref = run(SHIPPED, "--seeds", "8", "--all-seeds")
     assert ref["verdict"] == "baseline" and ref["score_range"] == "0 1" and "note" not in ref

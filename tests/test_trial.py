@@ -16,6 +16,7 @@ from fakes.fake_backend import TRAIN_TOML, FakeBackend
 from autorl import stats, trial
 from autorl.ledger import Ledger
 from autorl.llm.track import LLMTrack
+from autorl.tune import parse_summary
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -43,9 +44,7 @@ def use_backend(monkeypatch, root: Path, mode: str = "ok", quality: float = 0.6)
     monkeypatch.setattr(LLMTrack, "make_backend", lambda self, name: backend)
 
 
-def summary(out: str) -> dict[str, str]:
-    block = out.split("\n---\n")[-1] if "\n---\n" in out else out.split("---\n", 1)[-1]
-    return dict(line.split(": ", 1) for line in block.strip().splitlines())
+summary = parse_summary  # run.py's `key: value` block after the last `---`
 
 
 def test_ok_trial_prints_the_summary_and_appends_one_row(root, monkeypatch, capsys):
