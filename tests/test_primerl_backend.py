@@ -164,6 +164,43 @@ def test_rendered_config_matches_golden_and_uses_only_pinned_schema_keys(tmp_pat
     assert tomllib.loads(to_toml(rendered)) == rendered  # the TOML `rl` reads is exactly the dict
 
 
+def _listening_hosts(rendered: dict) -> dict[str, str | None]:
+    """Every address a server of the rendered run binds to, as prime-rl 559b447 reads it (an absent host:
+    vLLM binds every interface; the trainer's metrics server, when on, 0.0.0.0)."""
+    hosts: dict[str, str | None] = {"inference.server": rendered["inference"]["server"].get("host")}
+    for part in ("orchestrator", "trainer"):
+        if "rollout_transport" in rendered.get(part, {}):
+            hosts[f"{part}.rollout_transport"] = rendered[part]["rollout_transport"].get("host", "localhost")
+    if "metrics_server" in rendered.get("trainer", {}):
+        hosts["trainer.metrics_server"] = rendered["trainer"]["metrics_server"].get("host", "0.0.0.0")
+    return hosts
+
+
+@pytest.mark.parametrize("source", [REPO / "examples" / "gsm8k-2gpu.toml", None])
+def test_every_server_of_a_rendered_run_listens_on_loopback_only(tmp_path, source):
+    """prime-rl's vLLM server binds every interface when inference.server.host is unset: the harness sets it
+    to 127.0.0.1, for the whole machine and for a slot that moves the ports, and the client uses it."""
+    cfg = load_train_config(source, backend="prime-rl") if source else load(tmp_path, DEFAULT_TOML)
+    for slot in (WHOLE_MACHINE, Slot(gpus=(0, 1), port=8600, gpu_share=0.5)):
+        out = render(cfg.data, tmp_path / "runs" / "r" / "seed-0", seed=1, slot=slot)
+        hosts = _listening_hosts(out)
+        assert set(hosts.values()) == {"127.0.0.1"}, hosts
+        assert out["orchestrator"]["model"]["client"]["base_url"].startswith("http://127.0.0.1:")
+
+
+def test_a_wider_binding_is_an_explicit_choice_and_a_bad_one_is_refused(tmp_path, monkeypatch):
+    cfg = load(tmp_path, DEFAULT_TOML)
+    monkeypatch.setenv("AUTORL_PRIMERL_HOST", "0.0.0.0")
+    out = render(cfg.data, tmp_path / "runs" / "r" / "seed-0", seed=1)
+    assert out["inference"]["server"]["host"] == "0.0.0.0"
+    assert out["orchestrator"]["model"]["client"]["base_url"] == "http://127.0.0.1:8000/v1"
+    for bad_env, bad in (("AUTORL_PRIMERL_HOST", "every-interface"), ("AUTORL_PRIMERL_PORT", "80x")):
+        monkeypatch.setenv(bad_env, bad)
+        with pytest.raises(ConfigError, match=bad_env):
+            PrimeRLBackend().check(cfg)
+        monkeypatch.delenv(bad_env)
+
+
 def test_render_adds_harness_keys_and_keeps_the_users(tmp_path):
     cfg = load(tmp_path, DEFAULT_TOML)
     run_dir = tmp_path / "runs" / "r1" / "seed-0"
@@ -184,7 +221,7 @@ def test_render_adds_harness_keys_and_keeps_the_users(tmp_path):
     assert out["inference"]["vllm"]["seed"] == 99
     assert out["inference"]["vllm"]["max_model_len"] == 256  # follows seq_len
     port = out["inference"]["server"]["port"]
-    assert out["orchestrator"]["model"]["client"]["base_url"] == f"http://localhost:{port}/v1"
+    assert out["orchestrator"]["model"]["client"]["base_url"] == f"http://127.0.0.1:{port}/v1"
     # a local model: absolute (rl runs in prime-rl's checkout) and an explicit renderer (auto needs a hub id)
     assert out["model"]["name"] == str((tmp_path / ".autorl" / "models" / "tiny-arith").resolve())
     assert out["orchestrator"]["renderer"] == {"name": "default"}
@@ -199,7 +236,7 @@ def test_render_hub_model_keeps_auto_renderer_and_wandb_only_from_the_environmen
     out = render(cfg.data, tmp_path / "run", seed=1)
     assert out["monitors"]["wandb"]["project"] == "autorl"
     assert out["inference"]["server"]["port"] == 8123
-    assert out["orchestrator"]["model"]["client"]["base_url"] == "http://localhost:8123/v1"
+    assert out["orchestrator"]["model"]["client"]["base_url"] == "http://127.0.0.1:8123/v1"
     assert unknown_keys(out) == []
 
 
@@ -833,8 +870,8 @@ def test_launch_in_a_slot_renders_its_ports_memory_share_and_gpus(tmp_path, fake
     assert unknown_keys(out) == []
     port = slot.port
     assert port == 8500 and out["inference"]["server"]["port"] == port
-    assert out["orchestrator"]["model"]["client"]["base_url"] == f"http://localhost:{port}/v1"
-    transport = {"type": "zmq", "port": port + 10}  # prime-rl binds port and port + 1
+    assert out["orchestrator"]["model"]["client"]["base_url"] == f"http://127.0.0.1:{port}/v1"
+    transport = {"type": "zmq", "host": "127.0.0.1", "port": port + 10}  # prime-rl binds port and port + 1
     assert out["orchestrator"]["rollout_transport"] == out["trainer"]["rollout_transport"] == transport
     assert out["orchestrator"]["env_server_base_port"] == port + 20
     assert out["inference"]["vllm"]["gpu_memory_utilization"] == 0.45  # half of prime-rl's default 0.9

@@ -1,8 +1,9 @@
 """Rendering the config `rl` runs with: train.toml's raw dict plus the harness-owned keys.
 
 The harness-owned keys: output dir, fixed run name, 1+1 GPU deployment, filesystem weight broadcast, file
-metrics, no online eval, the inference server, seeds, the local-only environment harness and, for a seed
-that shares the machine with others (a `Slot`), its ports and its share of the inference GPU's memory.
+metrics, no online eval, the inference server (bound to 127.0.0.1: see `bind_host`), seeds, the local-only
+environment harness and, for a seed that shares the machine with others (a `Slot`), its ports and its share
+of the inference GPU's memory.
 Every rendered key is in the pinned schema (autorl/llm/primerl_keys.txt, prime-rl 559b447).
 """
 
@@ -22,6 +23,10 @@ RUN_NAME = "autorl"  # fixed run.name: prime-rl writes to <output_dir>/<run.name
 DEFAULT_SEQ_LEN = 2048  # prime-rl's default seq_len; vLLM's max_model_len follows it
 
 INFERENCE_PORT = 8000  # vLLM's OpenAI server; AUTORL_PRIMERL_PORT overrides (a second job on the node)
+# Every server the run starts listens on the loopback interface: left unset, prime-rl's vLLM server binds
+# every interface (an unauthenticated OpenAI endpoint with weight-update routes). AUTORL_PRIMERL_HOST widens
+# it, an explicit multi-node choice (docs/prime-rl.md, "Network exposure").
+LOOPBACK = "127.0.0.1"
 # A slot's ports, from its base port (Slot.port): vLLM on the base port itself, the orchestrator -> trainer
 # ZMQ rollout transport on base+10 and base+11 (prime-rl binds port and port + 1; its default is 5555), the
 # env servers on base+20, base+21, ... (one per train source; prime-rl's default base is 5000). The trainer's
@@ -39,7 +44,28 @@ def wandb_enabled() -> bool:
 
 
 def inference_port() -> int:
-    return int(os.environ.get("AUTORL_PRIMERL_PORT", INFERENCE_PORT))
+    """vLLM's port: $AUTORL_PRIMERL_PORT (an integer in 1024..65000) or 8000."""
+    from autorl.tomlcheck import ConfigError
+
+    text = os.environ.get("AUTORL_PRIMERL_PORT", str(INFERENCE_PORT))
+    if not text.isdigit() or not 1024 <= int(text) <= 65000:
+        raise ConfigError(f"AUTORL_PRIMERL_PORT must be an integer in 1024..65000, got {text!r}")
+    return int(text)
+
+
+def bind_host() -> str:
+    """The address the run's servers listen on: 127.0.0.1, or the IP address in $AUTORL_PRIMERL_HOST."""
+    import ipaddress
+
+    from autorl.tomlcheck import ConfigError
+
+    text = os.environ.get("AUTORL_PRIMERL_HOST", LOOPBACK)
+    try:
+        return str(ipaddress.ip_address(text))
+    except ValueError:
+        raise ConfigError(
+            f"AUTORL_PRIMERL_HOST must be an IP address to listen on (default {LOOPBACK}), got {text!r}"
+        ) from None
 
 
 def local_model_dir(name: str | None) -> Path | None:
@@ -104,7 +130,11 @@ def render(data: dict[str, Any], run_dir: Path, seed: int, slot: Slot = WHOLE_MA
     # No online eval: it would run inside the training budget; the fixed harness evaluates afterwards.
     orch.pop("eval", None)
     port = slot.port if slot.port is not None else inference_port()
-    orch.setdefault("model", {}).setdefault("client", {})["base_url"] = f"http://localhost:{port}/v1"
+    host = bind_host()
+    client_host = LOOPBACK if host in ("0.0.0.0", "::") else host
+    if ":" in client_host:
+        client_host = f"[{client_host}]"
+    orch.setdefault("model", {}).setdefault("client", {})["base_url"] = f"http://{client_host}:{port}/v1"
     if local is not None:
         # renderer "auto" only knows exact hub ids; a local directory needs one named (its chat template).
         orch["renderer"] = {"name": "default"}
@@ -122,12 +152,12 @@ def render(data: dict[str, Any], run_dir: Path, seed: int, slot: Slot = WHOLE_MA
             sampler["seed"] = seed
     if slot.port is not None:  # side by side with other seeds: none of the run's ports at its default
         orch["env_server_base_port"] = port + ENV_SERVER_OFFSET
-        transport = {"type": "zmq", "port": port + ROLLOUT_TRANSPORT_OFFSET}
+        transport = {"type": "zmq", "host": LOOPBACK, "port": port + ROLLOUT_TRANSPORT_OFFSET}
         orch["rollout_transport"] = dict(transport)
         cfg.setdefault("trainer", {})["rollout_transport"] = dict(transport)
 
     inference = cfg.setdefault("inference", {})
-    inference["server"] = {"port": port}
+    inference["server"] = {"host": host, "port": port}
     inference["router"] = "None"  # a bare vLLM engine on server.port: one engine needs no router
     inference["vllm"] = {
         "seed": seed,  # vLLM's sampling seed (the trainer has no seed key in the pinned schema)
