@@ -7,13 +7,12 @@ import os
 import sys
 from pathlib import Path
 
-from autorl.cliargs import MAX_SEEDS, int_in, nonempty_str, positive_float, positive_int
+from autorl.cliargs import MAX_SEEDS, budget_seconds, int_in, nonempty_str, positive_float, positive_int
 from autorl.ledger import Ledger, LedgerError
 from autorl.track import track_names
 
 MAX_HOURS = 24 * 365  # loop --hours
 MAX_TRIALS = 100_000  # loop --max-trials, tune --trials
-MAX_BUDGET_S = 7 * 86_400  # tune --budget: one trial's training budget
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -82,9 +81,7 @@ def build_parser() -> argparse.ArgumentParser:
     t = sub.add_parser("tune", help="Optuna TPE over space.toml, every trial through run.py")
     t.add_argument("--trials", type=positive_int(MAX_TRIALS), required=True, help="run.py trials to run")
     t.add_argument("--space", type=Path, default=None, help="search space (default: space.toml)")
-    t.add_argument(
-        "--budget", type=positive_float(MAX_BUDGET_S), default=None, help="training budget per trial, seconds"
-    )
+    t.add_argument("--budget", type=budget_seconds, default=None, help="training budget per trial, seconds")
     t.add_argument("--config", type=Path, default=None, help="config to tune (default: train.toml)")
     t.add_argument("--track", choices=track_names(), default="llm")
     t.add_argument("--seed", type=int_in(0, 2**32 - 1), default=0, help="TPE sampler seed")

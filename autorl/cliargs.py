@@ -16,6 +16,10 @@ from collections.abc import Callable
 # Seeds of one trial (run.py --seeds, confirm --seeds): more than any decision needs (power saturates near
 # 16); a typo guard.
 MAX_SEEDS = 64
+# A trial's training budget per seed, in seconds: from a tenth of a second (tests' doubles; the budget clock
+# polls every 0.05 s, so less is no budget at all) to a week (a typo guard: a night is 28,800 s).
+MIN_BUDGET_S = 0.1
+MAX_BUDGET_S = 7 * 86_400.0
 
 
 def _fmt(x: float) -> str:
@@ -63,6 +67,11 @@ def positive_float(maximum: float) -> Callable[[str], float]:
 def positive_int(maximum: int) -> Callable[[str], int]:
     """An integer in [1, maximum]."""
     return int_in(1, maximum)
+
+
+def budget_seconds(text: str) -> float:
+    """A training budget: a finite number of seconds in [MIN_BUDGET_S, MAX_BUDGET_S]."""
+    return float_in(MIN_BUDGET_S, MAX_BUDGET_S, low_open=False)(text)
 
 
 def nonempty_str(text: str) -> str:

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from autorl import paths
-from autorl.cliargs import MAX_SEEDS, float_in, nonempty_str, positive_float, positive_int
+from autorl.cliargs import MAX_SEEDS, budget_seconds, float_in, nonempty_str, positive_int
 from autorl.harness import commit_short, dirty_harness_files, harness_hash
 from autorl.jsonl import read_jsonl
 from autorl.process import Stop
@@ -33,7 +33,6 @@ from autorl.track import Track, get_track, track_names
 
 EXIT_OK, EXIT_CRASH, EXIT_INVALID = 0, 1, 2
 EXIT_SIGNAL = {signal.SIGINT: 130, signal.SIGTERM: 143}  # 128 + the signal, as a shell reports it
-MAX_BUDGET_S = 7 * 24 * 3600.0
 
 
 def _parallel(text: str) -> int | None:
@@ -48,7 +47,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--track", choices=track_names(), default="llm", help="llm (default) or classic PPO")
     p.add_argument(
         "--budget",
-        type=positive_float(MAX_BUDGET_S),
+        type=budget_seconds,
         default=600.0,
         help="training seconds per seed (default 600)",
     )

@@ -38,9 +38,10 @@ REFUSED: dict[str, str] = {
 class ClassicConfig(BaseModel):
     """Every PPO hyperparameter, CleanRL names where one exists. Defaults = the shipped classic.toml.
 
-    Strict: TOML types are exact (`clip_vloss = 1` is not a boolean); an integer is still a valid float."""
+    Strict: TOML types are exact (`clip_vloss = 1` is not a boolean); an integer is still a valid float.
+    Every number is finite (TOML's inf and nan are refused) and bounded."""
 
-    model_config = ConfigDict(extra="forbid", strict=True)
+    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
 
     # --- what to train and for how long --------------------------------------------------------------
     env_id: Literal["CartPole-v1", "BipedalWalker-v3"] = "CartPole-v1"
@@ -55,7 +56,7 @@ class ClassicConfig(BaseModel):
     learning_rate: float = Field(3e-3, gt=0.0, le=1.0)
     lr_schedule: Literal["constant", "linear"] = "linear"
     adam_eps: float = Field(1e-5, gt=0.0, le=1.0)
-    max_grad_norm: float = Field(0.5, gt=0.0)
+    max_grad_norm: float = Field(0.5, gt=0.0, le=1e4)
     update_epochs: int = Field(4, ge=1, le=100)
     num_minibatches: int = Field(4, ge=1, le=4096)
 
@@ -72,8 +73,8 @@ class ClassicConfig(BaseModel):
     # --- normalisation ---------------------------------------------------------------------------------
     norm_obs: bool = False
     norm_reward: bool = False
-    clip_obs: float = Field(10.0, gt=0.0)
-    clip_reward: float = Field(10.0, gt=0.0)
+    clip_obs: float = Field(10.0, gt=0.0, le=1e6)
+    clip_reward: float = Field(10.0, gt=0.0, le=1e6)
 
     # --- network ---------------------------------------------------------------------------------------
     hidden_width: int = Field(64, ge=1, le=4096)

@@ -55,16 +55,16 @@ Split = Literal["eval", "test"]  # eval: every trial; test: the sealed test set 
 class EnvSpec(BaseModel):
     """One [[env]] of eval.toml."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     name: str | None = None  # label in eval.jsonl / per_env; default: the taskset id
     taskset: dict[str, Any]  # id + taskset fields, as under [orchestrator.train.source.env.taskset]
-    num_examples: int = Field(gt=0)
-    samples_per_example: int = Field(default=1, gt=0)
-    temperature: float = Field(default=0.0, ge=0.0)
+    num_examples: int = Field(gt=0, le=1_000_000)
+    samples_per_example: int = Field(default=1, gt=0, le=1024)
+    temperature: float = Field(default=0.0, ge=0.0, le=2.0)
     top_p: float = Field(default=1.0, gt=0.0, le=1.0)
-    max_tokens: int = Field(gt=0)
-    seed: int = 0
+    max_tokens: int = Field(gt=0, le=1_048_576)
+    seed: int = Field(default=0, ge=0, le=2**32 - 1)
 
     @field_validator("taskset")
     @classmethod

@@ -67,9 +67,9 @@ def is_primerl_key(key: str) -> bool:
 class Strict(BaseModel):
     """Base of every table: unknown keys are errors; TOML types are exact (strict: `"64"` is not an
     integer, `true` is not 1; an integer is still a valid float); the string "None" means None (prime-rl's
-    TOML null)."""
+    TOML null). Every number is finite (TOML's inf and nan are refused) and bounded: see MAX_STEPS etc."""
 
-    model_config = ConfigDict(extra="forbid", validate_default=True, strict=True)
+    model_config = ConfigDict(extra="forbid", validate_default=True, strict=True, allow_inf_nan=False)
 
     @model_validator(mode="before")
     @classmethod
@@ -86,7 +86,13 @@ class Strict(BaseModel):
         return data
 
 
-PositiveInt = Annotated[int, Field(ge=1)]
+# Upper bounds a user could defend: far beyond any sensible run, low enough that a typo (an extra digit run,
+# 1e300) is refused with its key before anything runs instead of crashing a trial or overflowing later.
+MAX_STEPS = 10_000_000  # optimizer steps (max_steps, warm-up, decay)
+MAX_SEQ_LEN = 1_048_576  # tokens in one sample
+MAX_BATCH = 1_048_576  # rollouts (or tokens / 64) in one step
+MAX_GROUP = 4096  # completions per prompt
+MAX_COEF = 1e4  # loss scales, penalty weights, gradient-norm caps
 
 
 # ---- trainer -----------------------------------------------------------------------------------------
@@ -96,9 +102,9 @@ class OptimConfig(Strict):
     """[trainer.optim]: AdamW (prime-rl's default optimizer; the only one autorl accepts)."""
 
     type: Literal["adamw"] = "adamw"
-    lr: float = Field(1e-6, gt=0, allow_inf_nan=False)
-    weight_decay: float = Field(0.01, ge=0, allow_inf_nan=False)
-    max_norm: float | None = Field(1.0, gt=0, allow_inf_nan=False)  # "None" disables gradient clipping
+    lr: float = Field(1e-6, gt=0, le=1.0)  # AdamW: above 1 every step overshoots
+    weight_decay: float = Field(0.01, ge=0, le=1.0)  # decoupled: lr * weight_decay <= 1 keeps weights finite
+    max_norm: float | None = Field(1.0, gt=0, le=MAX_COEF)  # "None" disables gradient clipping
     betas1: float = Field(0.9, ge=0, lt=1)
     betas2: float = Field(0.999, ge=0, lt=1)
 
@@ -109,15 +115,15 @@ class ConstantScheduler(Strict):
 
 class LinearScheduler(Strict):
     type: Literal["linear"] = "linear"
-    warmup_steps: int = Field(10, ge=0)
-    decay_steps: int = Field(10, ge=0)  # linear decay to min_lr over the last decay_steps steps
-    min_lr: float = Field(0.0, ge=0)
+    warmup_steps: int = Field(10, ge=0, le=MAX_STEPS)
+    decay_steps: int = Field(10, ge=0, le=MAX_STEPS)  # linear decay to min_lr over the last decay_steps steps
+    min_lr: float = Field(0.0, ge=0, le=1.0)
 
 
 class CosineScheduler(Strict):
     type: Literal["cosine"] = "cosine"
-    warmup_steps: int = Field(10, ge=0)
-    min_lr: float = Field(0.0, ge=0)
+    warmup_steps: int = Field(10, ge=0, le=MAX_STEPS)
+    min_lr: float = Field(0.0, ge=0, le=1.0)
 
 
 SchedulerConfig = Annotated[
@@ -160,8 +166,8 @@ class DefaultLoss(Strict):
     type: Literal["default"] = "default"
     dppo_mask_low: float = Field(0.2, gt=0, le=1)
     dppo_mask_high: float = Field(0.2, gt=0, le=1)
-    adv_tau: float = Field(1.0, gt=0, allow_inf_nan=False)
-    kl_tau: float = Field(1e-3, ge=0, allow_inf_nan=False)
+    adv_tau: float = Field(1.0, gt=0, le=MAX_COEF)
+    kl_tau: float = Field(1e-3, ge=0, le=MAX_COEF)
 
 
 class IPOLoss(Strict):
@@ -169,8 +175,8 @@ class IPOLoss(Strict):
 
     type: Literal["ipo"] = "ipo"
     ipo_threshold: float = Field(0.1, gt=0, le=1)
-    adv_tau: float = Field(1.0, gt=0, allow_inf_nan=False)
-    kl_tau: float = Field(1e-3, ge=0, allow_inf_nan=False)
+    adv_tau: float = Field(1.0, gt=0, le=MAX_COEF)
+    kl_tau: float = Field(1e-3, ge=0, le=MAX_COEF)
 
 
 LossConfig = Annotated[DefaultLoss | IPOLoss, Field(discriminator="type")]
@@ -182,18 +188,18 @@ class CompileConfig(Strict):
 
 class ActivationCheckpointConfig(Strict):
     mode: Literal["full", "selective"] = "full"
-    freq: int = Field(1, ge=1)
+    freq: int = Field(1, ge=1, le=1024)
     targets: list[str] = ["norm"]
 
 
 class ActivationOffloadingConfig(Strict):
     pin_memory: bool = True
-    max_inflight_activations: int = Field(5, ge=1)
+    max_inflight_activations: int = Field(5, ge=1, le=1024)
 
 
 class LoRAConfig(Strict):
-    rank: int = Field(16, ge=1)
-    alpha: float = Field(32.0, ge=0)
+    rank: int = Field(16, ge=1, le=65536)
+    alpha: float = Field(32.0, ge=0, le=MAX_COEF)
     dropout: float = Field(0.0, ge=0, le=1)
     target_modules: list[str] = [
         "q_proj",
@@ -256,16 +262,16 @@ class SamplingConfig(Strict):
     """[orchestrator.train.sampling]: top_p is fixed at 1.0 by prime-rl."""
 
     temperature: float = Field(1.0, ge=0, le=2)
-    max_completion_tokens: int | None = Field(None, ge=1)  # None: until EOS or the context is full
+    max_completion_tokens: int | None = Field(None, ge=1, le=MAX_SEQ_LEN)  # None: until EOS or context full
 
 
 class LengthPenalty(Strict):
     """Subtracted from each reward before the GRPO baseline, scaled by the group's mean reward."""
 
     type: Literal["linear"] = "linear"
-    num_output_tokens_weight: float = Field(0.25, ge=0, allow_inf_nan=False)
-    num_input_tokens_weight: float = Field(0.1, ge=0, allow_inf_nan=False)
-    num_turns_weight: float = Field(0.1, ge=0, allow_inf_nan=False)
+    num_output_tokens_weight: float = Field(0.25, ge=0, le=MAX_COEF)
+    num_input_tokens_weight: float = Field(0.1, ge=0, le=MAX_COEF)
+    num_turns_weight: float = Field(0.1, ge=0, le=MAX_COEF)
 
 
 class GRPOAlgo(Strict):
@@ -287,7 +293,7 @@ class RAEAlgo(Strict):
 
 
 class EchoRole(Strict):
-    alpha: float = Field(0.1, gt=0)
+    alpha: float = Field(0.1, gt=0, le=MAX_COEF)
 
 
 class EchoRoles(Strict):
@@ -334,8 +340,8 @@ class StandardSampler(Strict):
 
 
 class DifficultyPool(Strict):
-    threshold: float
-    weight: float = Field(ge=0)
+    threshold: float = Field(ge=-MAX_COEF, le=MAX_COEF)
+    weight: float = Field(ge=0, le=MAX_COEF)
 
 
 class DifficultyPoolSampler(Strict):
@@ -351,8 +357,8 @@ class AdvantageRangeGate(Strict):
     """Rejects a whole group whose advantages fall in [reject_min, reject_max]."""
 
     type: Literal["advantage_range"] = "advantage_range"
-    reject_min: float = 0.0
-    reject_max: float = 0.0
+    reject_min: float = Field(0.0, ge=-MAX_COEF, le=MAX_COEF)
+    reject_max: float = Field(0.0, ge=-MAX_COEF, le=MAX_COEF)
 
     @model_validator(mode="after")
     def _ordered(self) -> AdvantageRangeGate:
@@ -374,8 +380,8 @@ class SourceConfig(Strict):
     """One [[orchestrator.train.source]]. group_size and sampling inherit the orchestrator's when unset."""
 
     name: str | None = None  # defaults to the taskset id
-    ratio: float = Field(1.0, gt=0, allow_inf_nan=False)
-    group_size: int = Field(1, ge=1)
+    ratio: float = Field(1.0, gt=0, le=1e6)  # relative: only the ratios between sources matter
+    group_size: int = Field(1, ge=1, le=MAX_GROUP)
     sampling: SamplingConfig = SamplingConfig()
     env: EnvConfig
     curriculum: CurriculumConfig | None = None
@@ -411,10 +417,10 @@ class OrchestratorTrainConfig(Strict):
 
 
 class OrchestratorConfig(Strict):
-    batch_size: int | None = Field(None, ge=1)  # rollouts per step; None -> 128 unless token_batch_size
-    token_batch_size: int | None = Field(None, ge=1)  # prime-rl only: fill each step by tokens
-    group_size: int = Field(1, ge=1)
-    max_off_policy_steps: int = Field(8, ge=0)
+    batch_size: int | None = Field(None, ge=1, le=MAX_BATCH)  # rollouts per step; None: 128 unless tokens
+    token_batch_size: int | None = Field(None, ge=1, le=64 * MAX_BATCH)  # prime-rl only: fill steps by tokens
+    group_size: int = Field(1, ge=1, le=MAX_GROUP)
+    max_off_policy_steps: int = Field(8, ge=0, le=MAX_STEPS)
     algo: AlgoConfig = GRPOAlgo()
     train: OrchestratorTrainConfig = Field(default_factory=OrchestratorTrainConfig)
 
@@ -452,8 +458,8 @@ class TrainConfig(Strict):
     """train.toml. Field names are prime-rl's keys; defaults are prime-rl's (pinned 559b447)."""
 
     model: ModelConfig = ModelConfig()
-    max_steps: int | None = Field(None, ge=1)  # None: until the budget stops training
-    seq_len: int = Field(2048, ge=16)
+    max_steps: int | None = Field(None, ge=1, le=MAX_STEPS)  # None: until the budget stops training
+    seq_len: int = Field(2048, ge=16, le=MAX_SEQ_LEN)
     trainer: TrainerConfig = TrainerConfig()
     orchestrator: OrchestratorConfig = OrchestratorConfig()
 
