@@ -482,16 +482,17 @@ def best_kept(
     """The reference a new trial is compared against.
 
     The kept (`decision == keep`, `status == ok`) trial with the highest eval_score under the same track,
-    eval set, harness and budget. Until one is kept, the earliest `ok` trial under them counts: it is the
-    baseline (program.md runs the baseline first), so the first experiments are compared with the baseline.
-    None when there is no ok trial at all (the first baseline has nothing to compare with).
+    eval set, harness and budget. Until one is kept, the earliest `ok` trial under them that was not marked
+    discard or crash counts: it is the baseline (program.md runs the baseline first), so the first experiments
+    are compared with the baseline. None when there is no such trial (the next trial is a new baseline).
     """
     same = [r for r in rows if comparable(r, track, eval_hash, harness_hash, budget) and r["status"] == "ok"]
     same = [r for r in same if as_float(r, "eval_score") is not None]
     kept = [r for r in same if r["decision"] == "keep"]
     if kept:
         return dict(max(kept, key=lambda r: as_float(r, "eval_score") or 0.0))
-    return dict(same[0]) if same else None
+    undecided = [r for r in same if r["decision"] not in ("discard", "crash")]
+    return dict(undecided[0]) if undecided else None
 
 
 def eval_rows_hash(text: str) -> str:
@@ -505,18 +506,29 @@ def reference_rows(reference: Mapping[str, str], runs_dir: Path) -> list[dict[st
     Raises LedgerError (with the reason) when the file is missing, changed since the trial wrote it, or the
     row recorded no hash: a comparison against rows that are not the reference's own would be meaningless.
     """
-    path = runs_dir / reference["run_id"] / "eval.jsonl"
+    run_id = reference["run_id"]
+    path = runs_dir / run_id / "eval.jsonl"
     recorded = reference.get("eval_rows_hash", "")
-    why = f"the reference {reference['run_id']} cannot be used"
+    why = f"the reference {run_id} cannot be used"
+    recover = (
+        f"\n  to recover: restore {path} from a backup of runs/ (trials compare against its rows), or take "
+        f"the trial out of the comparison with\n    uv run autorl mark discard --run {run_id} --reason "
+        f'"eval.jsonl lost"\n  then the next trial is compared with the next best kept trial of this context '
+        "(with none left, it starts a new baseline: re-run the baseline config, as program.md says)"
+    )
     if not recorded:
-        raise LedgerError(f"{why}: its results.tsv row records no eval_rows_hash to check {path} against")
+        raise LedgerError(
+            f"{why}: its results.tsv row records no eval_rows_hash to check {path} against{recover}"
+        )
     try:
         text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise LedgerError(f"{why}: {path} is missing{recover}") from None
     except (OSError, UnicodeDecodeError) as e:
-        raise LedgerError(f"{why}: {path} is unreadable ({e})") from None
+        raise LedgerError(f"{why}: {path} is unreadable ({e}){recover}") from None
     if (actual := eval_rows_hash(text)) != recorded:
         raise LedgerError(
             f"{why}: {path} has changed since the trial wrote it (sha256 {actual}, results.tsv records "
-            f"{recorded}); restore it (e.g. from a backup of runs/) or re-run that config"
+            f"{recorded}){recover}"
         )
     return read_jsonl(path)

@@ -63,6 +63,15 @@ def count_trials(ledger: Ledger) -> int:
         return 0  # a malformed file counts as no new trials; run.py reports the problem itself
 
 
+def ledger_problem(ledger: Ledger) -> str | None:
+    """Why run.py would refuse every trial on this ledger (None: it would not): no agent is started on it."""
+    try:
+        ledger.check()
+    except LedgerError as exc:
+        return str(exc)
+    return None
+
+
 def count_keeps(ledger: Ledger) -> int:
     try:
         return sum(r["decision"] == "keep" for r in ledger.rows())
@@ -104,6 +113,8 @@ class Loop:
     def stop_reason(self) -> str | None:
         if (self.root / "STOP").exists():
             return "STOP file"
+        if problem := ledger_problem(self.ledger):
+            return f"results.tsv cannot take another trial ({problem})"
         if self.deadline is not None and time.monotonic() >= self.deadline:
             return "time limit"
         if self.max_trials is not None and self.new_trials() >= self.max_trials:
@@ -220,5 +231,11 @@ def main(
         return 2
     if (root / "STOP").exists():
         print(f"error: {root / 'STOP'} exists; remove it to start the loop", file=sys.stderr)
+        return 2
+    if problem := ledger_problem(Ledger(paths.results_file())):
+        print(
+            f"error: run.py would refuse every trial, so no agent is started:\n{problem}",
+            file=sys.stderr,
+        )
         return 2
     return Loop(agent, hours, max_trials, root, confirm_every).run()

@@ -17,6 +17,7 @@ import json
 import re
 import tomllib
 import typing
+import unicodedata
 from collections.abc import Callable, Iterable, Iterator
 from functools import cache
 from pathlib import Path
@@ -299,8 +300,22 @@ def _error_path(loc: tuple, data: Any) -> KeyPath:
     return tuple(path)
 
 
+def visible(text: str) -> str:
+    """`text` with every character that does not show on a terminal (a zero-width space, a control
+    character, a non-breaking space) written as its escape, `\\u200b`: a message must show what is wrong."""
+    return "".join(ch if ch == " " or ch.isprintable() else f"\\u{ord(ch):04x}" for ch in text)
+
+
+def invisible_note(text: str) -> str:
+    """'' or the names of the invisible characters in `text`, for the end of a message."""
+    names = sorted({f"U+{ord(ch):04X} {unicodedata.name(ch, 'unnamed')}" for ch in text if visible(ch) != ch})
+    return f" (it contains {', '.join(names)})" if names else ""
+
+
 def short(text: str, limit: int = 80) -> str:
-    """Text echoed back in a message, cut to `limit` characters (a 100k-character key stays readable)."""
+    """Text echoed back in a message, invisible characters escaped, cut to `limit` characters (a
+    100k-character key stays readable)."""
+    text = visible(text)
     return text if len(text) <= limit else f"{text[: limit - 20]}...({len(text)} characters)"
 
 
@@ -354,7 +369,7 @@ def _validation_problems(
         key = short(dotted(path)) if path else "(top level)"
         kind = e["type"]
         if kind == "extra_forbidden":
-            msg = f"unknown key `{key}`"
+            msg = f"unknown key `{key}`{invisible_note(dotted(path))}"
             explained = hint(dotted(path)) if hint else None
             near = None if explained else nearest_key(path, known, isinstance(e.get("input"), dict))
             if explained:
@@ -413,7 +428,15 @@ def load_toml(
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         m = re.search(r"\(at line (\d+)", str(e))
-        raise ConfigError(f"{path.name}:{m.group(1) if m else '?'}: invalid TOML: {e}") from None
+        number = int(m.group(1)) if m else None
+        raise ConfigError(
+            f"{path.name}:{number or '?'}: invalid TOML: {e}{_line_shown(text, number)}"
+        ) from None
+    if not data:
+        raise ConfigError(
+            f"{path.name}: has no keys (the file is empty or holds only comments); restore it with "
+            f"`git checkout -- {path.name}`"
+        )
     lines = key_lines(text)
 
     problems: list[tuple[KeyPath, str]] = []
@@ -440,6 +463,15 @@ def load_toml(
             "\n".join(f"{path.name}:{n}: {msg}" if n else f"{path.name}: {msg}" for n, _, msg in numbered)
         )
     return text, data, model
+
+
+def _line_shown(text: str, number: int | None) -> str:
+    """The offending line, when it holds characters that don't show (so the message says what is wrong)."""
+    all_lines = text.splitlines()
+    if not number or number > len(all_lines) or visible(all_lines[number - 1]) == all_lines[number - 1]:
+        return ""
+    line = all_lines[number - 1]
+    return f"\n  line {number} reads `{short(line)}`{invisible_note(line)}"
 
 
 def _get(data: Any, path: KeyPath) -> Any:

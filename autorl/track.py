@@ -32,6 +32,11 @@ class Track(Protocol):
         """Validate the config file into typed objects (raises autorl.tomlcheck.ConfigError)."""
         ...
 
+    def data_problems(self, cfg: Any) -> list[str]:
+        """Why the config's training data can't be read on this machine now, one line each (refused before
+        anything runs: a trial never trains and then crashes on missing data)."""
+        ...
+
     def make_backend(self, backend_name: str) -> Backend: ...
 
     def prepare_reason(self, machine: Machine | None) -> str | None:

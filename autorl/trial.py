@@ -257,6 +257,8 @@ def _main(opts: RunOptions) -> int:
         backend.preflight()
     except Exception as exc:
         return invalid(str(exc))
+    if problems := track.data_problems(cfg):
+        return invalid("\n".join(problems))
 
     # 4. Prepare once per machine, and again when the builtin model's recipe changed.
     if reason := track.prepare_reason(machine):

@@ -8,6 +8,7 @@ whose eval.jsonl changed is refused; `status`/`report` show every track on reque
 from __future__ import annotations
 
 import json
+import shlex
 import shutil
 from pathlib import Path
 
@@ -141,7 +142,7 @@ def test_reference_rows_are_checked_against_the_recorded_hash(root):
     with pytest.raises(LedgerError, match="records no eval_rows_hash"):
         reference_rows({"run_id": "r", "eval_rows_hash": ""}, runs)
     (runs / "r" / "eval.jsonl").unlink()
-    with pytest.raises(LedgerError, match="unreadable"):
+    with pytest.raises(LedgerError, match="is missing"):
         reference_rows(row, runs)
 
 
@@ -171,6 +172,25 @@ def test_a_tampered_reference_is_refused_before_anything_runs(fake_root, capsys)
     err = capsys.readouterr().err
     assert f"the reference {ref['run_id']} cannot be used" in err and "has changed" in err
     assert sorted(p.name for p in (fake_root / "runs").iterdir()) == runs_before
+    assert len(Ledger(fake_root / "results.tsv").rows()) == 2
+
+
+def test_a_lost_reference_names_the_recovery_and_the_recovery_works(fake_root, capsys):
+    """The reference's eval.jsonl is gone: exit 2 with the exact commands; following them, the next trial runs
+    and is compared with the next kept trial (here none is left: it is a new baseline)."""
+    assert trial.main(["--budget", "0.3", "--seeds", "1"]) == 0
+    (ref,) = Ledger(fake_root / "results.tsv").rows()
+    assert cli.main(["mark", "keep", "--lesson", "baseline"]) == 0
+    (fake_root / "runs" / ref["run_id"] / "eval.jsonl").unlink()
+    capsys.readouterr()
+    assert trial.main(["--budget", "0.3", "--seeds", "1"]) == 2
+    err = capsys.readouterr().err
+    assert "is missing" in err and "to recover: restore" in err
+    command = next(line.strip() for line in err.splitlines() if line.strip().startswith("uv run autorl mark"))
+    assert command == f'uv run autorl mark discard --run {ref["run_id"]} --reason "eval.jsonl lost"'
+    assert cli.main(shlex.split(command)[3:]) == 0
+    assert trial.main(["--budget", "0.3", "--seeds", "1"]) == 0
+    assert "verdict: baseline" in capsys.readouterr().out
     assert len(Ledger(fake_root / "results.tsv").rows()) == 2
 
 

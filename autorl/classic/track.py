@@ -29,6 +29,9 @@ class ClassicTrack:
 
         return load_classic_config(path)
 
+    def data_problems(self, cfg: Any) -> list[str]:
+        return []  # gymnasium's tasks read no data
+
     def make_backend(self, backend_name: str) -> Backend:
         from autorl.classic.backend import ClassicBackend
 

@@ -152,6 +152,22 @@ def _tasksets(data: dict) -> list[tuple[KeyPath, dict]]:
     return found
 
 
+def data_problems(cfg: LoadedConfig) -> list[str]:
+    """One line per training source whose environment can't read its data on this machine now (a missing
+    data_path, no hub offline): checked after validation, before anything trains."""
+    problems = []
+    for (*_, index, _env, _taskset), taskset in _tasksets(cfg.data):
+        if envs.core_of(str(taskset.get("id"))) is None:
+            continue  # a taskset only prime-rl loads: its own business
+        fields = dict(taskset)
+        if isinstance(fields.get("data_path"), str):
+            fields["data_path"] = str(paths.resolve_data_path(fields["data_path"]))
+        source = cfg.model.orchestrator.train.source[int(index)]
+        if why := envs.load_env(str(taskset["id"]), fields).data_problem():
+            problems.append(f"{cfg.path.name}: source '{source.resolved_name}' ({taskset['id']}): {why}")
+    return problems
+
+
 def check_tasksets(data: dict) -> list[tuple[KeyPath, str]]:
     """Fields of known tasksets through the environment's `settings_from_fields` (types, ranges, names),
     every `*_path` field inside the repo or AUTORL_DATA_DIR (the training child reads it), and no training
@@ -226,7 +242,17 @@ def load_train_config(
 
         def check_model(data: dict) -> list[tuple[KeyPath, str]]:
             table = data.get("model", {})
-            name = table.get("name", ModelConfig().name) if isinstance(table, dict) else None
+            if isinstance(table, dict) and "name" not in table:
+                default = ModelConfig().name
+                return [
+                    (
+                        ("model",),
+                        f"`model.name` is not set, so prime-rl's default '{default}' would be trained, but "
+                        f"the prepared model is '{prepared_model}': set `name = \"{prepared_model}\"` under "
+                        "[model] (or re-run `uv run prepare.py` to switch models)",
+                    )
+                ]
+            name = table.get("name") if isinstance(table, dict) else None
             if not isinstance(name, str) or name == prepared_model:
                 return []
             return [

@@ -15,7 +15,9 @@ A core module offers four functions: ``settings_from_fields(dict) -> Settings`` 
 ``stream(settings, seed) -> Iterator[Problem]``, ``first(settings, n) -> list[Problem]`` and
 ``score(completion, answer) -> float``; ``Problem`` has ``id``, ``prompt`` and ``answer``.
 ``settings_from_fields`` raises a ValueError whose ``field`` attribute names the bad (or unknown) field and
-``message`` says why: autorl checks the fields of train.toml with it before anything runs.
+``message`` says why: autorl checks the fields of train.toml with it before anything runs. A core that
+reads data from outside (a file, the hub) may offer ``data_problem(settings) -> str | None``: a trial is
+refused before training when it says the data can't be read.
 """
 
 from __future__ import annotations
@@ -58,6 +60,11 @@ class Env:
     def eval_examples(self, n: int) -> list[Example]:
         """The first ``n`` examples of the split in its fixed order: same fields + n -> same list."""
         return [Example(p.id, p.prompt, p.answer) for p in self.core.first(self.settings, n)]
+
+    def data_problem(self) -> str | None:
+        """Why the environment's data can't be read here now (a core's optional ``data_problem``), or None."""
+        check = getattr(self.core, "data_problem", None)
+        return check(self.settings) if check else None
 
     def score(self, completion: str, example: Example) -> float:
         """The environment's reward for one completion (the taskset's ``correct`` reward)."""

@@ -30,6 +30,11 @@ class LLMTrack:
 
         return load_train_config(path, backend=backend_name, prepared_model=prepared_model)
 
+    def data_problems(self, cfg: Any) -> list[str]:
+        from autorl.llm.config import data_problems
+
+        return data_problems(cfg)
+
     def make_backend(self, backend_name: str) -> Backend:
         if backend_name == "prime-rl":
             from autorl.llm.primerl.backend import PrimeRLBackend

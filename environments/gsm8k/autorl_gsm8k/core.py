@@ -18,12 +18,15 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import os
 import random
 import re
+import socket
 from collections.abc import Iterator
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Literal
+from urllib.parse import urlparse
 
 HUB_DATASET = ("openai/gsm8k", "main")
 SPLITS = ("train", "eval", "test")
@@ -146,6 +149,60 @@ def load_rows(split: str, data_path: str | None = None) -> tuple[tuple[str, str]
     if not rows:
         raise GSM8KDataError(f"autorl-gsm8k: no rows for split {split} ({data_path or HUB_DATASET[0]})")
     return rows
+
+
+# How to get the data onto an offline machine: run this where the hub is reachable, copy data/gsm8k over, and
+# set the taskset field data_path = "data/gsm8k" (docs/environments.md).
+FETCH_COMMAND = (
+    "uv run python -c \"from datasets import load_dataset as l; [l('openai/gsm8k','main',split=s)"
+    ".to_json(f'data/gsm8k/{s}.jsonl') for s in ('train','test')]\""
+)
+HUB_PROBE_SECONDS = 3.0
+
+
+def _hub_cached() -> bool:
+    """Whether the datasets or hub cache already holds openai/gsm8k (so no network is needed)."""
+    home = Path(os.environ.get("HF_HOME", Path.home() / ".cache" / "huggingface")).expanduser()
+    datasets_cache = Path(os.environ.get("HF_DATASETS_CACHE", home / "datasets")).expanduser()
+    hub_cache = Path(os.environ.get("HF_HUB_CACHE", home / "hub")).expanduser()
+    return any(datasets_cache.glob("openai___gsm8k*")) or (hub_cache / "datasets--openai--gsm8k").is_dir()
+
+
+def _hub_reachable() -> bool:
+    """A quick look (HUB_PROBE_SECONDS) whether the hub answers at all; the offline switches mean no."""
+    if any(
+        os.environ.get(v, "").lower() in ("1", "true", "yes")
+        for v in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE")
+    ):
+        return False
+    host = urlparse(os.environ.get("HF_ENDPOINT", "https://huggingface.co")).hostname or "huggingface.co"
+    try:
+        socket.create_connection((host, 443), timeout=HUB_PROBE_SECONDS).close()
+        return True
+    except OSError:
+        return False
+
+
+def data_problem(s: Settings) -> str | None:
+    """Why the split's data cannot be read on this machine now (None: it can). Cheap: checked before training,
+    so that a run never trains and then fails on missing data."""
+    source = "test" if s.split == "test" else "train"
+    if s.data_path is not None:
+        root = Path(s.data_path).expanduser()
+        if root.exists() and _local_files(root, source):
+            return None
+        return (
+            f"data_path {str(root)!r} has no {source} data (a .jsonl/.json/.parquet file, or a directory "
+            f"with {source}.jsonl, {source}.parquet or main/{source}-*.parquet); fetch it where the hub is "
+            f"reachable with: {FETCH_COMMAND}"
+        )
+    if _hub_cached() or _hub_reachable():
+        return None
+    return (
+        f"no data_path, and {HUB_DATASET[0]} is neither in the local Hugging Face cache nor reachable "
+        f"(offline); fetch it where the hub is reachable with: {FETCH_COMMAND} , copy data/gsm8k here "
+        'and set data_path = "data/gsm8k" in the taskset table'
+    )
 
 
 def split_of(question: str) -> Split:
