@@ -26,10 +26,6 @@ def models_dir() -> Path:
     return state_dir() / "models"
 
 
-def data_dir() -> Path:
-    return state_dir() / "data"
-
-
 def cache_dir() -> Path:
     return state_dir() / "cache"
 

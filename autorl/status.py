@@ -27,11 +27,6 @@ def cut(text: str, width: int = TEXT_WIDTH) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
-def _num(row: Mapping[str, str], key: str, fmt: str = "{:.4f}") -> str:
-    v = as_float(row, key)
-    return fmt.format(v) if v is not None else "-"
-
-
 def _brief(row: Mapping[str, str]) -> dict[str, Any]:
     return {
         "run_id": row["run_id"],

@@ -186,10 +186,6 @@ def _float(text: str | None) -> float | None:
     return None if math.isnan(v) else v
 
 
-def _short(v: Any) -> str:
-    return f"{v:.3g}" if isinstance(v, float) else str(v)
-
-
 def describe(values: dict[str, Any]) -> str:
     return "tune: " + " ".join(
         f"{k}={v:.3g}" if isinstance(v, float) else f"{k}={v}" for k, v in values.items()

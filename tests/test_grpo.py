@@ -55,12 +55,13 @@ def test_length_penalty_shapes_rewards_before_the_baseline():
     assert adv[0] > adv[1] > adv[2]
 
 
-def test_filter_zero_advantages_drops_zero_advantage_tokens():
-    completion = torch.tensor([[True, True, False], [True, True, True]])
-    adv = torch.tensor([0.0, 0.5])
-    kept = grpo.rl_token_mask(completion, adv, filter_zero_advantages=True)
-    assert kept.tolist() == [[False, False, False], [True, True, True]]
-    assert grpo.rl_token_mask(completion, adv, filter_zero_advantages=False).tolist() == completion.tolist()
+def test_filter_zero_advantages_drops_zero_advantage_tokens_and_seq_len_cuts():
+    # completions of 2, 3 and 6 tokens after prompts of 4, 4 and 6 tokens, seq_len 10: the last is cut at 4
+    completion, prompt = [2, 3, 6], [4, 4, 6]
+    adv = [0.0, 0.5, -0.5]
+    assert grpo.rl_token_counts(completion, prompt, adv, 10, filter_zero_advantages=True) == [0, 3, 4]
+    assert grpo.rl_token_counts(completion, prompt, adv, 10, filter_zero_advantages=False) == [2, 3, 4]
+    assert grpo.rl_token_counts([5], [12], [1.0], 10, filter_zero_advantages=True) == [0]  # prompt too long
 
 
 # ---------------------------------------------------------------------------------------------- loss
@@ -159,7 +160,9 @@ def test_global_token_mean_over_micro_batches():
     n = int(mask.sum())
     whole, _ = _loss(logpi, logmu, adv, mask)
     parts = [_loss(logpi[i : i + 2], logmu[i : i + 2], adv[i : i + 2], mask[i : i + 2])[0] for i in (0, 2)]
-    assert float(grpo.step_loss(parts, n)) == pytest.approx(float(whole) / n, rel=1e-6)
+    shares = [float(grpo.step_loss_share(part, n)) for part in parts]
+    assert sum(shares) == pytest.approx(float(whole) / n, rel=1e-6)
+    assert float(grpo.step_loss_share(whole, 0)) == float(whole)  # no RL token: max(N, 1)
     # A long completion weighs more than a short one (no per-sequence averaging).
     per_row = [
         float(_loss(logpi[i : i + 1], logmu[i : i + 1], adv[i : i + 1], mask[i : i + 1])[0]) for i in range(4)

@@ -137,19 +137,16 @@ class Batches:
         groups: list[list[Sample]] = [[] for _ in plan.tasks]
         for call, r in zip(plan.calls, rollouts, strict=True):
             self._collect(r, call, plan, groups)
-        samples: list[Sample] = []
-        for group in groups:
-            rewards = torch.tensor([s.reward for s in group])
-            adv = grpo.group_advantages(
-                rewards,
-                torch.tensor([len(s.completion_ids) for s in group]),
-                torch.tensor([len(s.prompt_ids) for s in group]),
-                None,
-                self.spec.length_penalty,
-            )
-            for s, a in zip(group, adv.tolist(), strict=True):
-                s.advantage = a
-            samples += group
+        samples = [s for group in groups for s in group]
+        adv = grpo.batch_advantages(
+            torch.tensor([s.reward for s in samples]),
+            torch.tensor([g for g, group in enumerate(groups) for _ in group]),
+            torch.tensor([len(s.completion_ids) for s in samples]),
+            torch.tensor([len(s.prompt_ids) for s in samples]),
+            self.spec.length_penalty,
+        )
+        for s, a in zip(samples, adv.tolist(), strict=True):
+            s.advantage = a
         return samples
 
     def _collect(

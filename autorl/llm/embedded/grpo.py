@@ -27,6 +27,9 @@ Every formula here reproduces prime-rl at commit 559b447 (read for semantics, no
 The tensors are padded ``[batch, time]``; ``loss_mask`` marks the RL tokens (sampled completion tokens,
 minus filtered zero-advantage ones, minus anything cut by ``seq_len``). Padding positions may hold any
 value: they are zeroed before exponentiation so they can never produce NaN.
+
+The embedded trainer calls each of these (batches.py: ``batch_advantages``; train.py: ``rl_token_counts``,
+``token_loss``, ``step_loss_share``), so tests/test_grpo.py checks the code that trains.
 """
 
 from __future__ import annotations
@@ -88,15 +91,22 @@ def batch_advantages(
     return adv
 
 
-def rl_token_mask(completion_mask: Tensor, advantages: Tensor, filter_zero_advantages: bool) -> Tensor:
-    """The RL tokens: sampled completion tokens, minus zero-advantage ones when filtering.
+def rl_token_counts(
+    completion_lens: list[int],
+    prompt_lens: list[int],
+    advantages: list[float],
+    seq_len: int,
+    filter_zero_advantages: bool,
+) -> list[int]:
+    """The RL tokens of each sample: the first ``n`` of its sampled completion tokens, ``n`` being what fits
+    in ``seq_len`` after the prompt (prime-rl truncates there), and 0 for a zero advantage when filtering.
 
-    ``completion_mask`` is ``[batch, time]`` bool; ``advantages`` is per sample ``[batch]``.
-    """
-    mask = completion_mask.bool()
-    if filter_zero_advantages:
-        mask = mask & (advantages != 0.0).unsqueeze(-1)
-    return mask
+    A sample with 0 RL tokens leaves the step batch (prime-rl drops a sample with no RL token left)."""
+    counts = []
+    for completion, prompt, adv in zip(completion_lens, prompt_lens, advantages, strict=True):
+        fits = min(completion, max(0, seq_len - prompt))
+        counts.append(0 if filter_zero_advantages and adv == 0.0 else fits)
+    return counts
 
 
 def token_loss(
@@ -158,6 +168,7 @@ def token_loss(
     return loss_sum, metrics
 
 
-def step_loss(loss_sums: list[Tensor], num_rl_tokens: int) -> Tensor:
-    """prime-rl's normalisation: the step batch's summed loss over its global RL token count, max(N, 1)."""
-    return torch.stack(loss_sums).sum() / max(num_rl_tokens, 1)
+def step_loss_share(loss_sum: Tensor, num_rl_tokens: int) -> Tensor:
+    """prime-rl's normalisation, one micro-batch at a time: its summed loss over the whole step batch's RL
+    token count N (max(N, 1)). The shares of a step's micro-batches add up to the step's global token mean."""
+    return loss_sum / max(num_rl_tokens, 1)

@@ -336,13 +336,14 @@ class Trainer:
         all) takes no step, as prime-rl's orchestrator ships no empty batch: returns ``{"empty": True}``.
         """
         spec = self.spec
-        rows: list[tuple[Sample, int]] = []
-        for s in batch:
-            keep = min(len(s.completion_ids), max(0, spec.seq_len - len(s.prompt_ids)))  # seq_len cut
-            if spec.filter_zero_advantages and s.advantage == 0.0:
-                keep = 0  # zero-advantage tokens leave the loss and its denominator
-            if keep > 0:
-                rows.append((s, keep))
+        counts = grpo.rl_token_counts(
+            [len(s.completion_ids) for s in batch],
+            [len(s.prompt_ids) for s in batch],
+            [s.advantage for s in batch],
+            spec.seq_len,
+            spec.filter_zero_advantages,
+        )
+        rows = [(s, keep) for s, keep in zip(batch, counts, strict=True) if keep > 0]
         num_rl_tokens = sum(keep for _, keep in rows)
         totals = {"tokens": 0.0, "masked": 0.0, "masked_low": 0.0, "masked_high": 0.0, "mismatch_kl": 0.0}
         loss_value = 0.0
@@ -355,7 +356,7 @@ class Trainer:
                 return None
             logpi, logmu, adv, mask = self._forward_logprobs(chunk)
             loss_sum, m = grpo.token_loss(logpi, logmu, adv, mask, spec.loss)
-            loss = loss_sum / max(num_rl_tokens, 1)  # global token mean over the whole step batch
+            loss = grpo.step_loss_share(loss_sum, num_rl_tokens)  # global token mean over the step batch
             loss.backward()
             loss_value += float(loss.detach())
             for k in totals:
