@@ -1,13 +1,14 @@
 """`autorl tune`: the non-LLM reference tuner (Optuna TPE over train.toml keys).
 
-Each Optuna trial writes its values into the config with tomlkit (comments, order and layout stay), runs
-the same runner as any trial (`python run.py --description "tune: ..."`, a subprocess: budget, eval,
-statistics and the results.tsv row are the runner's), reads eval_score and verdict from the summary, and
-marks the row like the agent protocol does (keep on `verdict: improved` or `baseline`, else discard; crash:
-crash). The first trial re-runs the current config (its values that lie in the space): the baseline on a fresh
-ledger, otherwise one more repeat for the noise floor. At the end the config holds the best trial of this
-session with `verdict: improved`, or the original config when none improved. Interrupted (Ctrl-C), the
-original config is restored.
+Each Optuna trial writes its values into the config with tomlkit (comments, order and layout stay), runs the
+same runner as any trial (`python run.py --description "tune: ..."`, a subprocess: budget, eval, statistics
+and the results.tsv row are the runner's), reads eval_score and verdict from the trial's
+runs/<id>/result.json (the row it recorded; its output goes to .autorl/tune/trial-N.log, never to a pipe
+that could fill up and block it), and marks the row like the agent protocol does (keep on `verdict:
+improved` or `baseline`, else discard; crash: crash). The first trial re-runs the current config (its values
+that lie in the space): the baseline on a fresh ledger, otherwise one more repeat for the noise floor. At
+the end the config holds the best trial of this session with `verdict: improved`, or the original config
+when none improved. Interrupted (Ctrl-C), the original config is restored.
 
 When the machine has more slots than one trial's seeds need (`--parallel-trials auto`, the default), several
 candidates run at once (Optuna's ask/tell), each run.py pinned to its own share of the cores and writing its
@@ -30,6 +31,7 @@ space.toml (one table per parameter):
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import re
@@ -178,10 +180,23 @@ def parse_summary(text: str) -> dict[str, str]:
     return out
 
 
-def _float(text: str | None) -> float | None:
+def trial_result(log_text: str) -> dict[str, Any] | None:
+    """The ledger row a trial saved in its runs/<id>/result.json, found through the `run_dir` its summary
+    names; None when it recorded nothing (an invalid config, a process killed before its summary)."""
+    run_dir = parse_summary(log_text).get("run_dir")
+    if not run_dir:
+        return None
     try:
-        v = float(text) if text is not None else math.nan
-    except ValueError:
+        row = json.loads((paths.repo_root() / run_dir / "result.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return row if isinstance(row, dict) else None
+
+
+def _float(value: Any) -> float | None:
+    try:
+        v = float(value) if value is not None else math.nan
+    except (TypeError, ValueError):
         return None
     return None if math.isnan(v) else v
 
@@ -222,8 +237,9 @@ class Running:
     trial: Any  # optuna.trial.Trial
     values: dict[str, Any]
     desc: str
-    proc: subprocess.Popen[str]
+    proc: subprocess.Popen[bytes]
     group: tuple[int, ...]  # the cores it runs on (() = not pinned)
+    log: Path  # the run's stdout and stderr (a file: a pipe nobody reads would block a talkative trial)
 
 
 def run_tune(
@@ -273,30 +289,31 @@ def run_tune(
         if budget is not None:
             cmd += ["--budget", f"{budget:g}"]
         cmd += extra
-        print(f"[tune] trial {n + 1}/{trials}: {desc}", flush=True)
-        proc = subprocess.Popen(
-            cmd,
-            cwd=root,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            preexec_fn=(lambda: os.sched_setaffinity(0, group)) if group else None,
-        )
-        return Running(n, trial, values, desc, proc, group)
+        log = work / f"trial-{n + 1}.log"
+        print(f"[tune] trial {n + 1}/{trials}: {desc} (output: {log})", flush=True)
+        with open(log, "wb") as out:  # the child holds its own copy of the descriptor
+            proc = subprocess.Popen(
+                cmd,
+                cwd=root,
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                preexec_fn=(lambda: os.sched_setaffinity(0, group)) if group else None,
+            )
+        return Running(n, trial, values, desc, proc, group, log)
 
     def finish(r: Running) -> None:
         nonlocal best
-        stdout, stderr = r.proc.communicate()
-        summary = parse_summary(stdout)
-        score, status = _float(summary.get("eval_score")), summary.get("status", "crash")
-        verdict, run_id = summary.get("verdict", ""), Path(summary.get("run_dir", "")).name
-        if r.proc.returncode == 2 or not summary:  # invalid config: nothing was recorded
-            tail = (stdout + stderr).strip().splitlines()[-3:]
-            print(
-                f"[tune]   invalid or no summary (exit {r.proc.returncode}): {' | '.join(tail)}", flush=True
-            )
+        r.proc.wait()
+        text = r.log.read_text(encoding="utf-8", errors="replace")
+        row = trial_result(text)
+        if r.proc.returncode == 2 or row is None:  # invalid config, or nothing recorded
+            tail = text.strip().splitlines()[-3:]
+            print(f"[tune]   no result (exit {r.proc.returncode}): {' | '.join(tail)}", flush=True)
             study.tell(r.trial, state=optuna.trial.TrialState.FAIL)
             return
+        score, status = _float(row.get("eval_score")), str(row.get("status") or "crash")
+        verdict, run_id = str(row.get("verdict") or ""), str(row.get("run_id") or "")
         if status != "ok" or score is None:
             study.tell(r.trial, state=optuna.trial.TrialState.FAIL)
             decision = "crash"
@@ -305,7 +322,8 @@ def run_tune(
             decision = "keep" if verdict in ("improved", "baseline") else "discard"
         _mark(ledger, decision, run_id, f"tune trial {r.n + 1}: verdict {verdict or '-'}")
         print(
-            f"[tune]   trial {r.n + 1}: eval_score {summary.get('eval_score', '-')} verdict {verdict or '-'} "
+            f"[tune]   trial {r.n + 1}: eval_score {'-' if score is None else f'{score:.4f}'} "
+            f"verdict {verdict or '-'} "
             f"status {status} -> {decision} ({run_id})",
             flush=True,
         )

@@ -293,6 +293,28 @@ def test_tune_runs_candidates_side_by_side(root: Path, monkeypatch: pytest.Monke
     assert len(list((root / ".autorl" / "tune").glob("candidate-*.toml"))) == 4
 
 
+def test_tune_finishes_a_trial_that_prints_more_than_a_pipe_holds(root: Path, monkeypatch) -> None:
+    """A trial printing 1.2 MB (a pipe holds 64 KiB) ends, and tune takes its result from result.json."""
+    monkeypatch.setenv("FAKE_RUN_PRINT_BYTES", str(1_200_000))
+    (root / "train.toml").write_text(TRAIN)
+    (root / "space.toml").write_text('[lr]\nkey = "trainer.optim.lr"\nlow = 1e-6\nhigh = 1e-2\nlog = true\n')
+    started = time.monotonic()
+    assert tune.run_tune(1, budget=1, runner=[sys.executable, str(FAKE_RUN)]) == 0
+    assert time.monotonic() - started < 120
+    (row,) = Ledger(root / "results.tsv").rows()
+    assert row["verdict"] == "baseline" and row["decision"] == "keep"  # read from result.json
+    assert (root / ".autorl" / "tune" / "trial-1.log").stat().st_size > 1_200_000
+
+
+def test_tune_reads_the_result_json_not_the_printed_score(root: Path) -> None:
+    run_dir = root / "runs" / "r1"
+    run_dir.mkdir(parents=True)
+    (run_dir / "result.json").write_text(json.dumps({"run_id": "r1", "eval_score": 0.25, "status": "ok"}))
+    text = "noise\n---\neval_score: 0.99\nrun_dir: runs/r1\n"
+    assert tune.trial_result(text) == {"run_id": "r1", "eval_score": 0.25, "status": "ok"}
+    assert tune.trial_result("error: invalid\n---\nstatus: invalid\n") is None
+
+
 def test_tune_crashes_are_marked_and_config_restored(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("FAKE_RUN_CRASH", "1")
     (root / "train.toml").write_text(TRAIN)

@@ -3,8 +3,8 @@
 Not a trainer: it reads the config, turns it into a known score (peaked at lr = 1e-4, the other keys do
 not matter), writes a run directory with config.toml and per-example eval rows, and concludes the trial
 through the real autorl.result (statistics against the reference, the ledger row, run.py's summary
-block). `lr = 0` (or a config that does not parse) exits 2 like an invalid config; FAKE_RUN_CRASH=1
-crashes.
+block, result.json). `lr = 0` (or a config that does not parse) exits 2 like an invalid config;
+FAKE_RUN_CRASH=1 crashes; FAKE_RUN_PRINT_BYTES=N prints N more bytes after its row is recorded.
 """
 # ruff: noqa: E402 (the start time is taken before the imports)
 
@@ -99,8 +99,13 @@ def main() -> int:
     result.run_dir_shown = f"runs/{run_id}"
     with open(run_dir / "eval.jsonl", "w") as f:
         f.writelines(json.dumps(r) + "\n" for r in result.rows)
-    ledger.append(result.ledger_row())
+    row = result.ledger_row()
+    (run_dir / "result.json").write_text(json.dumps(row, indent=2, default=str))  # as run.py saves it
+    ledger.append(row)
     print("some training output")
+    chatter = int(os.environ.get("FAKE_RUN_PRINT_BYTES", "0"))  # a talkative trial (progress lines)
+    for _ in range(chatter // 100):
+        print("x" * 99)
     print("---\n" + "\n".join(f"{k}: {v}" for k, v in result.summary_lines().items()))
     return 1 if crashed else 0
 
