@@ -15,7 +15,6 @@ from __future__ import annotations
 import os
 import re
 import shlex
-import signal
 import subprocess
 import sys
 import time
@@ -24,6 +23,7 @@ from pathlib import Path
 
 from autorl import paths
 from autorl.ledger import Ledger, LedgerError
+from autorl.process import end_group
 
 POLL_S = 1.0  # how often the stop conditions are checked while the agent runs
 GRACE_S = 60.0  # SIGTERM -> SIGKILL for an agent stopped by a limit or STOP: run.py stops its seeds
@@ -146,7 +146,7 @@ class Loop:
                 except subprocess.TimeoutExpired:
                     reason = self.stop_reason()
                     if reason:
-                        self._terminate(proc)
+                        end_group(proc, GRACE_S)
                         return None, reason
 
     def confirm(self, why: str) -> None:
@@ -160,16 +160,6 @@ class Loop:
                 [sys.executable, "-m", "autorl.cli", "confirm"], cwd=self.root, stdout=out, stderr=out
             )
         self.log(f"confirm: exit {code}")
-
-    def _terminate(self, proc: subprocess.Popen) -> None:
-        try:
-            os.killpg(proc.pid, signal.SIGTERM)
-            proc.wait(timeout=GRACE_S)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-        except ProcessLookupError:
-            pass
 
     def run(self) -> int:
         prompt = loop_prompt(self.root)

@@ -360,6 +360,17 @@ def _kill_everything(proc: subprocess.Popen[str], pgid: int, tree: _Tree) -> int
     return len(survivors)
 
 
+def end_group(proc: subprocess.Popen, grace_s: float) -> None:
+    """End a child started with start_new_session and everything in its process group: SIGTERM, then SIGKILL
+    after grace_s seconds; returns once the child is reaped."""
+    _signal_group(proc.pid, signal.SIGTERM)
+    try:
+        proc.wait(timeout=grace_s)
+    except subprocess.TimeoutExpired:
+        _signal_group(proc.pid, signal.SIGKILL)
+        proc.wait()
+
+
 def kill_processes(procs: list[psutil.Process], timeout_s: float = 5.0) -> None:
     """SIGKILL each process (gone ones are skipped) and wait up to timeout_s for them to go."""
     for p in procs:

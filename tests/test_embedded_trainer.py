@@ -34,7 +34,8 @@ from autorl.llm.embedded import (
     latest_weights,
 )
 from autorl.llm.embedded.generation import HFSampler
-from autorl.llm.embedded.train import Sample, Trainer, available_cores
+from autorl.llm.embedded.train import Sample, Trainer
+from autorl.machine import own_cpu_ids
 from autorl.tomlcheck import ConfigError
 
 # ---------------------------------------------------------------------------------------------- fixtures
@@ -558,7 +559,7 @@ def test_child_saves_weights_and_exits_cleanly_on_sigterm(tiny_model, tmp_path, 
     events += [e for e in map(progress.parse, rest.splitlines()) if e is not None]
     assert proc.returncode == 0
     # On 2+ cores the default CPU setup samples in a second process: it must end with the trainer.
-    sampler = "hf-process" if available_cores() >= 2 else "hf"
+    sampler = "hf-process" if len(own_cpu_ids()) >= 2 else "hf"
     assert any(f"sampler {sampler}," in line for line in lines)
     names = [e["event"] for e in events]
     assert names[0] == "ready" and names[-1] == "done" and "saved" in names
@@ -636,10 +637,10 @@ def test_vllm_sampler_up_to_the_engine_boundary(monkeypatch, tiny_model):
 
 
 def test_cpu_threads_default_to_one_for_a_tiny_model():
-    from autorl.llm.embedded.train import available_cores, cpu_threads
+    from autorl.llm.embedded.train import cpu_threads
 
     assert cpu_threads(0, 200_000) == 1
-    assert cpu_threads(0, 600_000_000) == available_cores()
+    assert cpu_threads(0, 600_000_000) == len(own_cpu_ids())
     assert cpu_threads(3, 200_000) == 3  # an explicit num_threads wins
 
 

@@ -55,8 +55,6 @@ import argparse
 import contextlib
 import importlib.util
 import json
-import os
-import random
 import resource
 import shutil
 import signal
@@ -69,6 +67,7 @@ from typing import Any
 
 import numpy as np
 import torch
+from transformers import set_seed
 
 from autorl import progress
 from autorl.llm.embedded import COMPLETE_MARKER, RunSpec, grpo
@@ -78,22 +77,10 @@ from autorl.llm.embedded.sampler_process import ProcessSampler
 from autorl.llm.embedded.scheduler import build_scheduler
 from autorl.llm.embedded.slots import SMALL_MODEL_PARAMS
 from autorl.llm.eval import load_tokenizer
+from autorl.machine import own_cpu_ids
 
 # prime-rl's orchestrator aborts after this many consecutive empty train batches (orchestrator.py).
 MAX_CONSECUTIVE_EMPTY_BATCHES = 10
-
-
-def seed_everything(seed: int) -> None:
-    random.seed(seed)
-    np.random.seed(seed)
-    torch.manual_seed(seed)
-
-
-def available_cores() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not Linux
-        return os.cpu_count() or 1
 
 
 def cpu_threads(requested: int, n_params: int) -> int:
@@ -102,7 +89,7 @@ def cpu_threads(requested: int, n_params: int) -> int:
     it), else every core this process may use."""
     if requested:
         return requested
-    return 1 if n_params < SMALL_MODEL_PARAMS else available_cores()
+    return 1 if n_params < SMALL_MODEL_PARAMS else len(own_cpu_ids())
 
 
 def peak_memory_gb(device: torch.device) -> float:
@@ -138,7 +125,7 @@ class Trainer:
         self.seed = seed
         self.stop_requested = False
 
-        seed_everything(seed)
+        set_seed(seed)  # random, numpy, torch (and CUDA)
         if spec.device == "auto":
             self.device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
         else:
@@ -207,7 +194,7 @@ class Trainer:
             and self.device.type == "cpu"
             and self.lag == 1
             and torch.get_num_threads() == 1
-            and available_cores() >= 2
+            and len(own_cpu_ids()) >= 2
         ):
             if self.device.type != "cpu":
                 raise ValueError("sampler 'hf-process' is for CPU training (on a GPU use 'hf' or 'vllm')")
