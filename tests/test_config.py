@@ -466,8 +466,10 @@ def test_prepared_model_mismatch(tmp_path):
     msg = error(tmp_path, text, prepared_model="/data/models/tiny")
     assert msg.startswith(f"train.toml:{line_no(text, 'Qwen/Qwen3-0.6B')}: `model.name` is 'Qwen/Qwen3-0.6B'")
     assert "owned by the harness once prepared" in msg and "`uv run prepare.py`" in msg
-    # the default model name counts when the file does not set one
-    assert "`model.name` is 'Qwen/Qwen3-0.6B'" in error(tmp_path, MINIMAL, prepared_model="tiny")
+    # the default model name counts when the file does not set one, and the message says it is unset
+    unset = error(tmp_path, MINIMAL, prepared_model="tiny")
+    assert "`model.name` is not set, so prime-rl's default 'Qwen/Qwen3-0.6B' would be trained" in unset
+    assert "the prepared model is 'tiny'" in unset
     assert load_train_config(write(tmp_path, VALID), prepared_model="Qwen/Qwen3-0.6B").model
 
 
