@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from autorl import atomic
 from autorl.backend import WHOLE_MACHINE, Backend, Launch, Slot, TrainOutcome
 from autorl.jsonl import read_jsonl
 from autorl.process import BudgetSpec, ChildResult, Stop, run_budgeted
@@ -91,7 +92,8 @@ def write_resolved(backend: Backend, cfg: Any, seed_dir: Path, seed: int, slot: 
     """The fully resolved config the child runs with, on its slot: written here and nowhere else."""
     seed_dir.mkdir(parents=True, exist_ok=True)
     path = seed_dir / "resolved.json"
-    path.write_text(json.dumps(backend.resolve(cfg, seed_dir, seed, slot), indent=2, default=str) + "\n")
+    resolved = backend.resolve(cfg, seed_dir, seed, slot)
+    atomic.write_text(path, json.dumps(resolved, indent=2, default=str) + "\n")
     return path
 
 

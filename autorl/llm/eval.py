@@ -37,7 +37,7 @@ from typing import Any, Literal
 import torch
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from autorl import paths
+from autorl import atomic, paths
 from autorl.llm import envs
 
 HF_BATCH_SIZE_CPU = 256  # prompts per generate call; the tiny model's whole batch fits easily
@@ -335,19 +335,20 @@ def evaluate(
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     all_examples = eval_examples(spec)
-    with out.open("w") as f:
-        for env_spec, env, examples in all_examples:
-            on_batch = _progress(env_spec.label, len(examples), start)
-            completions = generator.generate([ex.prompt for ex in examples], env_spec, on_batch)
-            scores = []
-            for ex, samples in zip(examples, completions, strict=True):
-                for s, completion in enumerate(samples):
-                    score = env.score(completion, ex)
-                    scores.append(score)
-                    row = {"env": env_spec.label, "example_id": ex.id, "sample": s, "score": score}
-                    f.write(json.dumps({**row, "completion": completion}) + "\n")
-            per_env[env_spec.label] = sum(scores) / len(scores)
-            num_samples += len(scores)
+    lines: list[str] = []  # written whole at the end: a killed eval leaves no partial eval.jsonl
+    for env_spec, env, examples in all_examples:
+        on_batch = _progress(env_spec.label, len(examples), start)
+        completions = generator.generate([ex.prompt for ex in examples], env_spec, on_batch)
+        scores = []
+        for ex, samples in zip(examples, completions, strict=True):
+            for s, completion in enumerate(samples):
+                score = env.score(completion, ex)
+                scores.append(score)
+                row = {"env": env_spec.label, "example_id": ex.id, "sample": s, "score": score}
+                lines.append(json.dumps({**row, "completion": completion}) + "\n")
+        per_env[env_spec.label] = sum(scores) / len(scores)
+        num_samples += len(scores)
+    atomic.write_text(out, "".join(lines))
     return {
         "eval_score": sum(per_env.values()) / len(per_env),
         "per_env": per_env,
