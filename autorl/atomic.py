@@ -21,8 +21,8 @@ from pathlib import Path
 
 
 def check_target(path: Path) -> None:
-    """Raise OSError if `path` cannot be (re)placed by a regular file: exists as something else, or its
-    directory is missing or not a directory. Nothing is written."""
+    """Raise OSError if `path` cannot be (re)placed by a regular file: it exists as something else, or its
+    parent is not a directory. Nothing is written."""
     path = Path(path)
     try:
         mode = os.stat(path).st_mode
@@ -31,9 +31,8 @@ def check_target(path: Path) -> None:
     if mode is not None and not stat.S_ISREG(mode):
         kind = "a directory" if stat.S_ISDIR(mode) else "not a regular file"
         raise OSError(errno.EEXIST, f"exists and is {kind} (give a file path)", str(path))
-    parent = path.parent
-    if not parent.is_dir():
-        raise OSError(errno.ENOTDIR, f"directory {parent} does not exist", str(path))
+    if path.parent.exists() and not path.parent.is_dir():
+        raise OSError(errno.ENOTDIR, f"{path.parent} is not a directory", str(path))
 
 
 def write_bytes(path: Path, data: bytes, mode: int = 0o644) -> None:

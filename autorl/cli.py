@@ -7,6 +7,7 @@ import os
 import sys
 from pathlib import Path
 
+from autorl import paths
 from autorl.cliargs import MAX_SEEDS, int_in, nonempty_str, positive_float, positive_int
 from autorl.ledger import Ledger, LedgerError
 from autorl.track import track_names
@@ -118,6 +119,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if problem := paths.root_problem():
+        print(f"error: {problem}", file=sys.stderr)
+        return 2
     try:
         code = _run(args)
         sys.stdout.flush()  # inside the try: a closed pipe (`autorl status | head -1`) is not an error

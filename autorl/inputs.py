@@ -14,6 +14,7 @@ import json
 import os
 import re
 import stat
+import tomllib
 from pathlib import Path
 
 KIB, MIB = 1024, 1024 * 1024
@@ -98,12 +99,31 @@ def check_depth(path: Path | str, text: str, limit: int = MAX_DEPTH) -> None:
         raise InputError(f"{path}: nested {depth} levels deep; at most {limit} are allowed")
 
 
-def read_json(path: Path, limit: int = MAX_JSON_BYTES) -> object:
-    """A JSON file read with `read_bytes` and `check_depth`; InputError when it is not UTF-8 JSON."""
+def read_text(path: Path, limit: int) -> str:
+    """`read_bytes` decoded as UTF-8; InputError naming the line of the first byte that is not."""
     raw = read_bytes(path, limit)
     try:
-        text = raw.decode("utf-8")
-        check_depth(path, text)
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = raw[: e.start].count(b"\n") + 1
+        raise InputError(f"{path}:{line}: not UTF-8 text") from None
+
+
+def read_json(path: Path, limit: int = MAX_JSON_BYTES) -> object:
+    """A JSON file read with `read_text` and `check_depth`; InputError when it is not JSON."""
+    text = read_text(path, limit)
+    check_depth(path, text)
+    try:
         return json.loads(text)
-    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+    except json.JSONDecodeError as e:
         raise InputError(f"{path}: not JSON ({e})") from None
+
+
+def read_toml(path: Path, limit: int = MAX_CONFIG_BYTES) -> dict:
+    """A TOML file read with `read_text` and `check_depth`; InputError when it is not TOML."""
+    text = read_text(path, limit)
+    check_depth(path, text)
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise InputError(f"{path}: invalid TOML ({e})") from None

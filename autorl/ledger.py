@@ -681,8 +681,8 @@ def reference_rows(reference: Mapping[str, str], runs_dir: Path) -> list[dict[st
     if not recorded:
         raise LedgerError(f"{why}: its results.tsv row records no eval_rows_hash to check {path} against")
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as e:
+        text = inputs.read_text(path, inputs.MAX_JSONL_BYTES)
+    except (OSError, inputs.InputError) as e:
         raise LedgerError(f"{why}: {path} is unreadable ({e})") from None
     if (actual := eval_rows_hash(text)) != recorded:
         raise LedgerError(

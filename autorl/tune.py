@@ -45,7 +45,7 @@ import optuna
 import tomlkit
 from tomlkit.items import Table
 
-from autorl import paths
+from autorl import inputs, paths
 from autorl.ledger import Ledger, LedgerError
 from autorl.machine import own_cpu_ids
 from autorl.track import get_track
@@ -73,9 +73,11 @@ class Param:
 def load_space(path: Path) -> list[Param]:
     """Parse space.toml; errors name the parameter and the problem."""
     try:
-        data = tomllib.loads(Path(path).read_text())
-    except (OSError, tomllib.TOMLDecodeError) as exc:
-        raise SpaceError(f"{path}: {exc}") from exc
+        data = inputs.read_toml(Path(path))
+    except OSError as exc:
+        raise SpaceError(f"{path}: {exc.strerror or exc}") from exc
+    except inputs.InputError as exc:
+        raise SpaceError(str(exc)) from exc
     params = []
     for name, spec in data.items():
         if not isinstance(spec, dict) or "key" not in spec:

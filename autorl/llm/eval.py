@@ -30,14 +30,13 @@ import importlib.util
 import json
 import sys
 import time
-import tomllib
 from pathlib import Path
 from typing import Any, Literal
 
 import torch
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from autorl import atomic, paths
+from autorl import atomic, inputs, paths
 from autorl.llm import envs
 
 HF_BATCH_SIZE_CPU = 256  # prompts per generate call; the tiny model's whole batch fits easily
@@ -108,7 +107,7 @@ def load_eval_spec(path: Path | None = None, split: Split = "eval") -> EvalSpec:
     `split="test"` is the sealed test set of `autorl confirm`: every env's taskset on its `test` split, the
     rest of eval.toml unchanged. Trials never see it."""
     path = Path(path) if path is not None else paths.eval_spec_file()
-    spec = EvalSpec.model_validate(tomllib.loads(path.read_text()))
+    spec = EvalSpec.model_validate(inputs.read_toml(path))
     if split == "test":
         for env_spec in spec.env:
             env_spec.taskset["split"] = "test"
