@@ -39,7 +39,10 @@ def write_bytes(path: Path, data: bytes, mode: int = 0o644) -> None:
     """Replace `path` atomically by `data` (see the module docstring); raises OSError with the filename."""
     path = Path(path)
     check_target(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except OSError as e:  # a missing or read-only directory, no space for an inode
+        raise OSError(e.errno, e.strerror or str(e), str(path)) from None
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
