@@ -13,6 +13,7 @@ import errno
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import threading
@@ -487,3 +488,39 @@ def test_an_untracked_module_at_the_root_never_runs_inside_run_py(tmp_path):
     assert not marker.exists(), marker.read_text()
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert "modified: json.py" in proc.stderr and "modified: subprocess.py" in proc.stderr
+
+
+# ---- signals at every stage: nothing recorded before training, one `interrupted` row after it started ----
+
+
+def signal_during(monkeypatch: pytest.MonkeyPatch, owner: object, name: str, sig: signal.Signals) -> None:
+    """`owner.name` sends `sig` to this process, then does its work (the handler runs at once)."""
+    real = getattr(owner, name)
+
+    def signalled(*args: object, **kwargs: object) -> object:
+        os.kill(os.getpid(), sig)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(owner, name, signalled)
+
+
+def test_a_signal_during_validation_records_nothing(root, monkeypatch, capsys):
+    use_backend(monkeypatch, root)
+    signal_during(monkeypatch, LLMTrack, "load_config", signal.SIGINT)
+    assert trial.main(RUN) == 130
+    assert "interrupted before training started: nothing recorded" in capsys.readouterr().err
+    assert not (root / "runs").exists() and not (root / "results.tsv").exists()
+
+
+@pytest.mark.parametrize(
+    ("owner", "name", "status"),
+    [(trial, "base_eval_rows", "interrupted"), (Ledger, "append", "ok")],
+    ids=["base-eval", "recording"],
+)
+def test_a_signal_after_the_start_still_leaves_one_row(root, monkeypatch, capsys, owner, name, status):
+    use_backend(monkeypatch, root)
+    signal_during(monkeypatch, owner, name, signal.SIGTERM)
+    assert trial.main(RUN) == 143
+    (row,) = ledger_rows(root)
+    assert row["status"] == status  # while recording, the finished trial keeps its own status
+    assert parse_summary(capsys.readouterr().out)["status"] == status
