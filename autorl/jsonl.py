@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import Any
 
@@ -31,3 +32,16 @@ def read_jsonl(path: Path) -> list[dict[str, Any]]:
         if isinstance(row, dict):
             rows.append(row)
     return rows
+
+
+def eval_rows_problem(rows: list[dict[str, Any]]) -> str | None:
+    """What is wrong with eval rows (`env`, `example_id`, a finite number `score`), naming the first bad
+    row; None when every row is usable. Checked wherever eval rows are read: an eval's output, the
+    base-eval cache, a reference's eval.jsonl."""
+    for n, row in enumerate(rows, start=1):
+        score = row.get("score")
+        if "env" not in row or "example_id" not in row:
+            return f"eval row {n} has no env or example_id"
+        if isinstance(score, bool) or not isinstance(score, int | float) or not math.isfinite(score):
+            return f"eval row {n}: score {score!r} is not a finite number"
+    return None

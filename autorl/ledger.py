@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from autorl import atomic, inputs, paths
-from autorl.jsonl import read_jsonl
+from autorl.jsonl import eval_rows_problem, read_jsonl
 
 # The columns, in file order. `status` is the run outcome (written by run.py); `decision` is the agent's
 # call (written `pending`, set by `autorl mark`). `seed_scores` (`seed=score` pairs) feeds the noise floor.
@@ -689,4 +689,7 @@ def reference_rows(reference: Mapping[str, str], runs_dir: Path) -> list[dict[st
             f"{why}: {path} has changed since the trial wrote it (sha256 {actual}, results.tsv records "
             f"{recorded}); restore it (e.g. from a backup of runs/) or re-run that config"
         )
-    return read_jsonl(path)
+    rows = read_jsonl(path)
+    if problem := eval_rows_problem(rows):
+        raise LedgerError(f"{why}: {path}: {problem}")
+    return rows

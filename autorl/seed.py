@@ -17,7 +17,7 @@ from typing import Any
 
 from autorl import atomic
 from autorl.backend import WHOLE_MACHINE, Backend, Launch, Slot, TrainOutcome
-from autorl.jsonl import read_jsonl
+from autorl.jsonl import eval_rows_problem, read_jsonl
 from autorl.process import BudgetSpec, ChildResult, Stop, run_budgeted
 
 EVAL_CAP_S = 3600.0  # the fixed eval is never budgeted, only capped against a hang
@@ -109,7 +109,10 @@ def run_eval(
     if result.status != "ok" or not out.exists():
         tail = "\n".join(result.log_tail[-15:])
         return [], seconds, f"eval failed ({result.reason_text}):\n{tail}"
-    return read_jsonl(out), seconds, None
+    rows = read_jsonl(out)
+    if problem := eval_rows_problem(rows):
+        return [], seconds, f"eval failed: {out}: {problem}"
+    return rows, seconds, None
 
 
 def crash_report(result: SeedResult) -> str:

@@ -26,7 +26,7 @@ from typing import Any
 from autorl import atomic, paths
 from autorl.cliargs import MAX_SEEDS, float_in, nonempty_str, positive_float, positive_int
 from autorl.harness import commit_short, dirty_harness_files, harness_hash
-from autorl.jsonl import read_jsonl
+from autorl.jsonl import eval_rows_problem, read_jsonl
 from autorl.process import Stop
 from autorl.seed import RunOptions, SeedResult
 from autorl.tomlcheck import ConfigError
@@ -336,8 +336,8 @@ def base_eval_rows(
     from autorl.seed import run_eval
 
     cache = paths.cache_dir() / f"base-{cache_key}.jsonl"
-    if cache.exists():
-        return read_jsonl(cache), None
+    if cache.exists() and not eval_rows_problem(cached := read_jsonl(cache)):
+        return cached, None  # a corrupt cache is computed again
     say("evaluating the untrained base model (once; cached for later trials)")
     cache.parent.mkdir(parents=True, exist_ok=True)
     out = run_dir / "base_eval.jsonl"

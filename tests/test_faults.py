@@ -524,3 +524,35 @@ def test_a_signal_after_the_start_still_leaves_one_row(root, monkeypatch, capsys
     (row,) = ledger_rows(root)
     assert row["status"] == status  # while recording, the finished trial keeps its own status
     assert parse_summary(capsys.readouterr().out)["status"] == status
+
+
+# ---- eval rows: checked wherever they are read -----------------------------------------------------------
+
+BAD_EVAL = """
+import json, sys
+rows = [{"env": "toy", "example_id": "0", "sample": 0, "score": 1.0}, {"env": "toy", "example_id": "1"}]
+open(sys.argv[1], "w").write("".join(json.dumps(r) + "\\n" for r in rows))
+print(json.dumps({"eval_score": 1.0}), flush=True)
+"""
+
+
+def test_an_eval_writing_malformed_rows_is_a_crash_row_not_a_traceback(root, monkeypatch, capsys):
+    use_backend(monkeypatch, root)
+    monkeypatch.setattr(trial, "base_eval_rows", lambda *a: ([], None))
+    (root / "fake_eval.py").write_text(BAD_EVAL)
+    assert trial.main(RUN) == 1
+    out = capsys.readouterr().out
+    assert "eval.jsonl: eval row 2: score None is not a finite number" in out and "Traceback" not in out
+    (row,) = ledger_rows(root)
+    assert row["status"] == "crash" and row["eval_score"] == ""  # no score
+
+
+def test_a_corrupt_base_eval_cache_is_computed_again(root, monkeypatch, capsys):
+    use_backend(monkeypatch, root)
+    assert trial.main(RUN) == 0
+    (cache,) = (root / ".autorl" / "cache").glob("base-*.jsonl")
+    good = cache.read_text()
+    cache.write_text('{"env": "toy", "example_id": "0", "score": NaN}\n')
+    assert trial.main(RUN) == 0
+    assert "evaluating the untrained base model" in capsys.readouterr().out
+    assert cache.read_text() == good
