@@ -450,18 +450,25 @@ def _run_trial(
         failure = f"{type(exc).__name__}: {exc}"
         base_rows, results, stopped_early = [], [], ""
 
-    result = conclude(
-        ctx,
-        results,
-        base_rows,
-        reference,
-        ref_rows,
-        noise,
-        stopped_early=stopped_early,
-        extras_fn=lambda rows: backend.summary_extras(cfg, [s.outcome for s in results if s.outcome], rows),
-        parallel=the_plan.parallel,
-        interrupted=bool(stop),
-    )
+    try:
+        result = conclude(
+            ctx,
+            results,
+            base_rows,
+            reference,
+            ref_rows,
+            noise,
+            stopped_early=stopped_early,
+            extras_fn=lambda rows: backend.summary_extras(
+                cfg, [s.outcome for s in results if s.outcome], rows
+            ),
+            parallel=the_plan.parallel,
+            interrupted=bool(stop),
+        )
+    except Exception as exc:  # the statistics or a backend's extras failed: still one row, with the reason
+        traceback.print_exc()
+        failure = failure or f"{type(exc).__name__}: {exc}"
+        result = conclude(ctx, [], [], None, [], noise, parallel=the_plan.parallel)  # nothing to fail on
     result.run_dir_shown = str(run_dir.relative_to(paths.repo_root()))
     if stop:
         evaluated = sum(1 for s in results if s.evaluated)

@@ -370,6 +370,19 @@ def test_a_fault_of_the_harness_during_the_seeds_records_a_crash_row(root, monke
     assert row["status"] == "crash" and row["verdict"] == "n/a"
 
 
+def test_a_fault_while_concluding_records_a_crash_row(root, monkeypatch, capsys):
+    use_backend(monkeypatch, root)
+
+    def broken_extras(*args: object) -> dict[str, str]:
+        raise ValueError("extras broke (simulated)")
+
+    monkeypatch.setattr(FakeBackend, "summary_extras", broken_extras)
+    assert trial.main(RUN) == 1
+    assert parse_summary(capsys.readouterr().out)["error"] == "ValueError: extras broke (simulated)"
+    (row,) = ledger_rows(root)
+    assert row["status"] == "crash"
+
+
 # ---- paths given on the command line ------------------------------------------------------------------
 
 
