@@ -35,10 +35,14 @@ def check_target(path: Path) -> None:
         raise OSError(errno.ENOTDIR, f"{path.parent} is not a directory", str(path))
 
 
-def write_bytes(path: Path, data: bytes, mode: int = 0o644) -> None:
-    """Replace `path` atomically by `data` (see the module docstring); raises OSError with the filename."""
+def write_bytes(path: Path, data: bytes, mode: int | None = None) -> None:
+    """Replace `path` atomically by `data` (see the module docstring); raises OSError with the filename.
+
+    `mode`: the new file's permissions (default: the replaced file's, or 0o644)."""
     path = Path(path)
     check_target(path)
+    if mode is None:
+        mode = stat.S_IMODE(os.stat(path).st_mode) if path.exists() else 0o644
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     except OSError as e:  # a missing or read-only directory, no space for an inode
@@ -62,6 +66,6 @@ def write_bytes(path: Path, data: bytes, mode: int = 0o644) -> None:
         raise
 
 
-def write_text(path: Path, text: str, mode: int = 0o644) -> None:
+def write_text(path: Path, text: str, mode: int | None = None) -> None:
     """`write_bytes` of `text` encoded as UTF-8."""
     write_bytes(path, text.encode("utf-8"), mode)

@@ -45,7 +45,7 @@ import optuna
 import tomlkit
 from tomlkit.items import Table
 
-from autorl import inputs, paths
+from autorl import atomic, inputs, paths
 from autorl.ledger import Ledger, LedgerError
 from autorl.machine import own_cpu_ids
 from autorl.track import get_track
@@ -273,7 +273,7 @@ def run_tune(
         trial = study.ask()
         values = suggest(trial, params)
         candidate = work / f"candidate-{n}{config.suffix}" if k > 1 else config
-        candidate.write_text(render(original, params, values))
+        atomic.write_text(candidate, render(original, params, values))
         desc = describe(values)
         cmd = [*runner, "--config", str(candidate), "--track", track, "--description", desc]
         if budget is not None:
@@ -336,13 +336,13 @@ def run_tune(
     except BaseException:
         for r in running:
             r.proc.terminate()
-        config.write_text(original)  # never leave a half-tuned config behind
+        atomic.write_text(config, original)  # never leave a half-tuned config behind
         raise
     if best is None:
-        config.write_text(original)
+        atomic.write_text(config, original)
         print("[tune] no trial beat the reference (verdict improved): the original config is restored")
     else:
-        config.write_text(render(original, params, best[2]))
+        atomic.write_text(config, render(original, params, best[2]))
         print(f"[tune] best improved trial {best[1]}: eval_score {best[0]:.4f}; {config.name} now holds:")
         print("       " + describe(best[2]))
     return 0

@@ -49,7 +49,7 @@ def enospc_under(monkeypatch: pytest.MonkeyPatch, directory: Path, names: tuple[
     """A full disk under `directory`: the atomic writer raises ENOSPC there (for `names` only, if given)."""
     real = atomic.write_bytes
 
-    def full(path: Path, data: bytes, mode: int = 0o644) -> None:
+    def full(path: Path, data: bytes, mode: int | None = None) -> None:
         path = Path(path)
         if path.is_relative_to(directory) and (not names or path.name in names):
             raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
@@ -569,3 +569,13 @@ def test_a_corrupt_base_eval_cache_is_computed_again(root, monkeypatch, capsys):
     assert trial.main(RUN) == 0
     assert "evaluating the untrained base model" in capsys.readouterr().out
     assert cache.read_text() == good
+
+
+def test_atomic_writer_keeps_the_replaced_files_permissions(tmp_path):
+    target = tmp_path / "train.toml"
+    target.write_text("old")
+    target.chmod(0o600)
+    atomic.write_text(target, "new")
+    assert target.read_text() == "new" and target.stat().st_mode & 0o777 == 0o600
+    atomic.write_text(tmp_path / "fresh.json", "{}")
+    assert (tmp_path / "fresh.json").stat().st_mode & 0o777 == 0o644
