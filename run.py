@@ -4,9 +4,34 @@ Validates the config, trains under a fixed wall-clock budget, runs the fixed eva
 after `---` and appends one row to results.tsv. See README.md and `uv run run.py --help`.
 """
 
+# No file that git does not track may run inside run.py. `python run.py` puts this directory first on
+# sys.path, so an untracked `json.py` (any module named like one the harness imports) would shadow the real
+# one and run before the harness check could refuse it. So this directory leaves sys.path before anything
+# else is imported (`sys` is built in, `os` loaded at start-up: neither can be shadowed), and the harness
+# package is loaded from its explicit path, this repository's autorl/.
+import os
 import sys
 
-from autorl.trial import main
+ROOT = os.path.dirname(os.path.realpath(__file__))
+sys.path[:] = [p for p in sys.path if os.path.realpath(p or os.curdir) != ROOT]
+
+import importlib.util  # noqa: E402 (after sys.path is cleaned)
+
+
+def load_harness() -> None:
+    """Import `autorl` from ROOT/autorl (its submodules follow from there)."""
+    package = os.path.join(ROOT, "autorl")
+    spec = importlib.util.spec_from_file_location(
+        "autorl", os.path.join(package, "__init__.py"), submodule_search_locations=[package]
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["autorl"] = module
+    spec.loader.exec_module(module)
+
 
 if __name__ == "__main__":
+    load_harness()
+    from autorl.trial import main
+
     sys.exit(main())

@@ -7,6 +7,7 @@ import os
 import sys
 from pathlib import Path
 
+from autorl import paths
 from autorl.cliargs import MAX_SEEDS, budget_seconds, int_in, nonempty_str, positive_float, positive_int
 from autorl.ledger import Ledger, LedgerError
 from autorl.track import track_names
@@ -103,6 +104,11 @@ def build_parser() -> argparse.ArgumentParser:
     lg = sub.add_parser("ledger", help="check results.tsv, or append a row a trial saved in result.json")
     lg_sub = lg.add_subparsers(dest="ledger_command", required=True)
     lg_sub.add_parser("check", help="exit 2 naming file:line if results.tsv is malformed")
+    lg_sub.add_parser(
+        "repair",
+        help="CRLF -> LF, drop empty lines, move unusable or duplicate rows to results-rejected.tsv "
+        "(keeps a backup)",
+    )
     la = lg_sub.add_parser("append", help="append runs/<id>/result.json (when writing results.tsv failed)")
     la.add_argument("result_json", type=Path, help="the trial's runs/<id>/result.json")
     return p
@@ -110,6 +116,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if problem := paths.root_problem():
+        print(f"error: {problem}", file=sys.stderr)
+        return 2
     try:
         code = _run(args)
         sys.stdout.flush()  # inside the try: a closed pipe (`autorl status | head -1`) is not an error
@@ -178,15 +187,22 @@ def _run(args: argparse.Namespace) -> int:
 
         return report.main(args.out, args.md, track=args.track)
     if args.command == "ledger":
-        ledger = Ledger()
-        if args.ledger_command == "check":
-            ledger.check()
-            print(f"{ledger.path}: ok")
-            return 0
-        row = ledger.append_saved(args.result_json)
-        print(f"{ledger.path}: appended the row of run {row['run_id']}")
-        return 0
+        return _ledger(args)
     return 2
+
+
+def _ledger(args: argparse.Namespace) -> int:
+    ledger = Ledger()
+    if args.ledger_command == "repair":
+        done = ledger.repair()
+        print("\n".join(done) if done else f"{ledger.path}: nothing to repair")
+    if args.ledger_command in ("check", "repair"):
+        ledger.check()
+        print(f"{ledger.path}: ok")
+        return 0
+    row = ledger.append_saved(args.result_json)
+    print(f"{ledger.path}: appended the row of run {row['run_id']}")
+    return 0
 
 
 if __name__ == "__main__":

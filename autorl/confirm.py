@@ -22,7 +22,7 @@ from typing import Any
 
 import scipy.stats as sps
 
-from autorl import paths, stats
+from autorl import inputs, paths, stats
 from autorl.ledger import Context, Ledger, LedgerError, as_float, best_kept, clean, comparable, format_cell
 from autorl.seed import RunOptions, SeedResult, run_seed, worst_status
 
@@ -75,9 +75,11 @@ def confirmed_file(ledger: Ledger) -> Path:
 def read_confirmed(path: Path) -> list[dict[str, str]]:
     """The rows of confirmed.tsv ([] when there is none yet)."""
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
+        lines = inputs.read_text(path, inputs.MAX_LEDGER_BYTES).splitlines()
     except FileNotFoundError:
         return []
+    except inputs.InputError as e:
+        raise LedgerError(f"{e}; move the file aside") from None
     if not lines or lines[0].split("\t") != COLUMNS:
         raise LedgerError(f"{path}:1: not the autorl confirmed.tsv header; move the file aside")
     return [dict(zip(COLUMNS, line.split("\t"), strict=False)) for line in lines[1:] if line.strip()]

@@ -24,16 +24,17 @@ import hashlib
 import json
 import math
 import os
-import tempfile
+import stat
 import time
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Set as AbstractSet
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from autorl import paths
-from autorl.jsonl import read_jsonl
+from autorl import atomic, inputs, paths
+from autorl.jsonl import eval_rows_problem, read_jsonl
 
 # The columns, in file order. `status` is the run outcome (written by run.py); `decision` is the agent's
 # call (written `pending`, set by `autorl mark`). `seed_scores` (`seed=score` pairs) feeds the noise floor.
@@ -92,7 +93,26 @@ class LedgerError(Exception):
     """results.tsv is malformed or a lookup/mark request cannot be satisfied."""
 
 
-REPAIR = "move the file aside (`mv results.tsv results.tsv.bad`) or fix that line by hand"
+REPAIR = (
+    "fix that line by hand, move the file aside (`mv results.tsv results.tsv.bad`), or run "
+    "`uv run autorl ledger repair` (keeps a backup; moves the rows it cannot use to results-rejected.tsv)"
+)
+NUMERIC = (  # columns holding one number (or nothing; `nan` for no score)
+    "eval_score",
+    "eval_ci_low",
+    "eval_ci_high",
+    "base_score",
+    "delta",
+    "p_value",
+    "training_seconds",
+    "startup_seconds",
+    "eval_seconds",
+    "peak_memory_gb",
+    "steps",
+    "budget",
+    "seeds_planned",
+    "parallel",
+)
 
 
 def clean(text: str) -> str:
@@ -167,6 +187,36 @@ def row_seed_scores(row: Mapping[str, str]) -> list[float]:
     return [score] if score is not None and len(seeds) <= 1 else []
 
 
+def _number_problem(value: str) -> str | None:
+    try:
+        number = float(value)
+    except ValueError:
+        return f"{value[:40]!r} is not a number"
+    return f"{value!r} is not finite" if math.isinf(number) else None
+
+
+def row_problem(row: Mapping[str, str], seen: AbstractSet[str] = frozenset()) -> str | None:
+    """What is wrong with the values of one row, as `column <name>: <problem>` (None: nothing).
+
+    The one check of a row's values, for every row read and every row appended: a run id that is empty or
+    already in `seen`, a numeric column that is not a number (empty and `nan` are allowed: no score), a
+    status or decision that is not one of the known words.
+    """
+    run_id = row.get("run_id", "")
+    if not run_id.strip():
+        return "column run_id: empty"
+    if run_id in seen:
+        return f"column run_id: {run_id} is recorded twice (a duplicate row)"
+    for column in NUMERIC:
+        if (value := row.get(column, "")) and (problem := _number_problem(value)):
+            return f"column {column}: {problem}"
+    for column, allowed in (("status", STATUSES), ("decision", ("", *DECISIONS))):
+        if (value := row.get(column, "")) not in allowed:
+            words = ", ".join(a for a in allowed if a)
+            return f"column {column}: {value[:40]!r} is not one of {words}"
+    return None
+
+
 class Ledger:
     """results.tsv at `path` (default: the repo's results.tsv)."""
 
@@ -179,13 +229,26 @@ class Ledger:
     @contextmanager
     def locked(self) -> Iterator[None]:
         """Exclusive lock shared by every writer (a sidecar file, so os.replace never swaps the lock)."""
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT, 0o644)
         try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT | os.O_NONBLOCK | os.O_CLOEXEC, 0o644)
+        except OSError as e:
+            raise LedgerError(
+                f"{self.lock_path}: cannot open the lock file: {e.strerror or e} (it must be a plain file; "
+                "remove it if nothing is writing results.tsv)"
+            ) from None
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                raise LedgerError(
+                    f"{self.lock_path}: the lock file is not a regular file; remove it (`rm "
+                    f"{self.lock_path}`) if nothing is writing results.tsv"
+                )
             fcntl.flock(fd, fcntl.LOCK_EX)
-            yield
+            try:
+                yield
+            finally:
+                fcntl.flock(fd, fcntl.LOCK_UN)
         finally:
-            fcntl.flock(fd, fcntl.LOCK_UN)
             os.close(fd)
 
     # -- reading -------------------------------------------------------------------------------------
@@ -193,14 +256,20 @@ class Ledger:
         """Parse and validate the whole file; raise LedgerError on anything malformed."""
         return self._parse()[1]
 
-    def _parse(self) -> tuple[list[str] | None, list[dict[str, str]]]:
-        """(header as found, rows); (None, []) for a missing or empty file."""
-        if not self.path.exists():
-            return None, []
+    def _raw(self) -> bytes:
+        """The file's bytes (b"" when missing), read by the one safe reader."""
         try:
-            raw = self.path.read_bytes()
+            return inputs.read_bytes(self.path, inputs.MAX_LEDGER_BYTES)
+        except FileNotFoundError:
+            return b""
         except OSError as e:
             raise LedgerError(f"{self.path}: cannot read: {e.strerror or e}") from None
+        except inputs.InputError as e:
+            raise LedgerError(f"{e}; move it aside") from None
+
+    def _parse(self) -> tuple[list[str] | None, list[dict[str, str]]]:
+        """(header as found, rows); (None, []) for a missing or empty file."""
+        raw = self._raw()
         try:
             text = raw.decode("utf-8")
         except UnicodeDecodeError as e:
@@ -214,6 +283,7 @@ class Ledger:
             n = text.count("\n") + 1
             raise LedgerError(f"{self.path}:{n}: last line has no newline (a truncated row?); {REPAIR}")
         lines = text.split("\n")[:-1]
+        self._check_characters(lines)
         header = lines[0].split("\t")
         if header in LEGACY_COLUMNS:
             return header, self._rows(lines, header)
@@ -234,7 +304,8 @@ class Ledger:
         return header, self._rows(lines, header)
 
     def _rows(self, lines: list[str], header: list[str]) -> list[dict[str, str]]:
-        rows = []
+        rows: list[dict[str, str]] = []
+        seen: set[str] = set()
         for lineno, line in enumerate(lines[1:], start=2):
             if not line.strip():
                 raise LedgerError(f"{self.path}:{lineno}: empty line; {REPAIR}")
@@ -246,8 +317,18 @@ class Ledger:
                 )
             row = dict.fromkeys(COLUMNS, "")
             row.update(zip(header, cells, strict=True))
+            if problem := row_problem(row, seen):
+                raise LedgerError(f"{self.path}:{lineno}: {problem}; {REPAIR}")
+            seen.add(row["run_id"])
             rows.append(row)
         return rows
+
+    def _check_characters(self, lines: list[str]) -> None:
+        """No line may hold a NUL byte or a carriage return (CRLF line ends): naming line and column."""
+        for lineno, line in enumerate(lines, start=1):
+            for char, what in (("\0", "a NUL byte"), ("\r", "a carriage return (CRLF line ends?)")):
+                if (col := line.find(char)) >= 0:
+                    raise LedgerError(f"{self.path}:{lineno}:{col + 1}: {what}; {REPAIR}")
 
     def _rows_to_append_to(self) -> list[dict[str, str]]:
         """Under the lock, before an append: the rows (never append to a file we cannot parse), with an
@@ -262,8 +343,14 @@ class Ledger:
         return self._read()
 
     def check(self) -> None:
-        """Raise LedgerError (file:line, the problem, how to repair) if results.tsv cannot be appended to."""
-        self._read()
+        """Raise LedgerError (file:line, the problem, how to repair) if results.tsv cannot be appended to:
+        malformed, its lock unusable, or the file or its directory not writable (checked before a trial
+        trains, so a trial that trained can record its row)."""
+        with self.locked():
+            self._read()
+        target = self.path if self.path.exists() else self.path.parent
+        if not os.access(target, os.W_OK):
+            raise LedgerError(f"{target}: not writable: a trial could not record its row")
 
     # -- writing -------------------------------------------------------------------------------------
     def format_row(self, row: Mapping[str, Any]) -> str:
@@ -283,24 +370,38 @@ class Ledger:
     def append(self, row: Mapping[str, Any]) -> None:
         """Append one row (creating the file with its header). Raises LedgerError if the file is malformed."""
         with self.locked():
-            self._rows_to_append_to()
-            self._append(self.format_row(row))
+            self._append_row(row)
+
+    def _append_row(self, row: Mapping[str, Any]) -> None:
+        """Under the lock: check the file and the row's values (`row_problem`), then append it."""
+        rows = self._rows_to_append_to()
+        line = self.format_row(row)
+        cells = dict(zip(COLUMNS, line.rstrip("\n").split("\t"), strict=True))
+        if problem := row_problem(cells, {r["run_id"] for r in rows}):
+            raise LedgerError(f"{self.path}: the row of run {cells['run_id']} was not appended: {problem}")
+        self._append(line)
 
     def _append(self, line: str) -> None:
-        """Write one line (the header first on a new file); the caller holds the lock, the file is checked."""
-        existing = self.path.exists() and self.path.stat().st_size > 0
-        data = (line if existing else "\t".join(COLUMNS) + "\n" + line).encode("utf-8")
+        """Write one line (the header first on a new file); the caller holds the lock, the file is checked.
+
+        A write that fails part way (disk full) is cut back to the file's previous size: no half row."""
         try:
             fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-            try:
-                written = os.write(fd, data)
-                while written < len(data):  # regular files write everything; be safe anyway
-                    written += os.write(fd, data[written:])
-                os.fsync(fd)
-            finally:
-                os.close(fd)
         except OSError as e:
             raise LedgerError(f"{self.path}: cannot write: {e.strerror or e}") from None
+        try:
+            size = os.fstat(fd).st_size
+            data = (line if size else "\t".join(COLUMNS) + "\n" + line).encode("utf-8")
+            written = 0
+            while written < len(data):  # regular files write everything in one call; be safe anyway
+                written += os.write(fd, data[written:])
+            os.fsync(fd)
+        except OSError as e:
+            with suppress(OSError):
+                os.ftruncate(fd, size)
+            raise LedgerError(f"{self.path}: cannot write: {e.strerror or e}") from None
+        finally:
+            os.close(fd)
 
     def append_saved(self, result_json: Path) -> dict[str, Any]:
         """Append the row a trial saved in runs/<id>/result.json (when writing results.tsv failed).
@@ -308,9 +409,11 @@ class Ledger:
         Refuses a row whose keys are not this ledger's columns and a run id already recorded.
         """
         try:
-            row = json.loads(Path(result_json).read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
-            raise LedgerError(f"{result_json}: not a readable result.json ({e})") from None
+            row = inputs.read_json(Path(result_json))
+        except OSError as e:
+            raise LedgerError(f"{result_json}: cannot read: {e.strerror or e}") from None
+        except inputs.InputError as e:
+            raise LedgerError(f"{e} (not a readable result.json)") from None
         if not isinstance(row, dict) or set(row) != set(COLUMNS):
             keys = set(row) if isinstance(row, dict) else set()
             raise LedgerError(
@@ -318,25 +421,92 @@ class Ledger:
                 f"(missing {sorted(set(COLUMNS) - keys)}, unknown {sorted(keys - set(COLUMNS))})"
             )
         with self.locked():
-            rows = self._rows_to_append_to()
-            if any(r["run_id"] == row["run_id"] for r in rows):
+            if any(r["run_id"] == row["run_id"] for r in self._read()):
                 raise LedgerError(f"{self.path}: run {row['run_id']} is already recorded; nothing appended")
-            self._append(self.format_row(row))
+            self._append_row(row)
         return row
 
     def _replace(self, rows: list[dict[str, str]]) -> None:
         text = "\t".join(COLUMNS) + "\n" + "".join("\t".join(r[c] for c in COLUMNS) + "\n" for r in rows)
-        fd, tmp = tempfile.mkstemp(prefix=self.path.name + ".", suffix=".tmp", dir=self.path.parent)
         try:
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                f.write(text)
-                f.flush()
-                os.fsync(f.fileno())
-            os.chmod(tmp, 0o644)
-            os.replace(tmp, self.path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+            atomic.write_text(self.path, text)
+        except OSError as e:
+            raise LedgerError(f"{self.path}: cannot write: {e.strerror or e}") from None
+
+    def repair(self) -> list[str]:
+        """`autorl ledger repair`: make a malformed results.tsv usable again, explicitly, losing nothing.
+
+        CRLF line ends become LF and empty lines are dropped; every row that cannot be used (not UTF-8, a
+        NUL byte or stray carriage return, the wrong number of fields, a value `row_problem` refuses, a
+        second row of one run id) is moved to `results-rejected.tsv` as it was written. The original is kept
+        as `results.tsv.bak-<time>`. Returns one line per change ([] when the file needed none); refuses a
+        file whose header is not a results.tsv header (that is not a ledger to repair).
+        """
+        with self.locked():
+            raw = self._raw()
+            lines = raw.split(b"\n")
+            if lines and not lines[-1]:
+                lines.pop()
+            header = lines[0].rstrip(b"\r").decode("utf-8", "replace").split("\t") if lines else []
+            if header != COLUMNS and header not in LEGACY_COLUMNS:
+                raise LedgerError(
+                    f"{self.path}:1: not a results.tsv header: nothing to repair; move it aside"
+                )
+            rows: list[dict[str, str]] = []
+            rejected: list[bytes] = []
+            done = ["line 1: CRLF line end made LF"] if lines[0].endswith(b"\r") else []
+            for lineno, line in enumerate(lines[1:], start=2):
+                row, why = self._repair_line(line, header, {r["run_id"] for r in rows})
+                if row is not None:
+                    rows.append(row)
+                elif line.strip():
+                    rejected.append(line)
+                if why:
+                    done.append(f"line {lineno}: {why}")
+            if done:
+                self._save_repair(raw, rows, rejected)
+            return done
+
+    @staticmethod
+    def _repair_line(
+        line: bytes, header: list[str], seen: AbstractSet[str]
+    ) -> tuple[dict[str, str] | None, str]:
+        """(the row, what was changed) or (None, why it is moved to results-rejected.tsv)."""
+        if not line.strip():
+            return None, "empty line dropped"
+        fixed = line[:-1] if line.endswith(b"\r") else line
+        note = "CRLF line end made LF" if fixed is not line else ""
+        try:
+            text = fixed.decode("utf-8")
+        except UnicodeDecodeError:
+            return None, "not UTF-8: moved to results-rejected.tsv"
+        if "\0" in text or "\r" in text:
+            return None, "a NUL byte or carriage return inside the row: moved to results-rejected.tsv"
+        cells = text.split("\t")
+        if len(cells) != len(header):
+            return None, f"{len(cells)} fields, the header has {len(header)}: moved to results-rejected.tsv"
+        row = dict.fromkeys(COLUMNS, "")
+        row.update(zip(header, cells, strict=True))
+        if problem := row_problem(row, seen):
+            return None, f"{problem}: moved to results-rejected.tsv"
+        return row, note
+
+    def _save_repair(self, original: bytes, rows: list[dict[str, str]], rejected: list[bytes]) -> None:
+        """Under the lock: the backup first, then the rejected rows, then the repaired file."""
+        backup = self.path.with_name(f"{self.path.name}.bak-{time.strftime('%Y%m%d-%H%M%S')}")
+        rejected_path = self.path.with_name(self.path.stem + "-rejected.tsv")
+        try:
+            atomic.write_bytes(backup, original)
+            if rejected:
+                old = (
+                    inputs.read_bytes(rejected_path, inputs.MAX_LEDGER_BYTES)
+                    if rejected_path.exists()
+                    else b""
+                )
+                atomic.write_bytes(rejected_path, old + b"".join(r + b"\n" for r in rejected))
+        except (OSError, inputs.InputError) as e:
+            raise LedgerError(f"cannot repair {self.path}: {e}; nothing changed") from None
+        self._replace(rows)
 
     def find(self, run_id: str | None = None) -> dict[str, str]:
         """The row of `run_id` (exact, or a unique prefix); the latest row when run_id is None."""
@@ -521,14 +691,17 @@ def reference_rows(reference: Mapping[str, str], runs_dir: Path) -> list[dict[st
             f"{why}: its results.tsv row records no eval_rows_hash to check {path} against{recover}"
         )
     try:
-        text = path.read_text(encoding="utf-8")
+        text = inputs.read_text(path, inputs.MAX_JSONL_BYTES)
     except FileNotFoundError:
         raise LedgerError(f"{why}: {path} is missing{recover}") from None
-    except (OSError, UnicodeDecodeError) as e:
+    except (OSError, inputs.InputError) as e:
         raise LedgerError(f"{why}: {path} is unreadable ({e}){recover}") from None
     if (actual := eval_rows_hash(text)) != recorded:
         raise LedgerError(
             f"{why}: {path} has changed since the trial wrote it (sha256 {actual}, results.tsv records "
             f"{recorded}){recover}"
         )
-    return read_jsonl(path)
+    rows = read_jsonl(path)
+    if problem := eval_rows_problem(rows):
+        raise LedgerError(f"{why}: {path}: {problem}{recover}")
+    return rows

@@ -15,7 +15,7 @@ from typing import Any
 
 import psutil
 
-from autorl import paths
+from autorl import atomic, inputs, paths
 
 
 @dataclass
@@ -137,17 +137,28 @@ def inspect(prime_rl: dict[str, Any] | None = None) -> Machine:
     )
 
 
+class MachineFileError(ValueError):
+    """.autorl/machine.json exists but cannot be read as a machine file."""
+
+
 def load_machine(path: Path | None = None) -> Machine | None:
+    """The prepared machine; None before prepare. A corrupt file raises MachineFileError (what to do)."""
     path = path or paths.machine_file()
     if not path.exists():
         return None
-    return Machine.from_dict(json.loads(path.read_text()))
+    try:
+        data = inputs.read_json(path)
+        if not isinstance(data, dict):
+            raise TypeError("not a JSON object")
+        return Machine.from_dict(data)
+    except (OSError, inputs.InputError, TypeError, ValueError) as e:
+        raise MachineFileError(
+            f"{path}: not a machine file ({e}); delete it and run again (prepare writes it anew)"
+        ) from None
 
 
 def save_machine(machine: Machine, path: Path | None = None) -> Path:
     path = path or paths.machine_file()
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(machine.to_json() + "\n")
-    tmp.replace(path)
+    atomic.write_text(path, machine.to_json() + "\n")
     return path

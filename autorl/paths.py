@@ -13,6 +13,27 @@ def repo_root() -> Path:
     return Path(os.environ.get("AUTORL_ROOT", REPO_ROOT)).resolve()
 
 
+def root_problem() -> str | None:
+    """Why the root cannot hold trials (AUTORL_ROOT set to a file or a missing path); None when it can."""
+    root = repo_root()
+    if not root.is_dir():
+        what = "is not a directory" if root.exists() else "does not exist"
+        named = f"AUTORL_ROOT={os.environ.get('AUTORL_ROOT')}: " if "AUTORL_ROOT" in os.environ else ""
+        return f"{named}{root} {what} (it must be the project directory)"
+    return None
+
+
+def writable_dir_problem(path: Path) -> str | None:
+    """Why the directory a trial writes into (runs/, .autorl/) cannot be used; None when it can (created)."""
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        return f"{path}: cannot create the directory: {e.strerror or e} (is it, or a parent, a file?)"
+    if not os.access(path, os.W_OK | os.X_OK):
+        return f"{path}: not writable: a trial could not save its files there"
+    return None
+
+
 def state_dir() -> Path:
     """Machine file, built models, prepared data and caches (git-ignored)."""
     return repo_root() / ".autorl"

@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from autorl import paths
+from autorl import atomic, paths
 from autorl.backend import Backend, Slot
 from autorl.pool import AfterWave, Report, SeedJob, waves
 from autorl.process import BudgetSpec, Stop
@@ -168,4 +168,4 @@ def _land(seed_dir: Path, files: dict[str, bytes]) -> None:
     for name, data in files.items():
         target = seed_dir / name
         if not target.exists():
-            target.write_bytes(data)
+            atomic.write_bytes(target, data)

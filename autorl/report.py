@@ -9,7 +9,7 @@ the baseline (the first ok trial), from the run directories' config.toml (config
 
 from __future__ import annotations
 
-import tomllib
+import io
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -21,7 +21,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.ticker import MaxNLocator  # noqa: E402
 
-from autorl import paths  # noqa: E402
+from autorl import atomic, inputs, paths  # noqa: E402
 from autorl.confirm import confirmed_file, read_confirmed  # noqa: E402
 from autorl.ledger import Context, Ledger, as_float, comparable  # noqa: E402
 from autorl.status import context_row, cut, hidden_hint  # noqa: E402
@@ -38,9 +38,11 @@ def context_rows(rows: Sequence[Mapping[str, str]], track: str | None = None) ->
 def plot(rows: Sequence[Mapping[str, str]], out: Path) -> Path:
     """Write the progress plot of `rows` (already filtered to one context) to `out`."""
     fig = figure(rows)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out)
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format=out.suffix.lstrip(".").lower() or "png")
     plt.close(fig)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    atomic.write_bytes(out, buffer.getvalue())
     return out
 
 
@@ -148,8 +150,8 @@ def _flatten(data: Any, prefix: str = "") -> dict[str, Any]:
 def _config(run_id: str) -> dict[str, Any] | None:
     path = paths.runs_dir() / run_id / "config.toml"
     try:
-        return _flatten(tomllib.loads(path.read_text()))
-    except (OSError, tomllib.TOMLDecodeError):
+        return _flatten(inputs.read_toml(path))
+    except (OSError, inputs.InputError):
         return None
 
 
@@ -234,12 +236,15 @@ def main(
     if hidden := hidden_hint(everything, Context.of(rows[-1])):
         print(hidden.replace("autorl status --track", "autorl report --track"))
     out = out or paths.repo_root() / "progress.png"
-    plot(rows, out)
+    for target in (out, md):  # both outputs checked before either is written
+        if target is not None:
+            atomic.check_target(target)
     table = kept_table(rows)
     if confirmed := confirmed_table(rows, read_confirmed(confirmed_file(ledger))):
         table += "\n\nConfirmed on the sealed test split (`autorl confirm`):\n\n" + confirmed
-    print(f"wrote {out}\n")
-    print(table)
+    plot(rows, out)
     if md is not None:
-        md.write_text(table + "\n")
+        atomic.write_text(md, table + "\n")
+    print(f"wrote {out}" + (f" and {md}" if md is not None else "") + "\n")
+    print(table)
     return 0

@@ -88,6 +88,15 @@ class TrialResult:
     def peak_memory_gb(self) -> float:
         return max((s.peak_memory_gb for s in self.done), default=0.0)
 
+    def fail(self, reason: str) -> None:
+        """The trial failed outside its seeds (a fault of the harness, a file it could not save): status
+        `crash`, no verdict, the reason in the summary and the row (`error`)."""
+        self.status = "crash"
+        self.comparison = None
+        self.reference_run = ""
+        self.verdict = "n/a"
+        self.extras = {**self.extras, "error": " ".join(reason.split())}
+
     def eval_jsonl(self) -> str:
         """runs/<run_id>/eval.jsonl: the pooled eval rows, one JSON object a line."""
         return "".join(json.dumps(r) + "\n" for r in self.rows)

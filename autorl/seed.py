@@ -15,8 +15,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from autorl import atomic
 from autorl.backend import WHOLE_MACHINE, Backend, Launch, Slot, TrainOutcome
-from autorl.jsonl import read_jsonl
+from autorl.jsonl import eval_rows_problem, read_jsonl
 from autorl.process import BudgetSpec, ChildResult, Stop, run_budgeted
 
 EVAL_CAP_S = 3600.0  # the fixed eval is never budgeted, only capped against a hang
@@ -91,7 +92,8 @@ def write_resolved(backend: Backend, cfg: Any, seed_dir: Path, seed: int, slot: 
     """The fully resolved config the child runs with, on its slot: written here and nowhere else."""
     seed_dir.mkdir(parents=True, exist_ok=True)
     path = seed_dir / "resolved.json"
-    path.write_text(json.dumps(backend.resolve(cfg, seed_dir, seed, slot), indent=2, default=str) + "\n")
+    resolved = backend.resolve(cfg, seed_dir, seed, slot)
+    atomic.write_text(path, json.dumps(resolved, indent=2, default=str) + "\n")
     return path
 
 
@@ -107,7 +109,10 @@ def run_eval(
     if result.status != "ok" or not out.exists():
         tail = "\n".join(result.log_tail[-15:])
         return [], seconds, f"eval failed ({result.reason_text}):\n{tail}"
-    return read_jsonl(out), seconds, None
+    rows = read_jsonl(out)
+    if problem := eval_rows_problem(rows):
+        return [], seconds, f"eval failed: {out}: {problem}"
+    return rows, seconds, None
 
 
 def crash_report(result: SeedResult) -> str:

@@ -25,6 +25,8 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from autorl import inputs
+
 
 class ConfigError(Exception):
     """A config the harness will not run. str() is the full user-facing message (one problem a line)."""
@@ -413,9 +415,11 @@ def load_toml(
     """
     path = Path(path)
     try:
-        raw = path.read_bytes()
+        raw = inputs.read_bytes(path, inputs.MAX_CONFIG_BYTES)
     except OSError as e:
         raise ConfigError(f"{path}: cannot read config: {e.strerror or e}") from None
+    except inputs.InputError as e:
+        raise ConfigError(str(e)) from None
     try:
         text = raw.decode("utf-8-sig")  # a UTF-8 byte-order mark is harmless: dropped
     except UnicodeDecodeError as e:
@@ -425,7 +429,10 @@ def load_toml(
             "a TOML file must be UTF-8"
         ) from None
     try:
+        inputs.check_depth(path.name, text)
         data = tomllib.loads(text)
+    except inputs.InputError as e:
+        raise ConfigError(str(e)) from None
     except tomllib.TOMLDecodeError as e:
         m = re.search(r"\(at line (\d+)", str(e))
         number = int(m.group(1)) if m else None

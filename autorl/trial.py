@@ -17,15 +17,16 @@ import signal
 import sys
 import threading
 import time
+import traceback
 from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from autorl import paths
+from autorl import atomic, paths
 from autorl.cliargs import MAX_SEEDS, budget_seconds, float_in, nonempty_str, positive_int
 from autorl.harness import commit_short, dirty_harness_files, harness_hash
-from autorl.jsonl import read_jsonl
+from autorl.jsonl import eval_rows_problem, read_jsonl
 from autorl.process import Stop
 from autorl.seed import RunOptions, SeedResult
 from autorl.tomlcheck import ConfigError
@@ -41,9 +42,16 @@ def _parallel(text: str) -> int | None:
     return positive_int(MAX_SEEDS)(text)
 
 
+def config_arg(text: str) -> Path:
+    """--config: a path with something in it (`--config ""` would name the current directory)."""
+    return Path(nonempty_str(text))
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="run.py", description="Run one budgeted, validated, recorded trial.")
-    p.add_argument("--config", type=Path, default=None, help="config file (default train.toml; classic.toml)")
+    p.add_argument(
+        "--config", type=config_arg, default=None, help="config file (default train.toml; classic.toml)"
+    )
     p.add_argument("--track", choices=track_names(), default="llm", help="llm (default) or classic PPO")
     p.add_argument(
         "--budget",
@@ -172,7 +180,10 @@ def print_summary(lines: dict[str, str], run_dir: Path | None) -> None:
     sys.stdout.write(block)
     sys.stdout.flush()
     if run_dir is not None:
-        (run_dir / "summary.txt").write_text(block)
+        try:
+            atomic.write_text(run_dir / "summary.txt", block)
+        except OSError as e:
+            say(f"summary.txt not saved: {e.strerror or e} (the summary above is complete)")
 
 
 def invalid(message: str) -> int:
@@ -212,6 +223,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _main(opts: RunOptions) -> int:
+    if problem := paths.root_problem():
+        return invalid(problem)
     root = paths.repo_root()
     track = get_track(opts.track)
     config_path = opts.config or root / track.default_config
@@ -219,9 +232,12 @@ def _main(opts: RunOptions) -> int:
     if not config_path.exists():
         return invalid(f"config file {config_path} not found")
 
-    from autorl.machine import load_machine
+    from autorl.machine import MachineFileError, load_machine
 
-    machine = load_machine()
+    try:
+        machine = load_machine()
+    except MachineFileError as exc:
+        return invalid(str(exc))
     backend_name = track.backend_name(opts.backend, machine)
 
     # 1. Validate before anything heavy.
@@ -236,29 +252,11 @@ def _main(opts: RunOptions) -> int:
     if opts.dry_run:
         return dry_run(backend, cfg, backend_name, opts)
 
-    # 2. The harness must be the committed one; the ledger must be readable.
-    dirty = dirty_harness_files(root)
-    if dirty and not opts.allow_dirty_harness:
-        return invalid(
-            "the fixed harness differs from the last commit; only train.toml / classic.toml may change "
-            "between trials.\n  modified: "
-            + "\n  modified: ".join(dirty)
-            + "\n(commit or revert these files; "
-            "--allow-dirty-harness exists for developing the harness itself)"
-        )
-    from autorl.ledger import Ledger, LedgerError
-
-    try:
-        Ledger(paths.results_file()).check()
-    except LedgerError as exc:
-        return invalid(str(exc))
-    # 3. The backend must be able to run here (e.g. prime-rl found): a usage problem, before any prepare.
-    try:
-        backend.preflight()
-    except Exception as exc:
-        return invalid(str(exc))
     if problems := track.data_problems(cfg):
         return invalid("\n".join(problems))
+    # 2.-3. The committed harness, a ledger and directories a row can be recorded in, the backend found.
+    if problem := refusal_before_training(opts, root, backend):
+        return invalid(problem)
 
     # 4. Prepare once per machine, and again when the builtin model's recipe changed.
     if reason := track.prepare_reason(machine):
@@ -285,6 +283,38 @@ def _main(opts: RunOptions) -> int:
     return run_trial(opts, track, backend, backend_name, cfg, root)
 
 
+def refusal_before_training(opts: RunOptions, root: Path, backend) -> str | None:
+    """Why the trial must not start (exit 2), checked before prepare and training; None when it may.
+
+    The harness must be the committed one; results.tsv readable, its lock usable and writable, runs/ and
+    .autorl/ directories it can write (a trial that trains must be able to record its row); the backend
+    able to run here (e.g. prime-rl found).
+    """
+    dirty = dirty_harness_files(root)
+    if dirty and not opts.allow_dirty_harness:
+        return (
+            "the fixed harness differs from the last commit; only train.toml / classic.toml may change "
+            "between trials.\n  modified: "
+            + "\n  modified: ".join(dirty)
+            + "\n(commit or revert these files; "
+            "--allow-dirty-harness exists for developing the harness itself)"
+        )
+    from autorl.ledger import Ledger, LedgerError
+
+    try:
+        Ledger(paths.results_file()).check()
+    except LedgerError as exc:
+        return str(exc)
+    for directory in (paths.runs_dir(), paths.state_dir()):
+        if problem := paths.writable_dir_problem(directory):
+            return problem
+    try:
+        backend.preflight()
+    except Exception as exc:
+        return str(exc)
+    return None
+
+
 def dry_run(backend, cfg, backend_name: str, opts: RunOptions) -> int:
     from autorl.slots import plan
 
@@ -298,20 +328,23 @@ def dry_run(backend, cfg, backend_name: str, opts: RunOptions) -> int:
 
 
 def base_eval_rows(
-    backend, cfg, cache_key: str, log: Path, stop: Stop
+    backend, cfg, cache_key: str, run_dir: Path, stop: Stop
 ) -> tuple[list[dict[str, Any]], str | None]:
-    """The untrained model on the same eval: computed once per (model, eval set, harness) and cached."""
+    """The untrained model on the same eval: computed once per (model, eval set, harness) and cached.
+
+    The eval writes into this trial's run directory; the cache gets a copy through the atomic writer, so
+    two trials filling the same cache entry at once never share a file."""
     from autorl.seed import run_eval
 
     cache = paths.cache_dir() / f"base-{cache_key}.jsonl"
-    if cache.exists():
-        return read_jsonl(cache), None
+    if cache.exists() and not eval_rows_problem(cached := read_jsonl(cache)):
+        return cached, None  # a corrupt cache is computed again
     say("evaluating the untrained base model (once; cached for later trials)")
     cache.parent.mkdir(parents=True, exist_ok=True)
-    tmp = cache.with_suffix(".tmp")
-    rows, _, error = run_eval(backend.eval_command(cfg, None, tmp), tmp, log, stop)
+    out = run_dir / "base_eval.jsonl"
+    rows, _, error = run_eval(backend.eval_command(cfg, None, out), out, run_dir / "base_eval.log", stop)
     if error is None and not stop:
-        tmp.replace(cache)
+        atomic.write_text(cache, "".join(json.dumps(r) + "\n" for r in rows))
     return rows, error
 
 
@@ -361,22 +394,20 @@ def _run_trial(
 ) -> int:
     from autorl import stats
     from autorl.ledger import Ledger, LedgerError, best_kept, reference_rows
-    from autorl.live import LiveView
-    from autorl.pool import SeedJob, run_local
     from autorl.result import TrialContext, conclude
     from autorl.slots import plan
 
     t0 = time.monotonic()
     ledger = Ledger(paths.results_file())
-    ledger_rows = ledger.rows()  # checked before prepare: a malformed ledger was refused there
     assert opts.seeds is not None
     h_hash = harness_hash(root)
     eval_hash = track.eval_hash(cfg)
     # The reference (best kept trial of the same eval set, harness and budget), its eval rows checked against
     # the hash its row recorded before anything runs, and the noise floor: known up front so that a
     # multi-seed trial can stop early when the candidate is behind after some of its seeds.
-    reference = best_kept(ledger_rows, track.name, eval_hash, h_hash, opts.budget)
     try:
+        ledger_rows = ledger.rows()  # checked before prepare (read again: another trial may have appended)
+        reference = best_kept(ledger_rows, track.name, eval_hash, h_hash, opts.budget)
         ref_rows = reference_rows(reference, paths.runs_dir()) if reference else []
     except LedgerError as exc:
         return invalid(str(exc))
@@ -397,21 +428,6 @@ def _run_trial(
         seeds_planned=opts.seeds,
         score_range=track.score_range(cfg),
     )
-    seeds = harness_seeds(run_id, opts.seeds)
-    shutil.copyfile(cfg.path, run_dir / "config.toml")
-    (run_dir / "config.diff").write_text(config_diff_vs_baseline(ledger_rows, track.name, cfg.text))
-    say(f"run {run_id}: backend {backend_name}, seeds {seeds}, budget {opts.budget:g} s per seed")
-    say(the_plan.describe())
-
-    base_key = hashlib.sha256(
-        f"{track.name}|{backend_name}|{track.base_model_id(cfg)}|{eval_hash}|{h_hash}".encode()
-    )
-    base_rows, base_error = base_eval_rows(
-        backend, cfg, base_key.hexdigest()[:16], run_dir / "base_eval.log", stop
-    )
-    if base_error and not stop:
-        say(f"warning: base model eval failed: {base_error}")
-
     # The ledger does not change during the trial: one noise floor serves every interim check and the verdict.
     noise = stats.noise_floor(
         ledger_rows,
@@ -421,6 +437,80 @@ def _run_trial(
         prior_sd=track.seed_sd_prior,
         budget=opts.budget,
     )
+
+    failure = ""
+    try:
+        base_rows, results, stopped_early = _train(
+            opts, track, backend, cfg, ctx, the_plan, ledger_rows, reference, ref_rows, noise, stop
+        )
+    except ConfigError as exc:
+        shutil.rmtree(run_dir, ignore_errors=True)
+        return invalid(str(exc))
+    except Exception as exc:  # a fault of the harness during the trial: the row says what happened
+        traceback.print_exc()
+        failure = f"{type(exc).__name__}: {exc}"
+        base_rows, results, stopped_early = [], [], ""
+
+    try:
+        result = conclude(
+            ctx,
+            results,
+            base_rows,
+            reference,
+            ref_rows,
+            noise,
+            stopped_early=stopped_early,
+            extras_fn=lambda rows: backend.summary_extras(
+                cfg, [s.outcome for s in results if s.outcome], rows
+            ),
+            parallel=the_plan.parallel,
+            interrupted=bool(stop),
+        )
+    except Exception as exc:  # the statistics or a backend's extras failed: still one row, with the reason
+        traceback.print_exc()
+        failure = failure or f"{type(exc).__name__}: {exc}"
+        result = conclude(ctx, [], [], None, [], noise, parallel=the_plan.parallel)  # nothing to fail on
+    result.run_dir_shown = str(run_dir.relative_to(paths.repo_root()))
+    if stop:
+        evaluated = sum(1 for s in results if s.evaluated)
+        say(f"stopped by a signal: {evaluated} seed(s) evaluated; recording the trial as interrupted")
+    result.total_seconds = time.monotonic() - t0
+    record(result, ledger, failure)
+    return EXIT_OK if result.status == "ok" else EXIT_CRASH
+
+
+def _train(  # the trial's state, passed once
+    opts: RunOptions,
+    track: Track,
+    backend,
+    cfg,
+    ctx,
+    the_plan,
+    ledger_rows: list[dict[str, str]],
+    reference: dict[str, str] | None,
+    ref_rows: list[dict[str, Any]],
+    noise,
+    stop: Stop,
+) -> tuple[list[dict[str, Any]], list[SeedResult], str]:
+    """Base eval, then the seeds in waves (early stop after each wave): (base rows, seed results, why
+    stopped early). Raises ConfigError when the backend refuses the config at launch."""
+    from autorl import stats
+    from autorl.live import LiveView
+    from autorl.pool import SeedJob, run_local
+
+    run_dir = ctx.run_dir
+    seeds = harness_seeds(ctx.run_id, opts.seeds)
+    atomic.write_text(run_dir / "config.toml", cfg.text)
+    atomic.write_text(run_dir / "config.diff", config_diff_vs_baseline(ledger_rows, track.name, cfg.text))
+    say(f"run {ctx.run_id}: backend {ctx.backend}, seeds {seeds}, budget {opts.budget:g} s per seed")
+    say(the_plan.describe())
+
+    base_key = hashlib.sha256(
+        f"{track.name}|{ctx.backend}|{track.base_model_id(cfg)}|{ctx.eval_hash}|{ctx.harness_hash}".encode()
+    )
+    base_rows, base_error = base_eval_rows(backend, cfg, base_key.hexdigest()[:16], run_dir, stop)
+    if base_error and not stop:
+        say(f"warning: base model eval failed: {base_error}")
 
     def after_wave(done: list[SeedResult]) -> str:
         if not ref_rows or opts.all_seeds or any(r.status != "ok" for r in done):
@@ -448,67 +538,73 @@ def _run_trial(
     results: list[SeedResult] = []
     stopped_early = ""
     if not stop:
-        try:
-            with LiveView(opts.budget) as view:
-                if opts.ray is not None:
-                    from autorl.ray_pool import run_ray
+        with LiveView(opts.budget) as view:
+            if opts.ray is not None:
+                from autorl.ray_pool import run_ray
 
-                    results, stopped_early = run_ray(
-                        opts.ray,
-                        backend,
-                        cfg,
-                        jobs,
-                        opts.budget_spec(),
-                        the_plan,
-                        stop,
-                        after_wave,
-                        report,
-                        h_hash,
-                    )
-                else:
-                    results, stopped_early = run_local(
-                        backend,
-                        cfg,
-                        jobs,
-                        opts.budget_spec(),
-                        the_plan.slots,
-                        the_plan.parallel,
-                        stop,
-                        view,
-                        after_wave,
-                        report,
-                    )
-        except ConfigError as exc:
-            shutil.rmtree(run_dir, ignore_errors=True)
-            return invalid(str(exc))
+                results, stopped_early = run_ray(
+                    opts.ray,
+                    backend,
+                    cfg,
+                    jobs,
+                    opts.budget_spec(),
+                    the_plan,
+                    stop,
+                    after_wave,
+                    report,
+                    ctx.harness_hash,
+                )
+            else:
+                results, stopped_early = run_local(
+                    backend,
+                    cfg,
+                    jobs,
+                    opts.budget_spec(),
+                    the_plan.slots,
+                    the_plan.parallel,
+                    stop,
+                    view,
+                    after_wave,
+                    report,
+                )
+    return base_rows, results, stopped_early
 
-    result = conclude(
-        ctx,
-        results,
-        base_rows,
-        reference,
-        ref_rows,
-        noise,
-        stopped_early=stopped_early,
-        extras_fn=lambda rows: backend.summary_extras(cfg, [s.outcome for s in results if s.outcome], rows),
-        parallel=the_plan.parallel,
-        interrupted=bool(stop),
-    )
-    result.run_dir_shown = str(run_dir.relative_to(paths.repo_root()))
-    pooled = run_dir / "eval.jsonl"
-    pooled.write_text(result.eval_jsonl())
-    if stop:
-        evaluated = sum(1 for s in results if s.evaluated)
-        say(f"stopped by a signal: {evaluated} seed(s) evaluated; recording the trial as interrupted")
-    result.total_seconds = time.monotonic() - t0
+
+def record(result, ledger, failure: str = "") -> None:
+    """Save the trial's files and its one row, whatever fails: a trial that trained always leaves a row.
+
+    eval.jsonl, result.json and the summary go through the atomic writer; a file that cannot be saved (disk
+    full, runs/ gone) is reported, and when eval.jsonl or the trial itself failed (`failure`) the row says
+    so: status `crash` with the reason in `error`. results.tsv is appended even when result.json could not
+    be written, and when neither could, the row is printed so that it can be recovered by hand.
+    """
+    from autorl.ledger import LedgerError
+
+    run_dir = result.ctx.run_dir
+    problems = [failure] if failure else []
+    try:
+        atomic.write_text(run_dir / "eval.jsonl", result.eval_jsonl())
+    except OSError as e:
+        problems.append(f"eval.jsonl not saved: {e.strerror or e}")
+    if problems:
+        result.fail("; ".join(problems))
     row = result.ledger_row()
-    (run_dir / "result.json").write_text(json.dumps(row, indent=2, default=str))
+    row_json = json.dumps(row, indent=2, default=str)
+    saved = ""
+    try:
+        atomic.write_text(run_dir / "result.json", row_json)
+        saved = str(run_dir / "result.json")
+    except OSError as e:
+        say(f"result.json not saved: {e.strerror or e}")
     try:
         ledger.append(row)
     except LedgerError as exc:
-        say(
-            f"results.tsv NOT updated: {exc}\n  the row is saved in {run_dir / 'result.json'}; once the "
-            f"ledger is fixed, append it with: uv run autorl ledger append {run_dir / 'result.json'}"
+        where = (
+            f"the row is saved in {saved}; once the ledger is fixed, append it with: uv run autorl ledger "
+            f"append {saved}"
+            if saved
+            else "the row could not be saved either; it follows, save it as result.json and append it "
+            "with `uv run autorl ledger append`:\n" + row_json
         )
+        say(f"results.tsv NOT updated: {exc}\n  {where}")
     print_summary(result.summary_lines(), run_dir)
-    return EXIT_OK if result.status == "ok" else EXIT_CRASH

@@ -47,7 +47,7 @@ import optuna
 import tomlkit
 from tomlkit.items import Table
 
-from autorl import paths
+from autorl import atomic, inputs, paths
 from autorl.ledger import Ledger, LedgerError
 from autorl.machine import own_cpu_ids
 from autorl.track import get_track
@@ -75,9 +75,11 @@ class Param:
 def load_space(path: Path) -> list[Param]:
     """Parse space.toml; errors name the parameter and the problem."""
     try:
-        data = tomllib.loads(Path(path).read_text())
-    except (OSError, tomllib.TOMLDecodeError) as exc:
-        raise SpaceError(f"{path}: {exc}") from exc
+        data = inputs.read_toml(Path(path))
+    except OSError as exc:
+        raise SpaceError(f"{path}: {exc.strerror or exc}") from exc
+    except inputs.InputError as exc:
+        raise SpaceError(str(exc)) from exc
     params = []
     for name, spec in data.items():
         if not isinstance(spec, dict) or "key" not in spec:
@@ -283,7 +285,7 @@ def run_tune(
         trial = study.ask()
         values = suggest(trial, params)
         candidate = work / f"candidate-{n}{config.suffix}" if k > 1 else config
-        candidate.write_text(render(original, params, values))
+        atomic.write_text(candidate, render(original, params, values))
         desc = describe(values)
         cmd = [*runner, "--config", str(candidate), "--track", track, "--description", desc]
         if budget is not None:
@@ -348,13 +350,13 @@ def run_tune(
     except BaseException:
         for r in running:
             r.proc.terminate()
-        config.write_text(original)  # never leave a half-tuned config behind
+        atomic.write_text(config, original)  # never leave a half-tuned config behind
         raise
     if best is None:
-        config.write_text(original)
+        atomic.write_text(config, original)
         print("[tune] no trial beat the reference (verdict improved): the original config is restored")
     else:
-        config.write_text(render(original, params, best[2]))
+        atomic.write_text(config, render(original, params, best[2]))
         print(f"[tune] best improved trial {best[1]}: eval_score {best[0]:.4f}; {config.name} now holds:")
         print("       " + describe(best[2]))
     return 0

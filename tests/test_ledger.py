@@ -74,7 +74,7 @@ def test_concurrent_appends_never_interleave(tmp_path: Path) -> None:
     ("content", "line", "words"),
     [
         ("run\tscore\n1\t0.5\n", 1, "missing columns"),
-        ("\t".join(COLUMNS) + "\n" + "\t".join(["x"] * len(COLUMNS)) + "\n" + "a\tb\n", 3, "2 fields"),
+        ("\t".join(COLUMNS) + "\n" + Ledger(Path("r")).format_row(row("old")) + "a\tb\n", 3, "2 fields"),
         ("\t".join(COLUMNS) + "\n" + "\t".join(["x"] * len(COLUMNS)), 2, "no newline"),
     ],
 )

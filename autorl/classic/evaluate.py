@@ -30,6 +30,8 @@ from typing import Any
 
 import numpy as np
 
+from autorl import atomic
+
 EVAL_VERSION = "classic-eval/2"  # bump when the evaluation changes: results stop being comparable
 EVAL_EPISODES = 100
 EVAL_SEED = 1_000_000_000  # episode i: seed EVAL_SEED + i (training seeds are < 10^7)
@@ -163,9 +165,7 @@ def train_eval(env_id: str, envs: Any, act: ActFn) -> float:
 
 def write_jsonl(path: Path, rows: list[dict[str, Any]]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    tmp.replace(path)
+    atomic.write_text(path, "".join(json.dumps(r) + "\n" for r in rows))
 
 
 def main(argv: list[str] | None = None) -> int:

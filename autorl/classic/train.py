@@ -18,8 +18,8 @@ that reached the solved threshold; null if none did).
 from __future__ import annotations
 
 import argparse
+import io
 import json
-import os
 import resource
 import signal
 import sys
@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from autorl import progress
+from autorl import atomic, progress
 from autorl.classic.config import ClassicConfig
 from autorl.classic.evaluate import SCORE_STEPS, SOLVED_AT, due_eval, train_eval, train_eval_envs
 
@@ -54,12 +54,6 @@ class TrainingClock:
 
     def seconds(self) -> float:
         return time.monotonic() - self.t0 - self.paused_total
-
-
-def atomic_write_text(path: Path, text: str) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text)
-    os.replace(tmp, path)
 
 
 def peak_rss_gb() -> float:
@@ -114,11 +108,11 @@ def main(argv: list[str] | None = None) -> int:
 
     def save(update: int, env_steps: int) -> None:
         path = weights_dir / "policy.pt"
-        tmp = weights_dir / "policy.pt.tmp"
-        torch.save(ppo.policy_state(update, env_steps), tmp)
-        os.replace(tmp, path)  # atomic: the evaluator never sees a half-written file
+        buffer = io.BytesIO()
+        torch.save(ppo.policy_state(update, env_steps), buffer)
+        atomic.write_bytes(path, buffer.getvalue())  # the evaluator never sees a half-written file
         state.update(weights=str(path.relative_to(run_dir)), peak_memory_gb=round(peak_rss_gb(), 3))
-        atomic_write_text(run_dir / "train_state.json", json.dumps(state, indent=1))
+        atomic.write_text(run_dir / "train_state.json", json.dumps(state, indent=1))
         progress.emit("saved", step=update, path=str(path))
 
     clock = TrainingClock()

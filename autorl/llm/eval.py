@@ -30,14 +30,13 @@ import importlib.util
 import json
 import sys
 import time
-import tomllib
 from pathlib import Path
 from typing import Any, Literal
 
 import torch
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from autorl import paths
+from autorl import atomic, inputs, paths
 from autorl.llm import envs
 
 HF_BATCH_SIZE_CPU = 256  # prompts per generate call; the tiny model's whole batch fits easily
@@ -108,7 +107,7 @@ def load_eval_spec(path: Path | None = None, split: Split = "eval") -> EvalSpec:
     `split="test"` is the sealed test set of `autorl confirm`: every env's taskset on its `test` split, the
     rest of eval.toml unchanged. Trials never see it."""
     path = Path(path) if path is not None else paths.eval_spec_file()
-    spec = EvalSpec.model_validate(tomllib.loads(path.read_text()))
+    spec = EvalSpec.model_validate(inputs.read_toml(path))
     if split == "test":
         for env_spec in spec.env:
             env_spec.taskset["split"] = "test"
@@ -335,19 +334,20 @@ def evaluate(
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     all_examples = eval_examples(spec)
-    with out.open("w") as f:
-        for env_spec, env, examples in all_examples:
-            on_batch = _progress(env_spec.label, len(examples), start)
-            completions = generator.generate([ex.prompt for ex in examples], env_spec, on_batch)
-            scores = []
-            for ex, samples in zip(examples, completions, strict=True):
-                for s, completion in enumerate(samples):
-                    score = env.score(completion, ex)
-                    scores.append(score)
-                    row = {"env": env_spec.label, "example_id": ex.id, "sample": s, "score": score}
-                    f.write(json.dumps({**row, "completion": completion}) + "\n")
-            per_env[env_spec.label] = sum(scores) / len(scores)
-            num_samples += len(scores)
+    lines: list[str] = []  # written whole at the end: a killed eval leaves no partial eval.jsonl
+    for env_spec, env, examples in all_examples:
+        on_batch = _progress(env_spec.label, len(examples), start)
+        completions = generator.generate([ex.prompt for ex in examples], env_spec, on_batch)
+        scores = []
+        for ex, samples in zip(examples, completions, strict=True):
+            for s, completion in enumerate(samples):
+                score = env.score(completion, ex)
+                scores.append(score)
+                row = {"env": env_spec.label, "example_id": ex.id, "sample": s, "score": score}
+                lines.append(json.dumps({**row, "completion": completion}) + "\n")
+        per_env[env_spec.label] = sum(scores) / len(scores)
+        num_samples += len(scores)
+    atomic.write_text(out, "".join(lines))
     return {
         "eval_score": sum(per_env.values()) / len(per_env),
         "per_env": per_env,

@@ -31,7 +31,7 @@ from typing import Any
 
 import psutil
 
-from autorl import paths
+from autorl import atomic, paths
 from autorl.backend import WHOLE_MACHINE, Backend, Launch, Slot, TrainOutcome
 from autorl.jsonl import read_jsonl
 from autorl.llm.primerl import slots
@@ -202,11 +202,12 @@ class PrimeRLBackend(Backend):
         run_dir.mkdir(parents=True, exist_ok=True)
         config = render(cfg.data, run_dir, seed, slot)
         rendered = run_dir / RENDERED_FILE
-        rendered.write_text(to_toml(config))
+        atomic.write_text(rendered, to_toml(config))
         run_id = f"autorl-{uuid.uuid4().hex}"
         env = launch_env(prime, run_id, slot)
         validate_with_rl(prime, rendered, env)
-        (run_dir / LAUNCH_FILE).write_text(
+        atomic.write_text(
+            run_dir / LAUNCH_FILE,
             json.dumps(
                 {
                     "run_id": run_id,
@@ -221,7 +222,7 @@ class PrimeRLBackend(Backend):
                 },
                 indent=2,
             )
-            + "\n"
+            + "\n",
         )
         (run_dir / "metrics.jsonl").unlink(missing_ok=True)
         follower = PrimeRLFollower(primerl_run_dir(run_dir), run_dir / "metrics.jsonl")
@@ -239,9 +240,7 @@ class PrimeRLBackend(Backend):
         # Metrics: ours is rewritten whole from prime-rl's (the follower may have missed the last rows).
         merged = merge_metrics(read_jsonl(prime_dir / "metrics.jsonl"))
         rows = [our_row(step, merged[step]) for step in sorted(merged)]
-        tmp = run_dir / "metrics.jsonl.tmp"
-        tmp.write_text("".join(json.dumps(r) + "\n" for r in rows))
-        tmp.replace(run_dir / "metrics.jsonl")
+        atomic.write_text(run_dir / "metrics.jsonl", "".join(json.dumps(r) + "\n" for r in rows))
         steps = trainer_steps(merged)
         peaks = [
             m["perf/peak_memory"]
