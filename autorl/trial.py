@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from autorl import paths
-from autorl.cliargs import MAX_SEEDS, float_in, nonempty_str, positive_float, positive_int
+from autorl.cliargs import MAX_SEEDS, float_in, positive_float, positive_int, ray_address
 from autorl.harness import commit_short, dirty_harness_files, harness_hash
 from autorl.jsonl import read_jsonl
 from autorl.process import Stop
@@ -72,10 +72,16 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--ray",
-        type=nonempty_str,
+        type=ray_address,
         default=None,
         metavar="ADDRESS",
-        help="run the seeds as Ray tasks ('local' starts Ray here)",
+        help="run the seeds as Ray tasks on the cluster at HOST:PORT ('local' starts Ray here); docs/ray.md",
+    )
+    p.add_argument(
+        "--ray-start-timeout",
+        type=float_in(1, 3600, low_open=False),
+        default=60.0,
+        help="seconds for each Ray node's first worker to start (60; 1..3600)",
     )
     p.add_argument("--description", default="", help="one line recorded in results.tsv")
     p.add_argument("--dry-run", action="store_true", help="validate, print the resolved config, exit")
@@ -123,6 +129,7 @@ def parse_options(argv: list[str] | None) -> RunOptions:
         grace=a.grace,
         parallel=a.parallel,
         ray=a.ray,
+        ray_start_timeout=a.ray_start_timeout,
     )
 
 
@@ -380,6 +387,14 @@ def _run_trial(
     except LedgerError as exc:
         return invalid(str(exc))
     the_plan = plan(backend, cfg, opts)
+    cluster = None
+    if opts.ray is not None:  # before the run directory: a cluster that cannot run the trial is bad input
+        from autorl.ray_pool import connect, resources
+
+        try:
+            cluster = connect(opts.ray, resources(the_plan.slots[0]), h_hash, stop, opts.ray_start_timeout)
+        except ConfigError as exc:
+            return invalid(str(exc))
     commit = commit_short(root)
     run_id, run_dir = new_run_dir(commit)
     ctx = TrialContext(
@@ -449,11 +464,11 @@ def _run_trial(
     if not stop:
         try:
             with LiveView(opts.budget) as view:
-                if opts.ray is not None:
+                if cluster is not None:
                     from autorl.ray_pool import run_ray
 
                     results, stopped_early = run_ray(
-                        opts.ray,
+                        cluster,
                         backend,
                         cfg,
                         jobs,
