@@ -30,7 +30,7 @@ from autorl import paths
 from autorl.backend import Backend, Slot
 from autorl.pool import AfterWave, Report, SeedJob, waves
 from autorl.process import BudgetSpec, Stop
-from autorl.seed import SeedResult, run_seed
+from autorl.seed import RunOptions, SeedResult, run_seed
 from autorl.slots import Plan
 from autorl.tomlcheck import ConfigError
 
@@ -307,6 +307,13 @@ def connect(
         cluster.close()
         return None
     return cluster
+
+
+def cluster_for(opts: RunOptions, plan: Plan, harness: str, stop: Stop) -> Cluster | None:
+    """The trial's cluster: None without --ray (or after a stop request while connecting)."""
+    if opts.ray is None:
+        return None
+    return connect(opts.ray, resources(plan.slots[0]), harness, stop, opts.ray_start_timeout)
 
 
 def _check_fits(cluster: Cluster, ask: dict[str, float]) -> None:

@@ -369,6 +369,7 @@ def _run_trial(
     from autorl.ledger import Ledger, LedgerError, best_kept, reference_rows
     from autorl.live import LiveView
     from autorl.pool import SeedJob, run_local
+    from autorl.ray_pool import cluster_for, run_ray
     from autorl.result import TrialContext, conclude
     from autorl.slots import plan
 
@@ -382,19 +383,13 @@ def _run_trial(
     # the hash its row recorded before anything runs, and the noise floor: known up front so that a
     # multi-seed trial can stop early when the candidate is behind after some of its seeds.
     reference = best_kept(ledger_rows, track.name, eval_hash, h_hash, opts.budget)
+    the_plan = plan(backend, cfg, opts)
     try:
         ref_rows = reference_rows(reference, paths.runs_dir()) if reference else []
-    except LedgerError as exc:
+        # --ray: connected and probed before the run directory (a cluster unfit for the trial is bad input)
+        cluster = cluster_for(opts, the_plan, h_hash, stop)
+    except (LedgerError, ConfigError) as exc:
         return invalid(str(exc))
-    the_plan = plan(backend, cfg, opts)
-    cluster = None
-    if opts.ray is not None:  # before the run directory: a cluster that cannot run the trial is bad input
-        from autorl.ray_pool import connect, resources
-
-        try:
-            cluster = connect(opts.ray, resources(the_plan.slots[0]), h_hash, stop, opts.ray_start_timeout)
-        except ConfigError as exc:
-            return invalid(str(exc))
     commit = commit_short(root)
     run_id, run_dir = new_run_dir(commit)
     ctx = TrialContext(
@@ -465,8 +460,6 @@ def _run_trial(
         try:
             with LiveView(opts.budget) as view:
                 if cluster is not None:
-                    from autorl.ray_pool import run_ray
-
                     results, stopped_early = run_ray(
                         cluster,
                         backend,
