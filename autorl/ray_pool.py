@@ -37,7 +37,6 @@ from autorl.tomlcheck import ConfigError
 SMALL_FILE_BYTES = 64 * 2**20  # run files larger than this (none so far) stay on the worker
 TCP_PROBE_S = 3.0  # is anything listening at HOST:PORT
 CONNECT_S = 12.0  # from the first packet to a connected driver (an unreachable address: exit 2 within 15 s)
-LOCAL_START_S = 300.0  # `--ray local`: starting Ray on this machine (slow on a busy 2-core box)
 STOP_ESCALATE_S = 8.0  # after a stop request, running tasks get this long to save, then are killed
 ERROR_LINES = 20  # a node's last stderr lines kept, to explain a worker that did not start
 AUTH_DOC = "https://docs.ray.io/en/latest/ray-security/token-auth.html"
@@ -236,24 +235,40 @@ def _check_gcs(ray: Any, addr: str, stop: Stop, seconds: float) -> None:
         raise ConfigError(f"--ray {addr}: this is not a Ray cluster's address (the head's --port): {why}")
 
 
-def _init(ray: Any, addr: str, stop: Stop, seconds: float) -> bool:
-    """ray.init in a thread (a stop request is seen at once); False when a stop request came first."""
+def _init(ray: Any, addr: str, stop: Stop) -> bool:
+    """ray.init in the main thread (Ray ties the processes it starts to the thread that starts them).
+
+    A signal during it ends it: SIGINT through the trial's handler and a KeyboardInterrupt here, SIGTERM
+    through the handler Ray sets for the call (sys.exit). Returns False after such a stop request.
+    """
     import signal
 
-    kwargs: dict[str, Any] = {"log_to_driver": True}
+    kwargs: dict[str, Any] = {"address": addr, "log_to_driver": True}
     if addr == "local":  # a new instance even if this machine already runs a cluster
-        kwargs |= {"address": "local", "num_cpus": os.cpu_count(), "include_dashboard": False}
-    else:
-        kwargs["address"] = addr
-    previous = signal.getsignal(signal.SIGTERM)
-    done, _, error = _bounded(lambda: ray.init(**kwargs), seconds, stop)
-    signal.signal(signal.SIGTERM, previous)  # ray.init may set its own (sys.exit); the trial's stays
-    if stop:
+        kwargs |= {"num_cpus": os.cpu_count(), "include_dashboard": False}
+    if threading.current_thread() is not threading.main_thread():
+        ray.init(**kwargs)
+        return True
+    trial_handlers = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+
+    def interrupt(signum: int, frame: Any) -> None:
+        if callable(handler := trial_handlers[signal.SIGINT]):
+            handler(signum, frame)
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGINT, interrupt)
+    try:
+        ray.init(**kwargs)
+    except (KeyboardInterrupt, SystemExit) as exc:  # SystemExit: Ray's SIGTERM handler
+        if isinstance(exc, SystemExit) and callable(handler := trial_handlers[signal.SIGTERM]):
+            handler(signal.SIGTERM, None)
+        ray.shutdown()
         return False
-    if not done:
-        raise ConfigError(f"--ray {addr}: Ray did not start or connect within {seconds:.0f} s")
-    if error is not None:
-        raise ConfigError(f"--ray {addr}: {type(error).__name__}: {error}")
+    except Exception as exc:
+        raise ConfigError(f"--ray {addr}: {type(exc).__name__}: {exc}") from None
+    finally:
+        for sig, handler in trial_handlers.items():
+            signal.signal(sig, handler)
     return True
 
 
@@ -277,8 +292,7 @@ def connect(
         _check_gcs(ray, addr, stop, CONNECT_S - (time.monotonic() - t0))
     if stop:
         return None
-    seconds = LOCAL_START_S if addr == "local" else max(CONNECT_S - (time.monotonic() - t0), 2.0)
-    if not _init(ray, addr, stop, seconds):
+    if not _init(ray, addr, stop):
         return None
     cluster = Cluster(addr, started_here=addr == "local")
     try:
