@@ -29,7 +29,7 @@ from typing import Any
 from autorl import paths
 from autorl.backend import Backend, Slot
 from autorl.pool import AfterWave, Report, SeedJob, waves
-from autorl.process import BudgetSpec, Stop
+from autorl.process import BudgetSpec, Stop, kill_processes, processes_with_env
 from autorl.seed import RunOptions, SeedResult, run_seed
 from autorl.slots import Plan
 from autorl.tomlcheck import ConfigError
@@ -39,6 +39,7 @@ TCP_PROBE_S = 3.0  # is anything listening at HOST:PORT
 CONNECT_S = 12.0  # from the first packet to a connected driver (an unreachable address: exit 2 within 15 s)
 STOP_ESCALATE_S = 8.0  # after a stop request, running tasks get this long to save, then are killed
 ERROR_LINES = 20  # a node's last stderr lines kept, to explain a worker that did not start
+LOCAL_MARKER = ("AUTORL_RAY_LOCAL", str(os.getpid()))  # in the environment of every process `local` starts
 AUTH_DOC = "https://docs.ray.io/en/latest/ray-security/token-auth.html"
 
 
@@ -146,9 +147,12 @@ class Cluster:
     stderr: dict[str, collections.deque[str]] = field(default_factory=dict)  # by node IP
 
     def close(self) -> None:
+        """Disconnect; `local`: end every Ray process this trial started (they carry its marker)."""
         ray = _ray()
         if ray.is_initialized():
-            ray.shutdown()  # `local`: ends the Ray processes this trial started; else: disconnects
+            ray.shutdown()
+        if self.started_here:
+            kill_processes([p for p in processes_with_env(*LOCAL_MARKER) if p.pid != os.getpid()])
 
     def broken(self) -> list[Node]:
         return [n for n in self.nodes if n.error]
@@ -246,6 +250,7 @@ def _init(ray: Any, addr: str, stop: Stop) -> bool:
     kwargs: dict[str, Any] = {"address": addr, "log_to_driver": True}
     if addr == "local":  # a new instance even if this machine already runs a cluster
         kwargs |= {"num_cpus": os.cpu_count(), "include_dashboard": False}
+        os.environ[LOCAL_MARKER[0]] = LOCAL_MARKER[1]
     if threading.current_thread() is not threading.main_thread():
         ray.init(**kwargs)
         return True
@@ -262,7 +267,7 @@ def _init(ray: Any, addr: str, stop: Stop) -> bool:
     except (KeyboardInterrupt, SystemExit) as exc:  # SystemExit: Ray's SIGTERM handler
         if isinstance(exc, SystemExit) and callable(handler := trial_handlers[signal.SIGTERM]):
             handler(signal.SIGTERM, None)
-        ray.shutdown()
+        Cluster(addr, started_here=addr == "local").close()
         return False
     except Exception as exc:
         raise ConfigError(f"--ray {addr}: {type(exc).__name__}: {exc}") from None
