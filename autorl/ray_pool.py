@@ -52,8 +52,9 @@ def _say(msg: str) -> None:
 
 
 def _ray() -> Any:
-    """Import Ray with its `uv run` integration off (read at import): workers use the node's own venv."""
-    os.environ["RAY_ENABLE_UV_RUN_RUNTIME_ENV"] = "0"
+    """Import Ray with its `uv run` integration off (read at import; a user may set it on): workers use the
+    node's own venv, not one rebuilt per worker from a copy of the driver's directory (docs/ray.md)."""
+    os.environ.setdefault("RAY_ENABLE_UV_RUN_RUNTIME_ENV", "0")
     import ray
 
     return ray
@@ -134,7 +135,7 @@ class Node:
     error: str = ""  # why no worker started there
 
     def name(self) -> str:
-        return f"{self.host or '?'} ({self.ip})"
+        return f"{self.host or '?'} ({self.ip}, node {self.node_id[:8]})"
 
 
 @dataclass
@@ -251,6 +252,7 @@ def _init(ray: Any, addr: str, stop: Stop) -> bool:
     if addr == "local":  # a new instance even if this machine already runs a cluster
         kwargs |= {"num_cpus": os.cpu_count(), "include_dashboard": False}
         os.environ[LOCAL_MARKER[0]] = LOCAL_MARKER[1]
+        os.environ.setdefault("RAY_AUTH_MODE", "token")  # Ray's default for a new instance, said explicitly
     if threading.current_thread() is not threading.main_thread():
         ray.init(**kwargs)
         return True
