@@ -251,8 +251,6 @@ def _init(ray: Any, addr: str, stop: Stop) -> bool:
     kwargs: dict[str, Any] = {"address": addr, "log_to_driver": True}
     if addr == "local":  # a new instance even if this machine already runs a cluster
         kwargs |= {"num_cpus": os.cpu_count(), "include_dashboard": False}
-        os.environ[LOCAL_MARKER[0]] = LOCAL_MARKER[1]
-        os.environ.setdefault("RAY_AUTH_MODE", "token")  # Ray's default for a new instance, said explicitly
     if threading.current_thread() is not threading.main_thread():
         ray.init(**kwargs)
         return True
@@ -290,7 +288,11 @@ def connect(
     """
     t0 = time.monotonic()
     _say("starting Ray on this machine" if addr == "local" else f"connecting to the Ray cluster at {addr}")
-    if addr != "local":
+    # Ray reads these at import
+    if addr == "local":
+        os.environ[LOCAL_MARKER[0]] = LOCAL_MARKER[1]
+        os.environ.setdefault("RAY_AUTH_MODE", "token")  # Ray's default for a new instance, said explicitly
+    else:
         _check_reachable(addr)
         if "RAY_AUTH_MODE" not in os.environ and token_source():
             os.environ["RAY_AUTH_MODE"] = "token"  # what `ray.init()` does for a local address
