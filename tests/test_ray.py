@@ -1,0 +1,233 @@
+"""Ray across machines, driven as a user drives it: run.py in a subprocess, started as the README says
+(`uv run run.py`, `uv run --no-sync run.py`, the venv's python), against `--ray local` and against a real
+two-node cluster on this machine (`ray start --head` from one checkout, `ray start --address` from another).
+
+Each cluster has its own ports, temp dir and HOME (its token); its processes carry a marker in their
+environment and are ended by it (never `ray stop`, which ends every Ray process of the user).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from autorl.ledger import Ledger
+from autorl.process import kill_processes, processes_with_env
+from autorl.tune import parse_summary
+
+pytest.importorskip("ray")
+
+REPO = Path(__file__).resolve().parent.parent
+RAY_CLI = Path(sys.executable).with_name("ray")
+UV = shutil.which("uv")
+MARK = "AUTORL_TEST_RAY"
+CLASSIC = "total_env_steps = 2048\nnum_envs = 8\nnum_steps = 32\n"
+LONG = "total_env_steps = 10000000\nnum_envs = 8\nnum_steps = 32\n"  # trains until the budget ends
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def checkout(path: Path, config: str = CLASSIC) -> Path:
+    """A node's autorl root (AUTORL_ROOT): where its runs, results and classic.toml live."""
+    path.mkdir(parents=True, exist_ok=True)
+    (path / "classic.toml").write_text(config)
+    return path
+
+
+def user_env(home: Path, root: Path, **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RAY_")}
+    return {**env, "HOME": str(home), "AUTORL_ROOT": str(root), **extra}
+
+
+@dataclass
+class Node:
+    proc: subprocess.Popen
+    marker: str
+    root: Path
+
+    def kill(self) -> None:
+        kill_processes(processes_with_env(MARK, self.marker))
+        self.proc.wait(timeout=30)
+
+
+def start_node(tmp: Path, name: str, env: dict[str, str], args: list[str]) -> Node:
+    """`ray start --block ...` in its own session; returns once the node says it runs."""
+    marker = f"{name}-{uuid.uuid4().hex[:8]}"
+    log = tmp / f"{name}.log"
+    agent = ["--dashboard-agent-listen-port", str(free_port())]
+    cmd = [str(RAY_CLI), "start", "--block", "--num-cpus", "1", "--disable-usage-stats", *agent, *args]
+    with log.open("w") as out:
+        proc = subprocess.Popen(
+            cmd, cwd=env["AUTORL_ROOT"], env={**env, MARK: marker}, stdout=out, stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )  # fmt: skip
+    node = Node(proc, marker, Path(env["AUTORL_ROOT"]))
+    deadline = time.monotonic() + 180
+    while "Ray runtime started" not in log.read_text():
+        if proc.poll() is not None or time.monotonic() > deadline:
+            node.kill()
+            pytest.fail(f"ray start {name} failed:\n{log.read_text()[-3000:]}")
+        time.sleep(0.5)
+    return node
+
+
+@dataclass
+class ClusterInfo:
+    address: str
+    home: Path
+    head: Node
+    worker: Node
+    tmp: Path
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    """Two nodes, one CPU each: the head in checkout A, the other in checkout B; token auth on (the token in
+    HOME, as after any earlier use of Ray on the machine); nodes are seen dead after ~3 s of silence."""
+    tmp = tmp_path_factory.mktemp("ray")
+    home = tmp / "home"
+    (home / ".ray").mkdir(parents=True)
+    (home / ".ray" / "auth_token").write_text(uuid.uuid4().hex * 2)
+    port = free_port()
+    fast_death = {"RAY_health_check_period_ms": "1000", "RAY_health_check_failure_threshold": "3"}
+    head_args = ["--head", "--port", str(port), "--include-dashboard", "false", "--temp-dir", str(tmp / "t")]
+    head = start_node(tmp, "head", user_env(home, checkout(tmp / "A"), **fast_death), head_args)
+    address = f"127.0.0.1:{port}"
+    try:
+        worker = start_node(
+            tmp, "worker", user_env(home, checkout(tmp / "B"), RAY_AUTH_MODE="token"), ["--address", address]
+        )
+    except BaseException:
+        head.kill()
+        raise
+    yield ClusterInfo(address, home, head, worker, tmp)
+    worker.kill()
+    head.kill()
+
+
+def run_py(
+    how: str, env: dict[str, str], *args: str, timeout: float = 600
+) -> tuple[subprocess.CompletedProcess, float]:
+    cmd = launcher(how) + ["run.py", "--track", "classic", "--allow-dirty-harness", *args]
+    t0 = time.monotonic()
+    proc = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=timeout)
+    return proc, time.monotonic() - t0
+
+
+def launcher(how: str) -> list[str]:
+    """The start modes a user has: `uv run`, `uv run --no-sync` (after one `uv sync`), the venv's python."""
+    if how == "python":
+        return [sys.executable]
+    if UV is None:
+        pytest.skip("uv is not on PATH")
+    return [UV, "run", "--no-sync"] if how == "uv --no-sync" else [UV, "run"]
+
+
+def out_of(proc: subprocess.CompletedProcess) -> str:
+    return proc.stdout[-4000:] + proc.stderr[-4000:]
+
+
+# --- bad addresses and tokens: exit 2 within 15 s, nothing recorded, no run directory -----------------------
+
+
+class NotRay:
+    """A TCP server that accepts and never answers like Ray's GCS."""
+
+    def __init__(self) -> None:
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(8)
+        self.port = self.sock.getsockname()[1]
+        self.conns: list[socket.socket] = []
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                self.conns.append(self.sock.accept()[0])
+            except OSError:
+                return
+
+    def close(self) -> None:
+        self.sock.close()
+        for c in self.conns:
+            c.close()
+
+
+def test_an_address_that_is_not_a_ray_cluster_is_refused_within_15_s(tmp_path):
+    root = checkout(tmp_path / "root")
+    env = user_env(tmp_path, root)
+    not_ray = NotRay()
+    try:
+        cases = {
+            f"127.0.0.1:{free_port()}": "nothing answers there",  # nothing listening
+            f"127.0.0.1:{not_ray.port}": "not a Ray cluster",
+            "not-a-host:99999": "HOST:PORT",
+        }
+        for address, said in cases.items():
+            proc, took = run_py("python", env, "--seeds", "1", "--ray", address)
+            assert proc.returncode == 2 and took < 15, (address, took, out_of(proc))
+            assert said in proc.stderr and "status: invalid" in proc.stdout
+            assert not (root / "runs").exists() and not (root / "results.tsv").exists()
+    finally:
+        not_ray.close()
+
+
+def test_a_missing_or_wrong_token_is_exit_2_with_the_fix(cluster, tmp_path):
+    root = checkout(tmp_path / "root")
+    no_token = user_env(tmp_path, root)  # a HOME without ~/.ray/auth_token
+    proc, took = run_py("python", no_token, "--seeds", "1", "--ray", cluster.address)
+    assert proc.returncode == 2 and took < 15, out_of(proc)
+    assert "requires its authentication token" in proc.stderr and "~/.ray/auth_token" in proc.stderr
+    wrong = user_env(cluster.home, root, RAY_AUTH_TOKEN="0" * 32)
+    proc, took = run_py("python", wrong, "--seeds", "1", "--ray", cluster.address)
+    assert proc.returncode == 2 and took < 15, out_of(proc)
+    assert "refused the token from RAY_AUTH_TOKEN" in proc.stderr
+    assert not (root / "runs").exists() and not (root / "results.tsv").exists()
+
+
+def test_a_seed_no_node_can_hold_is_refused_before_training(cluster, tmp_path):
+    root = checkout(tmp_path / "root", CLASSIC + "torch_threads = 2\n")
+    proc, _ = run_py("python", user_env(cluster.home, root), "--seeds", "1", "--ray", cluster.address)
+    assert proc.returncode == 2, out_of(proc)
+    assert "each seed asks for 2 CPU and 0 GPU" in proc.stderr and "1 CPU, 0 GPU" in proc.stderr
+    assert not (root / "runs").exists()
+
+
+# --- trials ------------------------------------------------------------------------------------------------
+
+
+def test_two_nodes_each_run_a_seed_in_their_own_checkout(cluster):
+    """`uv run run.py --ray HEAD:PORT` with no Ray variable set: the token is found in HOME; each node runs a
+    seed in its own checkout; the small files come back to the head, the weights stay where they were made."""
+    a, b = cluster.head.root, cluster.worker.root
+    env = user_env(cluster.home, a)
+    proc, _ = run_py("uv", env, "--seeds", "2", "--budget", "20", "--all-seeds", "--ray", cluster.address)
+    assert proc.returncode == 0, out_of(proc)
+    s = parse_summary(proc.stdout)
+    assert s["status"] == "ok" and len(s["seeds"].split(",")) == 2
+    assert f"in {b}" in proc.stdout and f"in {a}" in proc.stdout  # the probe: each node's checkout
+    run_id = Path(s["run_dir"]).name
+    on_b = sorted(p.name for p in (b / "runs" / run_id).iterdir())
+    assert len(on_b) == 1  # one seed ran on node B, in B's checkout
+    for k in (0, 1):
+        seed = a / "runs" / run_id / f"seed-{k}"
+        assert (seed / "eval.jsonl").exists() and (seed / "run.log").exists()  # came back
+        assert (seed / "weights").exists() == (f"seed-{k}" not in on_b)  # weights stay on their node
+    assert (b / "runs" / run_id / on_b[0] / "weights").exists()
+    assert len(Ledger(a / "results.tsv").rows()) == 1
+    assert not (b / "results.tsv").exists()
