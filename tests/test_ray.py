@@ -9,6 +9,7 @@ environment and are ended by it (never `ray stop`, which ends every Ray process 
 from __future__ import annotations
 
 import os
+import signal
 import shutil
 import socket
 import subprocess
@@ -245,3 +246,161 @@ def test_two_nodes_each_run_a_seed_in_their_own_checkout(cluster):
     assert (b / "runs" / run_id / on_b[0] / "weights").exists()
     assert len(Ledger(a / "results.tsv").rows()) == 1
     assert not (b / "results.tsv").exists()
+
+
+class Trial:
+    """run.py started in the background; its lines are read as they come (for signals mid-trial)."""
+
+    def __init__(self, how: str, env: dict[str, str], *args: str) -> None:
+        cmd = launcher(how) + ["run.py", "--track", "classic", "--allow-dirty-harness", *args]
+        self.proc = subprocess.Popen(
+            cmd, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+        )
+        self.lines: list[str] = []
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self.lines.append(line)
+
+    @property
+    def out(self) -> str:
+        return "".join(self.lines)
+
+    def wait_for(self, test, timeout: float, what: str) -> None:
+        deadline = time.monotonic() + timeout
+        while not test():
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                self.proc.kill()
+                pytest.fail(f"never saw {what}:\n{self.out[-4000:]}")
+            time.sleep(0.2)
+
+    def finish(self, timeout: float) -> float:
+        """Seconds until it exits (killed, and the test failed, after `timeout`)."""
+        t0 = time.monotonic()
+        try:
+            self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            pytest.fail(f"run.py still running after {timeout} s:\n{self.out[-4000:]}")
+        self.reader.join(10)
+        return time.monotonic() - t0
+
+
+def seed_started(root: Path) -> bool:
+    return any((root / "runs").glob("*/seed-*/run.log"))
+
+
+def test_a_node_lost_mid_trial_costs_only_its_seed(cluster, tmp_path):
+    """A third node joins, one of three seeds runs there, the node is killed: that seed is a crash seed that
+    names the node, the other two finish and are evaluated, the trial ends on its own with a row."""
+    a = cluster.head.root
+    c = checkout(cluster.tmp / "C")
+    node_c = start_node(
+        cluster.tmp, "c", user_env(cluster.home, c, RAY_AUTH_MODE="token"), ["--address", cluster.address]
+    )
+    try:
+        long = tmp_path / "long.toml"
+        long.write_text(LONG)
+        rows_before = len(Ledger(a / "results.tsv").rows()) if (a / "results.tsv").exists() else 0
+        args = [
+            "--config",
+            str(long),
+            "--seeds",
+            "3",
+            "--budget",
+            "30",
+            "--all-seeds",
+            "--ray",
+            cluster.address,
+        ]
+        trial = Trial("python", user_env(cluster.home, a), *args)
+        trial.wait_for(lambda: seed_started(c), 240, "a seed starting on node C")
+        time.sleep(3)
+    finally:
+        node_c.kill()
+    took = trial.finish(timeout=240)
+    assert trial.proc.returncode == 1, trial.out
+    s = parse_summary(trial.out)
+    assert s["status"] == "crash" and len(s["seeds"].split(",")) == 3
+    c_line = next(line for line in trial.lines if line.startswith("[ray] node ") and f"in {c}" in line)
+    c_name = c_line.removeprefix("[ray] node ").split(": ")[0]
+    assert f"{c_name} left the cluster" in trial.out
+    lost = [d.name for d in (c / "runs").glob("*/seed-*")]
+    assert len(lost) == 1
+    run = a / s["run_dir"]
+    for k in range(3):
+        evaluated = (run / f"seed-{k}" / "eval.jsonl").exists()
+        assert evaluated == (f"seed-{k}" not in lost)
+    assert len(Ledger(a / "results.tsv").rows()) == rows_before + 1
+    assert took < 120
+
+
+def test_sigterm_stops_running_and_waiting_seeds_within_10_s(cluster, tmp_path):
+    """Three seeds on two one-CPU nodes: two run, one waits for resources; SIGTERM ends all within 10 s."""
+    root = checkout(tmp_path / "root", LONG)
+    trial = Trial(
+        "uv --no-sync",
+        user_env(cluster.home, root),
+        "--seeds",
+        "3",
+        "--budget",
+        "60",
+        "--ray",
+        cluster.address,
+    )
+    trial.wait_for(lambda: len(list((root / "runs").glob("*/seed-*/run.log"))) >= 1, 240, "a seed training")
+    time.sleep(2)
+    trial.proc.send_signal(signal.SIGTERM)
+    took = trial.finish(timeout=60)
+    assert took < 10, (took, trial.out[-3000:])
+    assert trial.proc.returncode == 143, trial.out
+    row = Ledger(root / "results.tsv").rows()[-1]
+    assert row["status"] == "interrupted"
+
+
+def test_ray_local_under_uv_run_no_sync_records_a_row(tmp_path):
+    """`uv run --no-sync run.py --ray local` (what a user types after `uv sync`): the workers run in this venv."""
+    root = checkout(tmp_path / "root")
+    env = user_env(tmp_path, root, **{MARK: uuid.uuid4().hex})
+    run = run_py("uv --no-sync", env, "--seeds", "2", "--budget", "20", "--all-seeds", "--ray", "local")
+    assert run.returncode == 0, run.out
+    s = parse_summary(run.out)
+    assert s["status"] == "ok" and s["parallel"] == "2" and "on ray local" in run.out
+    assert f"{Path(sys.executable).parent}" in run.out  # the probe: the venv's python, not one Ray built
+    rows = Ledger(root / "results.tsv").rows()
+    assert len(rows) == 1 and rows[0]["parallel"] == "2"
+    for k in (0, 1):
+        assert (root / s["run_dir"] / f"seed-{k}" / "eval.jsonl").exists()
+    assert not processes_with_env(MARK, env[MARK])  # no Ray process of the trial is left
+
+
+def test_sigint_during_a_ray_local_trial_leaves_an_interrupted_row_and_no_process(tmp_path):
+    root = checkout(tmp_path / "root", LONG)
+    env = user_env(tmp_path, root, **{MARK: uuid.uuid4().hex})
+    trial = Trial("uv", env, "--seeds", "2", "--budget", "60", "--ray", "local")
+    trial.wait_for(lambda: seed_started(root), 240, "a seed training")
+    time.sleep(2)
+    trial.proc.send_signal(signal.SIGINT)
+    took = trial.finish(timeout=60)
+    assert took < 10 and trial.proc.returncode == 130, (took, trial.out[-3000:])
+    assert Ledger(root / "results.tsv").rows()[-1]["status"] == "interrupted"
+    assert not processes_with_env(MARK, env[MARK])
+
+
+def test_a_worker_that_cannot_start_is_a_crash_seed_with_its_error(tmp_path):
+    """Ray's uv integration switched back on under `uv run --no-sync`: each worker runs `uv run --no-sync` in
+    a copy of the directory without a venv and dies on `import ray`. Bounded by --ray-start-timeout."""
+    root = checkout(tmp_path / "root")
+    env = user_env(tmp_path, root, RAY_ENABLE_UV_RUN_RUNTIME_ENV="1", **{MARK: uuid.uuid4().hex})
+    run = run_py(
+        "uv --no-sync", env, "--seeds", "2", "--ray", "local", "--ray-start-timeout", "30", timeout=300
+    )
+    assert run.returncode == 1, run.out
+    s = parse_summary(run.out)
+    assert s["status"] == "crash"
+    assert "no Ray worker started on node" in run.out and "No module named 'ray'" in run.out
+    assert len(Ledger(root / "results.tsv").rows()) == 1
+    assert not processes_with_env(MARK, env[MARK])
