@@ -38,6 +38,7 @@ SMALL_FILE_BYTES = 64 * 2**20  # run files larger than this (none so far) stay o
 TCP_PROBE_S = 3.0  # is anything listening at HOST:PORT
 GCS_ANSWER_S = 5.0  # a Ray head answers in well under a second; anything else listening there is not Ray
 STOP_ESCALATE_S = 8.0  # after a stop request, running tasks get this long to save, then are killed
+NODE_DEATH_S = 30.0  # Ray's health check declares a silent node dead after ~15 s (3 s period x 5 misses)
 ERROR_LINES = 20  # a node's last stderr lines kept, to explain a worker that did not start
 LOCAL_MARKER = ("AUTORL_RAY_LOCAL", str(os.getpid()))  # in the environment of every process `local` starts
 AUTH_DOC = "https://docs.ray.io/en/latest/ray-security/token-auth.html"
@@ -158,10 +159,16 @@ class Cluster:
     def broken(self) -> list[Node]:
         return [n for n in self.nodes if n.error]
 
-    def lost(self, known: set[str]) -> list[Node]:
-        """The probed nodes that are no longer alive."""
-        alive = {n["NodeID"] for n in _ray().nodes() if n.get("Alive")}
-        return [n for n in self.nodes if n.node_id in known and n.node_id not in alive]
+    def lost(self, stop: Stop, seconds: float = NODE_DEATH_S) -> list[Node]:
+        """The probed nodes that are no longer alive, waiting up to `seconds` for Ray to notice one (a
+        worker's death reaches the driver before the GCS declares its node dead)."""
+        deadline = time.monotonic() + seconds
+        while True:
+            alive = {n["NodeID"] for n in _ray().nodes() if n.get("Alive")}
+            lost = [n for n in self.nodes if n.node_id not in alive]
+            if lost or stop or time.monotonic() > deadline:
+                return lost
+            time.sleep(0.5)
 
     def keep_stderr(self, data: dict[str, Any]) -> None:
         if data.get("is_err"):
@@ -483,8 +490,12 @@ def _collect(cluster: Cluster, ray: Any, ref: Any, job: SeedJob, stop: Stop) -> 
             cause = exc.cause if isinstance(exc.cause, Exception) else exc
             result = SeedResult(job.index, job.seed, job.dir, status="crash", error=f"Ray task: {cause}")
         else:  # the worker or its node died
-            lost = cluster.lost({n.node_id for n in cluster.nodes})
-            where = f"node {', '.join(n.name() for n in lost)} left the cluster; " if lost else ""
+            lost = cluster.lost(stop)
+            where = (
+                f"node {', '.join(n.name() for n in lost)} left the cluster; "
+                if lost
+                else "its node is alive; "
+            )
             error = f"seed {job.seed}: {where}Ray: {type(exc).__name__}: {exc}"
             result = SeedResult(job.index, job.seed, job.dir, status="crash", error=error)
     result.dir, result.host = job.dir, host

@@ -9,8 +9,8 @@ environment and are ended by it (never `ray stop`, which ends every Ray process 
 from __future__ import annotations
 
 import os
-import signal
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -362,7 +362,7 @@ def test_sigterm_stops_running_and_waiting_seeds_within_10_s(cluster, tmp_path):
 
 
 def test_ray_local_under_uv_run_no_sync_records_a_row(tmp_path):
-    """`uv run --no-sync run.py --ray local` (what a user types after `uv sync`): the workers run in this venv."""
+    """`uv run --no-sync run.py --ray local` (typed after `uv sync`): the workers run in this venv."""
     root = checkout(tmp_path / "root")
     env = user_env(tmp_path, root, **{MARK: uuid.uuid4().hex})
     run = run_py("uv --no-sync", env, "--seeds", "2", "--budget", "20", "--all-seeds", "--ray", "local")
