@@ -37,7 +37,7 @@ from autorl.tomlcheck import ConfigError
 SMALL_FILE_BYTES = 64 * 2**20  # run files larger than this (none so far) stay on the worker
 TCP_PROBE_S = 3.0  # is anything listening at HOST:PORT
 GCS_ANSWER_S = 5.0  # a Ray head answers in well under a second; anything else listening there is not Ray
-STOP_ESCALATE_S = 8.0  # after a stop request, running tasks get this long to save, then are killed
+STOP_ESCALATE_S = 5.0  # after a stop request, running tasks get this long to save, then are killed
 NODE_DEATH_S = 30.0  # Ray's health check declares a silent node dead after ~15 s (3 s period x 5 misses)
 ERROR_LINES = 20  # a node's last stderr lines kept, to explain a worker that did not start
 LOCAL_MARKER = ("AUTORL_RAY_LOCAL", str(os.getpid()))  # in the environment of every process `local` starts

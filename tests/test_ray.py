@@ -289,6 +289,15 @@ class Trial:
         return time.monotonic() - t0
 
 
+def seeds_started_since(t0: float, cluster: ClusterInfo) -> int:
+    """Seeds training in the nodes' own checkouts (the driver's root only sees them when they finish)."""
+    logs = [
+        *(cluster.head.root / "runs").glob("*/seed-*/run.log"),
+        *(cluster.worker.root / "runs").glob("*/seed-*/run.log"),
+    ]
+    return sum(1 for p in logs if p.stat().st_mtime > t0 and p.stat().st_size > 0)
+
+
 def seed_started(root: Path) -> bool:
     return any((root / "runs").glob("*/seed-*/run.log"))
 
@@ -351,7 +360,8 @@ def test_sigterm_stops_running_and_waiting_seeds_within_10_s(cluster, tmp_path):
         "--ray",
         cluster.address,
     )
-    trial.wait_for(lambda: len(list((root / "runs").glob("*/seed-*/run.log"))) >= 1, 240, "a seed training")
+    t0 = time.time()
+    trial.wait_for(lambda: seeds_started_since(t0, cluster) >= 2, 240, "two seeds training")
     time.sleep(2)
     trial.proc.send_signal(signal.SIGTERM)
     took = trial.finish(timeout=60)
