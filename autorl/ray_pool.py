@@ -16,6 +16,7 @@ cluster is a `crash` seed that names the node. See docs/ray.md.
 
 from __future__ import annotations
 
+import atexit
 import collections
 import os
 import socket
@@ -310,6 +311,7 @@ def connect(
     if not _init(ray, addr, stop):
         return None
     cluster = Cluster(addr, started_here=addr == "local")
+    atexit.register(cluster.close)  # also when a stop request ends the trial before its seeds
     try:
         from ray._private.worker import global_worker_stdstream_dispatcher
 
