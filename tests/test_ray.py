@@ -320,7 +320,7 @@ def test_a_node_lost_mid_trial_costs_only_its_seed(cluster, tmp_path):
             "--seeds",
             "3",
             "--budget",
-            "30",
+            "15",
             "--all-seeds",
             "--ray",
             cluster.address,
