@@ -414,3 +414,22 @@ def test_a_worker_that_cannot_start_is_a_crash_seed_with_its_error(tmp_path):
     assert "no Ray worker started on node" in run.out and "No module named 'ray'" in run.out
     assert len(Ledger(root / "results.tsv").rows()) == 1
     assert not processes_with_env(MARK, env[MARK])
+
+
+def test_the_token_is_looked_up_where_rays_tools_look(monkeypatch, tmp_path):
+    from autorl.ray_pool import token_source
+
+    monkeypatch.setenv("HOME", str(tmp_path))
+    for var in ("RAY_AUTH_TOKEN", "RAY_AUTH_TOKEN_PATH"):
+        monkeypatch.delenv(var, raising=False)
+    assert token_source() is None
+    (tmp_path / ".ray").mkdir()
+    (tmp_path / ".ray" / "auth_token").write_text("x")
+    assert token_source() == str(tmp_path / ".ray" / "auth_token")
+    monkeypatch.setenv("RAY_AUTH_TOKEN_PATH", str(tmp_path / "missing"))
+    assert token_source() == str(tmp_path / ".ray" / "auth_token")  # a path to nothing is no token
+    (tmp_path / "tok").write_text("y")
+    monkeypatch.setenv("RAY_AUTH_TOKEN_PATH", str(tmp_path / "tok"))
+    assert token_source() == str(tmp_path / "tok")
+    monkeypatch.setenv("RAY_AUTH_TOKEN", "z")
+    assert token_source() == "RAY_AUTH_TOKEN"
