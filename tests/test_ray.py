@@ -433,3 +433,16 @@ def test_the_token_is_looked_up_where_rays_tools_look(monkeypatch, tmp_path):
     assert token_source() == str(tmp_path / "tok")
     monkeypatch.setenv("RAY_AUTH_TOKEN", "z")
     assert token_source() == "RAY_AUTH_TOKEN"
+
+
+def test_sigterm_while_ray_starts_leaves_an_interrupted_row_and_no_process(tmp_path):
+    root = checkout(tmp_path / "root")
+    env = user_env(tmp_path, root, **{MARK: uuid.uuid4().hex})
+    trial = Trial("python", env, "--seeds", "2", "--ray", "local")
+    trial.wait_for(lambda: "[ray] starting Ray on this machine" in trial.out, 120, "Ray starting")
+    time.sleep(1)
+    trial.proc.send_signal(signal.SIGTERM)
+    took = trial.finish(timeout=60)
+    assert took < 10 and trial.proc.returncode == 143, (took, trial.out[-3000:])
+    assert Ledger(root / "results.tsv").rows()[-1]["status"] == "interrupted"
+    assert not processes_with_env(MARK, env[MARK])
