@@ -79,3 +79,12 @@ def nonempty_str(text: str) -> str:
     if not text.strip():
         raise argparse.ArgumentTypeError("must not be empty")
     return text
+
+
+def ray_address(text: str) -> str:
+    """run.py --ray: `local` or HOST:PORT (the head's `ray start --head --port`)."""
+    text = text.strip()
+    host, sep, port = text.rpartition(":")
+    if text != "local" and (not sep or not host or not port.isdigit() or not 0 < int(port) < 65536):
+        raise argparse.ArgumentTypeError(f"expected 'local' or HOST:PORT (port 1..65535), got {text!r}")
+    return text

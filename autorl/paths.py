@@ -24,13 +24,19 @@ def root_problem() -> str | None:
 
 
 def writable_dir_problem(path: Path) -> str | None:
-    """Why the directory a trial writes into (runs/, .autorl/) cannot be used; None when it can (created)."""
-    try:
-        path.mkdir(parents=True, exist_ok=True)
-    except OSError as e:
-        return f"{path}: cannot create the directory: {e.strerror or e} (is it, or a parent, a file?)"
-    if not os.access(path, os.W_OK | os.X_OK):
-        return f"{path}: not writable: a trial could not save its files there"
+    """Why the directory a trial writes into (runs/, .autorl/) cannot be used; None when it can.
+
+    Creates nothing (a refused trial leaves no trace): an existing path must be a writable directory, a
+    missing one needs its nearest existing parent to be a writable directory.
+    """
+    existing = path
+    while not existing.exists() and not existing.is_symlink() and existing != existing.parent:
+        existing = existing.parent
+    if not existing.is_dir():
+        return f"{path}: cannot create the directory: {existing} is not a directory"
+    if not os.access(existing, os.W_OK | os.X_OK):
+        what = "not writable" if existing == path else f"cannot be created ({existing} is not writable)"
+        return f"{path}: {what}: a trial could not save its files there"
     return None
 
 

@@ -42,6 +42,7 @@ class RunOptions:
     grace: float = 30.0
     parallel: int | None = None  # seeds at once; None: as many as the machine has slots for
     ray: str | None = None  # Ray address ("local" starts one); None: the local pool
+    ray_start_timeout: float = 60.0  # seconds for each Ray node's first worker to start (a broken venv)
 
     def budget_spec(self) -> BudgetSpec:
         return BudgetSpec(

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from autorl import atomic, paths
-from autorl.cliargs import MAX_SEEDS, budget_seconds, float_in, nonempty_str, positive_int
+from autorl.cliargs import MAX_SEEDS, budget_seconds, float_in, nonempty_str, positive_int, ray_address
 from autorl.harness import commit_short, dirty_harness_files, harness_hash
 from autorl.jsonl import eval_rows_problem, read_jsonl
 from autorl.process import Stop
@@ -79,10 +79,16 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--ray",
-        type=nonempty_str,
+        type=ray_address,
         default=None,
         metavar="ADDRESS",
-        help="run the seeds as Ray tasks ('local' starts Ray here)",
+        help="run the seeds as Ray tasks on the cluster at HOST:PORT ('local' starts Ray here); docs/ray.md",
+    )
+    p.add_argument(
+        "--ray-start-timeout",
+        type=float_in(1, 3600, low_open=False),
+        default=60.0,
+        help="seconds for each Ray node's first worker to start (60; 1..3600)",
     )
     p.add_argument("--description", default="", help="one line recorded in results.tsv")
     p.add_argument("--dry-run", action="store_true", help="validate, print the resolved config, exit")
@@ -130,6 +136,7 @@ def parse_options(argv: list[str] | None) -> RunOptions:
         grace=a.grace,
         parallel=a.parallel,
         ray=a.ray,
+        ray_start_timeout=a.ray_start_timeout,
     )
 
 
@@ -394,6 +401,7 @@ def _run_trial(
 ) -> int:
     from autorl import stats
     from autorl.ledger import Ledger, LedgerError, best_kept, reference_rows
+    from autorl.ray_pool import cluster_for
     from autorl.result import TrialContext, conclude
     from autorl.slots import plan
 
@@ -405,13 +413,15 @@ def _run_trial(
     # The reference (best kept trial of the same eval set, harness and budget), its eval rows checked against
     # the hash its row recorded before anything runs, and the noise floor: known up front so that a
     # multi-seed trial can stop early when the candidate is behind after some of its seeds.
+    the_plan = plan(backend, cfg, opts)
     try:
         ledger_rows = ledger.rows()  # checked before prepare (read again: another trial may have appended)
         reference = best_kept(ledger_rows, track.name, eval_hash, h_hash, opts.budget)
         ref_rows = reference_rows(reference, paths.runs_dir()) if reference else []
-    except LedgerError as exc:
+        # --ray: connected and probed before the run directory (a cluster unfit for the trial is bad input)
+        cluster = cluster_for(opts, the_plan, h_hash, stop)
+    except (LedgerError, ConfigError) as exc:
         return invalid(str(exc))
-    the_plan = plan(backend, cfg, opts)
     commit = commit_short(root)
     run_id, run_dir = new_run_dir(commit)
     ctx = TrialContext(
@@ -441,7 +451,7 @@ def _run_trial(
     failure = ""
     try:
         base_rows, results, stopped_early = _train(
-            opts, track, backend, cfg, ctx, the_plan, ledger_rows, reference, ref_rows, noise, stop
+            opts, track, backend, cfg, ctx, the_plan, cluster, ledger_rows, reference, ref_rows, noise, stop
         )
     except ConfigError as exc:
         shutil.rmtree(run_dir, ignore_errors=True)
@@ -486,6 +496,7 @@ def _train(  # the trial's state, passed once
     cfg,
     ctx,
     the_plan,
+    cluster,
     ledger_rows: list[dict[str, str]],
     reference: dict[str, str] | None,
     ref_rows: list[dict[str, Any]],
@@ -539,11 +550,11 @@ def _train(  # the trial's state, passed once
     stopped_early = ""
     if not stop:
         with LiveView(opts.budget) as view:
-            if opts.ray is not None:
+            if cluster is not None:
                 from autorl.ray_pool import run_ray
 
                 results, stopped_early = run_ray(
-                    opts.ray,
+                    cluster,
                     backend,
                     cfg,
                     jobs,
