@@ -9,10 +9,8 @@ the baseline (the first ok trial), from the run directories' config.toml (config
 
 from __future__ import annotations
 
-import tomllib
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
 import matplotlib
 
@@ -24,7 +22,7 @@ from matplotlib.ticker import MaxNLocator  # noqa: E402
 from autorl import paths  # noqa: E402
 from autorl.confirm import confirmed_file, read_confirmed  # noqa: E402
 from autorl.ledger import Context, Ledger, as_float, comparable  # noqa: E402
-from autorl.status import context_row, cut, hidden_hint  # noqa: E402
+from autorl.status import context_row, cut, hidden_hint, run_config  # noqa: E402
 
 LABEL_WIDTH = 40  # a kept trial's description next to its point, cut to this many characters
 
@@ -132,31 +130,10 @@ def figure(rows: Sequence[Mapping[str, str]]) -> Figure:
     return fig
 
 
-def _flatten(data: Any, prefix: str = "") -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    if isinstance(data, dict):
-        for k, v in data.items():
-            out.update(_flatten(v, f"{prefix}{k}."))
-    elif isinstance(data, list) and data and all(isinstance(v, dict) for v in data):
-        for i, v in enumerate(data):
-            out.update(_flatten(v, f"{prefix}{i}."))
-    else:
-        out[prefix[:-1]] = data
-    return out
-
-
-def _config(run_id: str) -> dict[str, Any] | None:
-    path = paths.runs_dir() / run_id / "config.toml"
-    try:
-        return _flatten(tomllib.loads(path.read_text()))
-    except (OSError, tomllib.TOMLDecodeError):
-        return None
-
-
 def config_changes(row: Mapping[str, str], baseline: Mapping[str, str] | None) -> str:
     """`key: old -> new` for every key that differs from the baseline's config."""
-    mine = _config(row["run_id"])
-    base = _config(baseline["run_id"]) if baseline else None
+    mine = run_config(row["run_id"])
+    base = run_config(baseline["run_id"]) if baseline else None
     if mine is not None and base is not None:
         keys = sorted(set(mine) | set(base))
         changes = [

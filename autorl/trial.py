@@ -363,6 +363,7 @@ def _run_trial(
     from autorl.live import LiveView
     from autorl.pool import SeedJob, run_local
     from autorl.result import TrialContext, conclude
+    from autorl.show import trial_health
     from autorl.slots import plan
 
     t0 = time.monotonic()
@@ -494,6 +495,7 @@ def _run_trial(
         interrupted=bool(stop),
     )
     result.run_dir_shown = str(run_dir.relative_to(paths.repo_root()))
+    result.health = trial_health(run_dir, result.score, result.base_score)
     pooled = run_dir / "eval.jsonl"
     pooled.write_text(result.eval_jsonl())
     if stop:
