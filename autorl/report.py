@@ -185,7 +185,7 @@ def confirmed_table(rows: Sequence[Mapping[str, str]], confirmed: Sequence[Mappi
     if not mine:
         return ""
     lines = [
-        "| run_id | vs baseline | eval delta | test delta | 95% CI | p | seeds | verdict |",
+        "| run_id | vs baseline | eval delta | test delta | 90% CI | p | seeds | verdict |",
         "|---|---|---|---|---|---|---|---|",
     ]
     for c in mine:
