@@ -172,13 +172,14 @@ def collect(
         prior_sd=prior,
         budget=ctx.budget,
     )
-    decided = [r for r in same if r["decision"] in ("keep", "discard")]
-    kept = [r for r in same if r["decision"] == "keep"]
-    last_keep = max((i for i, r in enumerate(same) if r["decision"] == "keep"), default=None)
-    since = len(same) - 1 - last_keep if last_keep is not None else len(same)
-    # Trials in a row (newest first) that ended in crash/timeout or were not kept: the diagnose signal. A
-    # re-run of the baseline's config measures noise and is discarded by design: it does not count.
+    # A re-run of the baseline's config measures noise and is discarded by design (program.md): it counts
+    # neither as a decided trial nor as a trial not kept.
     repeats = baseline_repeats(same)
+    decided = [r for r in same if r["decision"] in ("keep", "discard") and r["run_id"] not in repeats]
+    kept = [r for r in same if r["decision"] == "keep"]
+    last_keep = max((i for i, r in enumerate(same) if r["decision"] == "keep"), default=-1)
+    since = sum(r["run_id"] not in repeats for r in same[last_keep + 1 :])
+    # Trials in a row (newest first) that ended in crash/timeout or were not kept: the diagnose signal.
     streak = 0
     for r in reversed(same):
         if r["decision"] == "keep":
@@ -227,6 +228,24 @@ def collect(
     }
 
 
+def tried_lines(tried: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The memory of what was tried, bounded: MAX_TRIED_KEYS keys, each with its latest values."""
+    if not tried:
+        return []
+    out = ["tried (key: value -> verdict, decision; newest last; do not retry a discarded value):"]
+    for t in tried[:MAX_TRIED_KEYS]:
+        tries = [
+            f"{x['value']} -> {x['verdict'] or '-'}"
+            + (f" {x['delta']:+.4f}" if x["delta"] is not None else "")
+            + f", {x['decision']}"
+            for x in t["tries"][-MAX_TRIED_VALUES:]
+        ]
+        out.append(f"  {t['key']} (was {t['tries'][-1]['from']}): " + "; ".join(tries))
+    if len(tried) > MAX_TRIED_KEYS:
+        out.append(f"  ... {len(tried) - MAX_TRIED_KEYS} more keys (autorl status --json)")
+    return out
+
+
 def render(st: Mapping[str, Any]) -> str:
     """The human/agent view, bounded (~30 lines)."""
     if "message" in st:
@@ -262,7 +281,7 @@ def render(st: Mapping[str, Any]) -> str:
     if st["not_kept_streak"] >= 5:
         out.append(
             f"WARNING: {st['not_kept_streak']} trials in a row not kept (baseline repeats not counted): stop "
-            "tuning and diagnose (read metrics.jsonl and run.log of the last failures) before the next "
+            "tuning and diagnose (`uv run autorl show RUN_ID` on the last failures) before the next "
             "hypothesis"
         )
     for m in st["remarks"]:
@@ -284,18 +303,7 @@ def render(st: Mapping[str, Any]) -> str:
             f"  {r['run_id']:<24} {score:>7} {delta:>8} {p:>6} {r['verdict'] or '-':<12} "
             f"{r['decision']:<8} {cut(r['description'], 70)}"
         )
-    if st["tried"]:
-        out.append("tried (key: value -> verdict, decision; newest last; do not retry a discarded value):")
-        for t in st["tried"][:MAX_TRIED_KEYS]:
-            tries = [
-                f"{x['value']} -> {x['verdict'] or '-'}"
-                + (f" {x['delta']:+.4f}" if x["delta"] is not None else "")
-                + f", {x['decision']}"
-                for x in t["tries"][-MAX_TRIED_VALUES:]
-            ]
-            out.append(f"  {t['key']} (was {t['tries'][-1]['from']}): " + "; ".join(tries))
-        if len(st["tried"]) > MAX_TRIED_KEYS:
-            out.append(f"  ... {len(st['tried']) - MAX_TRIED_KEYS} more keys (autorl status --json)")
+    out += tried_lines(st["tried"])
     if st["lessons"]:
         out.append(f"latest {len(st['lessons'])} lessons (oldest first):")
         out.extend(f"  {x['run_id']} ({x['decision']}): {x['lesson']}" for x in st["lessons"])

@@ -427,7 +427,13 @@ def _run_trial(
             return ""
         interim = stats.compare([r for s in done for r in s.eval_rows], ref_rows, noise=noise)
         looks = -(-opts.seeds // the_plan.parallel)  # waves planned; one look after each but the last
-        decision = stats.early_decision(interim, -(-len(done) // the_plan.parallel), looks)
+        look = -(-len(done) // the_plan.parallel)
+        decision = stats.early_decision(interim, look, looks)
+        say(
+            f"interim look {look}/{looks - 1} after {len(done)}/{opts.seeds} seeds: delta "
+            f"{interim.delta:+.4f}, p {interim.p_value:.3g}, efficacy boundary "
+            f"{stats.efficacy_alpha(look, looks):.2g}: {'continue' if decision is None else 'stop'}"
+        )
         if decision is None:
             return ""
         why = f"after {len(done)}/{opts.seeds} seeds: " + (

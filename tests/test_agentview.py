@@ -265,3 +265,35 @@ def test_an_inconclusive_summary_says_how_many_seeds_its_delta_needs(root, monke
     assert f"for delta {s['delta']} at one-sided alpha 0.05 with power 80%" in s["seeds_needed"]
     # Tiny gain, one seed on each side: the reference's single seed cannot carry it, both sides must grow.
     assert "seeds on each side" in s["seeds_needed"]
+
+
+def test_status_does_not_count_the_baseline_repeat_as_a_trial_not_kept(root, monkeypatch, capsys):
+    """program.md's setup: the baseline, kept, then its repeat, discarded: the repeat is neither a decided
+    trial of the keep rate nor a trial since the last keep."""
+    fake_trial(monkeypatch, root, capsys, "--budget", "0.3", "--description", "baseline")
+    Ledger(root / "results.tsv").mark("keep", lesson="baseline")
+    fake_trial(monkeypatch, root, capsys, "--budget", "0.3", "--all-seeds", "--description", "repeat")
+    Ledger(root / "results.tsv").mark("discard", lesson="baseline repeat: noise floor")
+    assert cli.main(["status", "--json"]) == 0
+    st = json.loads(capsys.readouterr().out)
+    assert len(st["baseline_repeats"]) == 1
+    assert st["keep_rate"] == {"kept": 1, "decided": 1}
+    assert st["since_last_keep"] == 0 and st["not_kept_streak"] == 0
+
+
+def test_each_interim_look_prints_one_line(root, monkeypatch, capsys):
+    """A candidate of 3 seeds, one at a time, against a reference: a line per interim look (seeds done, delta,
+    p, the efficacy boundary, continue or stop), in the output an agent redirects to run.log."""
+    import re
+
+    fake_trial(monkeypatch, root, capsys, "--budget", "0.3", quality=0.5)
+    backend = FakeBackend("ok", 0.55, scripts_dir=root)
+    monkeypatch.setattr(LLMTrack, "make_backend", lambda self, name: backend)
+    trial.main(["--budget", "0.3", "--seeds", "3"])
+    out = capsys.readouterr().out
+    looks = re.findall(
+        r"interim look (\d)/2 after (\d)/3 seeds: delta \+0\.\d{4}, p \S+, efficacy boundary \S+: (\w+)", out
+    )
+    assert looks and looks[0][:2] == ("1", "1")
+    assert [x[2] for x in looks] == ["continue"] * (len(looks) - 1) + [looks[-1][2]]
+    assert len(looks) == 2 or looks[-1][2] == "stop"
