@@ -114,7 +114,8 @@ class SeedView:
     truncated: float | None  # mean share of completions cut at max_completion_tokens
     trends: dict[str, tuple[float, float]]  # key -> (first tenth mean, last tenth mean)
     env_scores: dict[str, float]  # this seed's eval per env
-    solved_seconds: float | None = None  # classic: time / env steps to solve (in-training eval)
+    solving: bool = False  # classic: the seed records when its in-training eval solved the env
+    solved_seconds: float | None = None  # classic: time / env steps to solve (None: not solved)
     solved_env_steps: int | None = None
     series: dict[str, tuple[list[int], list[float]]] = field(default_factory=dict, repr=False)
 
@@ -165,6 +166,7 @@ def load_seed(seed_dir: Path, index: int) -> SeedView:
         truncated=_mean_of(rows, "truncated_frac"),
         trends=trends,
         env_scores=stats.env_scores(eval_rows) if eval_rows else {},
+        solving="time_to_solve_seconds" in state,
         solved_seconds=_number(state.get("time_to_solve_seconds")),
         solved_env_steps=state.get("env_steps_to_solve"),
         series=series,
@@ -280,6 +282,8 @@ def _seed_line(s: SeedView) -> str:
         parts.append(f"truncated {s.truncated:.0%}")
     if s.solved_seconds is not None:
         parts.append(f"solved at {s.solved_seconds:.3g} s / {s.solved_env_steps} env steps")
+    elif s.solving:
+        parts.append("not solved")
     return "  " + "; ".join(parts)
 
 
@@ -301,7 +305,7 @@ def _reference_line(ref: TrialView) -> str:
         )
         text += f"; {mean.key} (mean of seeds) {mean.text()}"
     solved = [s for s in seeds if s.solved_seconds is not None]
-    if any(s.solved_seconds is not None or s.curves and s.curves[-1].key == "eval_return" for s in seeds):
+    if any(s.solving for s in seeds):
         text += f"; solved on {len(solved)}/{len(seeds)} seeds"
     return text
 

@@ -87,7 +87,10 @@ def test_show_reads_a_real_classic_trial_against_its_reference(classic_runs, tmp
         ln
     ) in seeds:  # steps in the budget, seconds per step, the return curves (training and in-training eval)
         assert "ok (budget)" in ln and " s/step" in ln and "reward_mean " in ln and "eval_return " in ln
-    assert any(ln.startswith(f"  reference {base['run_dir'].split('/')[-1]}: 2 seeds") for ln in lines)
+        assert "solved at " in ln or ln.endswith("not solved")  # time and env steps to solve
+    [ref] = [ln for ln in lines if ln.startswith(f"  reference {base['run_dir'].split('/')[-1]}: 2 seeds")]
+    solved = sum(not x.endswith("=none") for x in base["time_to_solve_per_seed"].split(","))
+    assert f"solved on {solved}/2 seeds" in ref  # the in-training eval's, as time_to_solve counts them
     assert "trends (first → last tenth" in out and "entropy" in out and "approx_kl" in out
     assert f"eval/CartPole-v1: {float(cand['eval_score']):.4f}" in out and "vs reference" in out
     assert f"final return sd {cand['seed_return_std']}" in out
