@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import matplotlib
 
@@ -103,17 +104,11 @@ def figure(rows: Sequence[Mapping[str, str]]) -> Figure:
     base = next((b for r in reversed(rows) if (b := as_float(r, "base_score")) is not None), None)
     if base is not None:
         ax.axhline(base, color="tab:purple", ls="--", lw=1, label=f"base model {base:.4g}", zorder=1)
+    if rows:
+        ax.set_xlim(0.5, len(rows) + 0.5)
     for x, s, r in ok:
         if r["decision"] == "keep" and r["description"]:
-            ax.annotate(
-                cut(r["description"], LABEL_WIDTH),
-                (x, s),
-                xytext=(4, 6),
-                textcoords="offset points",
-                fontsize=7,
-                rotation=20,
-                color="tab:green",
-            )
+            _label(ax, x, s, cut(r["description"], LABEL_WIDTH))
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_xlabel("trial (ledger order)")
     ax.set_ylabel("eval_score (95% CI)")
@@ -121,13 +116,29 @@ def figure(rows: Sequence[Mapping[str, str]]) -> Figure:
     kept = sum(r["decision"] == "keep" for r in rows)
     ax.set_title(f"autorl progress: {len(rows)} trials ({track} track), {kept} kept, {len(failed)} failed")
     ax.grid(alpha=0.3)
-    if rows:
-        ax.set_xlim(0.5, len(rows) + 0.5)
     handles, labels = ax.get_legend_handles_labels()
     if handles:
         ax.legend(loc="lower right", fontsize=8)
     fig.tight_layout()
     return fig
+
+
+def _label(ax: Any, x: float, y: float, text: str) -> None:
+    """A kept trial's description next to its point, on the side that keeps it inside the axes: left of
+    points in the right half, below points in the upper half."""
+    (x0, x1), (y0, y1) = ax.get_xlim(), ax.get_ylim()
+    right = x > (x0 + x1) / 2
+    upper = y > (y0 + y1) / 2
+    ax.annotate(
+        text,
+        (x, y),
+        xytext=(-4 if right else 4, -6 if upper else 6),
+        textcoords="offset points",
+        ha="right" if right else "left",
+        va="top" if upper else "bottom",
+        fontsize=7,
+        color="tab:green",
+    )
 
 
 def config_changes(row: Mapping[str, str], baseline: Mapping[str, str] | None) -> str:

@@ -300,3 +300,38 @@ def test_each_interim_look_prints_one_line(root, monkeypatch, capsys):
     assert looks and looks[0][:2] == ("1", "1")
     assert [x[2] for x in looks] == ["continue"] * (len(looks) - 1) + [looks[-1][2]]
     assert len(looks) == 2 or looks[-1][2] == "stop"
+
+
+@pytest.mark.parametrize("n", [1, 2, 5, 40])
+def test_progress_labels_stay_inside_the_figure_at_any_ledger_length(n):
+    """Kept trials with long descriptions, rising scores (the last ones at the top right corner): every
+    label drawn by `autorl report` lies inside the plot's axes (before, labels ran off to the right and
+    tight_layout shrank the axes to make room, or they left the figure)."""
+    from autorl import report
+
+    rows = [
+        {
+            "run_id": f"r{i}",
+            "track": "llm",
+            "status": "ok",
+            "decision": "keep",
+            "eval_score": f"{0.1 + 0.8 * i / max(n - 1, 1):.4f}",
+            "eval_ci_low": f"{0.05 + 0.8 * i / max(n - 1, 1):.4f}",
+            "eval_ci_high": f"{0.15 + 0.8 * i / max(n - 1, 1):.4f}",
+            "base_score": "0.1",
+            "description": f"trial {i}: " + "a long hypothesis about the learning rate " * 5,
+        }
+        for i in range(n)
+    ]
+    fig = report.figure(rows)
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    box = fig.axes[0].get_window_extent(renderer)
+    assert box.width > 0.8 * fig.bbox.width  # the axes keep the figure's width
+    labels = fig.axes[0].texts
+    assert len(labels) == n
+    for label in labels:
+        ext = label.get_window_extent(renderer)
+        assert box.x0 <= ext.x0 and ext.x1 <= box.x1 and box.y0 <= ext.y0 and ext.y1 <= box.y1, (
+            label.get_text()
+        )
