@@ -35,6 +35,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--all", action="store_true", help="also list every context (track, eval, harness, budget) recorded"
     )
 
+    sh = sub.add_parser("show", help="one trial against its reference: curves, steps, causes, health flags")
+    sh.add_argument(
+        "run", nargs="?", default=None, help="run id (or a unique prefix) or run dir; default: latest"
+    )
+    sh.add_argument("--png", type=Path, default=None, help="also draw the seeds' learning curves to this PNG")
+
     m = sub.add_parser("mark", help="record your decision on a trial (the latest by default)")
     m.add_argument("decision", choices=["keep", "discard", "crash"])
     m.add_argument("--run", default=None, help="run id (or a unique prefix); default: the latest trial")
@@ -140,6 +146,10 @@ def _run(args: argparse.Namespace) -> int:
         from autorl import status
 
         return status.main(as_json=args.json, last=args.last, track=args.track, all_contexts=args.all)
+    if args.command == "show":
+        from autorl import show
+
+        return show.main(args.run, args.png)
     if args.command == "mark":
         ledger = Ledger()
         row = ledger.mark(args.decision, run_id=args.run, lesson=args.lesson, reason=args.reason)

@@ -5,8 +5,9 @@ sealed: no trial is ever evaluated on it (llm: each eval env's `test` split; cla
 trial sees). `confirm` re-trains the chosen kept trial's config (default: the current best) and the
 baseline's (the first ok trial of the same context) under the same budget, with seeds no trial drew, runs
 each seed through `autorl.seed.run_seed` with its eval on the test split, and compares the two with
-`autorl.stats.compare`. The result (delta, its 95% CI and p) goes to confirmed.tsv, next to results.tsv;
-`autorl report` shows it next to the eval delta.
+`autorl.stats.compare`. The result (delta, its 90% interval: the one that matches the one-sided test at
+0.05, and p) goes to confirmed.tsv, next to results.tsv; `autorl report` shows it next to the eval delta.
+Both sides' seeds run in one pool, on the machine's slots, as a trial's do.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ import scipy.stats as sps
 
 from autorl import inputs, paths, stats
 from autorl.ledger import Context, Ledger, LedgerError, as_float, best_kept, clean, comparable, format_cell
-from autorl.seed import RunOptions, SeedResult, run_seed, worst_status
+from autorl.seed import RunOptions, SeedResult, worst_status
 
 # Fresh seeds: trials draw theirs from [0, 10^6 + 64) (autorl.trial.harness_seeds); confirm from here up.
 CONFIRM_SEED_BASE = 2_000_000
@@ -39,7 +40,7 @@ COLUMNS = [
     "test_score",  # the candidate's config on the test split, pooled over the seeds
     "baseline_test_score",
     "delta",  # test_score - baseline_test_score
-    "ci_low",  # 95% interval of the delta
+    "ci_low",  # 90% interval of the delta (its low end: the one-sided 95% lower bound the verdict tests)
     "ci_high",
     "p_value",  # one-sided, candidate better than the baseline
     "verdict",  # improved (confirmed) | inconclusive | worse | n/a (a side failed)
@@ -133,10 +134,14 @@ def say(msg: str) -> None:
 
 def run_confirm(run_id: str | None = None, n_seeds: int | None = None, ledger: Ledger | None = None) -> int:
     from autorl.harness import harness_hash
+    from autorl.live import LiveView
     from autorl.machine import load_machine
+    from autorl.pool import SeedJob, run_local
     from autorl.process import Stop
+    from autorl.slots import plan
     from autorl.tomlcheck import ConfigError
     from autorl.track import get_track
+    from autorl.trial import _Signals
 
     ledger = ledger or Ledger()
     rows = ledger.rows()
@@ -165,31 +170,48 @@ def run_confirm(run_id: str | None = None, n_seeds: int | None = None, ledger: L
     n = n_seeds or track.default_seeds
     confirm_id = f"confirm-{datetime.now().strftime('%Y%m%d-%H%M%S')}-{candidate['run_id'][-7:]}"
     seeds = confirm_seeds(confirm_id, n)
-    spec = RunOptions(budget=budget).budget_spec()
+    opts = RunOptions(budget=budget, seeds=2 * n)
+    the_plan = plan(backend, configs["candidate"], opts)
     say(
         f"{confirm_id}: {candidate['run_id']} vs the baseline {baseline['run_id']}, {n} fresh seeds {seeds}, "
         f"budget {budget:g} s per seed, scored on the sealed test split"
     )
+    say(the_plan.describe())
+    # Both sides' seeds in one pool, on the machine's slots as a trial's seeds run.
+    jobs = [
+        SeedJob(i * n + k, seed, paths.runs_dir() / confirm_id / role / f"seed-{k}", configs[role], "test")
+        for i, role in enumerate(("candidate", "baseline"))
+        for k, seed in enumerate(seeds)
+    ]
+
+    def report(result: SeedResult) -> None:
+        role = result.dir.parent.name
+        for line in result.log:
+            say(f"{role}: {line}")
+        if result.error:
+            print(result.error, flush=True)
+
     stop = Stop()
-    sides: dict[str, Side] = {}
-    try:
-        for role, row in (("candidate", candidate), ("baseline", baseline)):
-            results = []
-            for k, seed in enumerate(seeds):
-                if stop:
-                    break
-                seed_dir = paths.runs_dir() / confirm_id / role / f"seed-{k}"
-                result = run_seed(backend, configs[role], seed, k, seed_dir, spec, stop=stop, split="test")
-                for line in result.log:
-                    say(f"{role}: {line}")
-                if result.error:
-                    print(result.error, flush=True)
-                results.append(result)
-            sides[role] = Side(row, results)
-    except KeyboardInterrupt:
-        stop.request(2)
+    with _Signals(stop), LiveView(budget) as view:
+        results, _ = run_local(
+            backend,
+            None,
+            jobs,
+            opts.budget_spec(),
+            the_plan.slots,
+            the_plan.parallel,
+            stop,
+            view,
+            lambda done: "",
+            report,
+        )
+    if stop:
         say("interrupted: nothing recorded")
         return 130
+    sides = {
+        role: Side(row, sorted((r for r in results if r.dir.parent.name == role), key=lambda r: r.index))
+        for role, row in (("candidate", candidate), ("baseline", baseline))
+    }
     return record(ledger, confirm_id, seeds, sides, same, track.seed_sd_prior)
 
 
@@ -212,7 +234,11 @@ def record(
         budget=ctx.budget,
     )
     c = stats.compare(cand.rows, base.rows, noise=noise) if ok else None
-    half = float(sps.t.ppf(0.975, c.df)) * c.se if c is not None and math.isfinite(c.se) else math.nan
+    # The interval that matches the one-sided test at ALPHA: two-sided 1 - 2 ALPHA (90%); its low end is the
+    # one-sided lower bound, above zero exactly when p < ALPHA (docs/protocol.md).
+    half = (
+        float(sps.t.ppf(1 - stats.ALPHA, c.df)) * c.se if c is not None and math.isfinite(c.se) else math.nan
+    )
     eval_delta = (as_float(cand.row, "eval_score") or math.nan) - (
         as_float(base.row, "eval_score") or math.nan
     )

@@ -26,6 +26,8 @@ class SeedJob:
     index: int  # position among the trial's seeds
     seed: int
     dir: Path
+    cfg: Any = None  # None: the pool's config (autorl confirm runs two configs in one pool)
+    split: str = "eval"  # the eval split ("test" for autorl confirm)
 
 
 AfterWave = Callable[[list[SeedResult]], str]  # -> "" to go on, else why the trial stops adding seeds
@@ -61,7 +63,17 @@ def run_local(
                 on_event = view.callback(job.index, f"seed {job.index + 1}/{len(jobs)}")
                 futures[
                     pool.submit(
-                        run_seed, backend, cfg, job.seed, job.index, job.dir, spec, slot, on_event, stop
+                        run_seed,
+                        backend,
+                        cfg if job.cfg is None else job.cfg,
+                        job.seed,
+                        job.index,
+                        job.dir,
+                        spec,
+                        slot,
+                        on_event,
+                        stop,
+                        job.split,
                     )
                 ] = job
             for future in as_completed(futures):

@@ -21,10 +21,10 @@ import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.ticker import MaxNLocator  # noqa: E402
 
-from autorl import atomic, inputs, paths  # noqa: E402
+from autorl import atomic, paths  # noqa: E402
 from autorl.confirm import confirmed_file, read_confirmed  # noqa: E402
 from autorl.ledger import Context, Ledger, as_float, comparable  # noqa: E402
-from autorl.status import context_row, cut, hidden_hint  # noqa: E402
+from autorl.status import context_row, cut, hidden_hint, run_config  # noqa: E402
 
 LABEL_WIDTH = 40  # a kept trial's description next to its point, cut to this many characters
 
@@ -107,17 +107,11 @@ def figure(rows: Sequence[Mapping[str, str]]) -> Figure:
     base = next((b for r in reversed(rows) if (b := as_float(r, "base_score")) is not None), None)
     if base is not None:
         ax.axhline(base, color="tab:purple", ls="--", lw=1, label=f"base model {base:.4g}", zorder=1)
+    if rows:
+        ax.set_xlim(0.5, len(rows) + 0.5)
     for x, s, r in ok:
         if r["decision"] == "keep" and r["description"]:
-            ax.annotate(
-                cut(r["description"], LABEL_WIDTH),
-                (x, s),
-                xytext=(4, 6),
-                textcoords="offset points",
-                fontsize=7,
-                rotation=20,
-                color="tab:green",
-            )
+            _label(ax, x, s, cut(r["description"], LABEL_WIDTH))
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_xlabel("trial (ledger order)")
     ax.set_ylabel("eval_score (95% CI)")
@@ -125,8 +119,6 @@ def figure(rows: Sequence[Mapping[str, str]]) -> Figure:
     kept = sum(r["decision"] == "keep" for r in rows)
     ax.set_title(f"autorl progress: {len(rows)} trials ({track} track), {kept} kept, {len(failed)} failed")
     ax.grid(alpha=0.3)
-    if rows:
-        ax.set_xlim(0.5, len(rows) + 0.5)
     handles, labels = ax.get_legend_handles_labels()
     if handles:
         ax.legend(loc="lower right", fontsize=8)
@@ -134,31 +126,28 @@ def figure(rows: Sequence[Mapping[str, str]]) -> Figure:
     return fig
 
 
-def _flatten(data: Any, prefix: str = "") -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    if isinstance(data, dict):
-        for k, v in data.items():
-            out.update(_flatten(v, f"{prefix}{k}."))
-    elif isinstance(data, list) and data and all(isinstance(v, dict) for v in data):
-        for i, v in enumerate(data):
-            out.update(_flatten(v, f"{prefix}{i}."))
-    else:
-        out[prefix[:-1]] = data
-    return out
-
-
-def _config(run_id: str) -> dict[str, Any] | None:
-    path = paths.runs_dir() / run_id / "config.toml"
-    try:
-        return _flatten(inputs.read_toml(path))
-    except (OSError, inputs.InputError):
-        return None
+def _label(ax: Any, x: float, y: float, text: str) -> None:
+    """A kept trial's description next to its point, on the side that keeps it inside the axes: left of
+    points in the right half, below points in the upper half."""
+    (x0, x1), (y0, y1) = ax.get_xlim(), ax.get_ylim()
+    right = x > (x0 + x1) / 2
+    upper = y > (y0 + y1) / 2
+    ax.annotate(
+        text,
+        (x, y),
+        xytext=(-4 if right else 4, -6 if upper else 6),
+        textcoords="offset points",
+        ha="right" if right else "left",
+        va="top" if upper else "bottom",
+        fontsize=7,
+        color="tab:green",
+    )
 
 
 def config_changes(row: Mapping[str, str], baseline: Mapping[str, str] | None) -> str:
     """`key: old -> new` for every key that differs from the baseline's config."""
-    mine = _config(row["run_id"])
-    base = _config(baseline["run_id"]) if baseline else None
+    mine = run_config(row["run_id"])
+    base = run_config(baseline["run_id"]) if baseline else None
     if mine is not None and base is not None:
         keys = sorted(set(mine) | set(base))
         changes = [
@@ -210,7 +199,7 @@ def confirmed_table(rows: Sequence[Mapping[str, str]], confirmed: Sequence[Mappi
     if not mine:
         return ""
     lines = [
-        "| run_id | vs baseline | eval delta | test delta | 95% CI | p | seeds | verdict |",
+        "| run_id | vs baseline | eval delta | test delta | 90% CI | p | seeds | verdict |",
         "|---|---|---|---|---|---|---|---|",
     ]
     for c in mine:

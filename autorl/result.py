@@ -63,6 +63,7 @@ class TrialResult:
     total_seconds: float = 0.0
     parallel: int = 1  # seeds run at once
     run_dir_shown: str = ""  # run_dir as printed (relative to the repo root)
+    health: dict[str, str] = field(default_factory=dict)  # health/<flag>: text (autorl.show.trial_health)
 
     @property
     def done(self) -> list[SeedResult]:
@@ -120,8 +121,11 @@ class TrialResult:
             lines["delta"] = "nan"
             lines["p_value"] = "nan"
         lines["verdict"] = self.verdict
+        if self.verdict == "inconclusive" and self.comparison is not None:
+            lines["seeds_needed"] = seeds_needed_text(self.comparison)
         if self.note:
             lines["note"] = self.note
+        lines.update(self.health)
         lines["training_seconds"] = f"{self.training_seconds:.1f}"
         lines["startup_seconds"] = f"{self.startup_seconds:.1f}"
         lines["eval_seconds"] = f"{self.eval_seconds:.1f}"
@@ -176,6 +180,20 @@ class TrialResult:
             "lesson": "",
             "extras": self.extras,
         }
+
+
+def seeds_needed_text(c: stats.Comparison) -> str:
+    """How many seeds the measured delta would need to be decided (stats.seeds_needed): candidate seeds
+    against the reference as it is, else seeds on both sides."""
+    at = f"for delta {c.delta:+.4f} at one-sided alpha {stats.ALPHA:g} with power {stats.POWER:.0%}"
+    if (n := stats.seeds_needed(c)) is not None:
+        return f"{n} candidate seeds {at} (the reference's {c.n_reference} seeds as they are)"
+    if (n := stats.seeds_needed(c, both_sides=True)) is not None:
+        return (
+            f"{n} seeds on each side {at} (the reference's {c.n_reference} seeds alone are too few: "
+            "re-running the candidate cannot decide it)"
+        )
+    return f"more than {stats.MAX_SEEDS_NEEDED} seeds on each side {at}: too small a delta to decide"
 
 
 def ceiling_note(reference: dict[str, str] | None, ci: tuple[float | None, float | None], high: float) -> str:

@@ -143,6 +143,41 @@ def run_seed(
     eval: the seed is `interrupted`.
     """
     result = SeedResult(index=index, seed=seed, dir=seed_dir, slot=slot)
+    try:
+        return _run_seed(result, backend, cfg, spec, on_event, stop, split)
+    finally:
+        write_outcome(result)
+
+
+def write_outcome(result: SeedResult) -> None:
+    """seed-<k>/outcome.json: how the seed ended, for `autorl show` (its only writer; Ray brings it back)."""
+    child = result.child
+    error = [line.strip() for line in (result.error or "").splitlines() if line.strip()]
+    telling = [line for line in error if any(w in line for w in ("Error", "Exception", "error:", "Killed"))]
+    outcome = {
+        "seed": result.seed,
+        "status": result.status,
+        "stop_reason": child.stop_reason if child else None,
+        "reason": child.reason_text if child else None,
+        "error": (telling or error)[-1] if error else None,  # the crash report's telling line
+        "training_seconds": round(child.training_seconds, 3) if child else None,
+        "startup_seconds": round(child.startup_seconds, 3) if child else None,
+        "steps": result.steps,
+    }
+    result.dir.mkdir(parents=True, exist_ok=True)
+    (result.dir / "outcome.json").write_text(json.dumps(outcome) + "\n")
+
+
+def _run_seed(
+    result: SeedResult,
+    backend: Backend,
+    cfg: Any,
+    spec: BudgetSpec,
+    on_event: Callable[[dict[str, Any], float], None] | None,
+    stop: Stop | None,
+    split: str,
+) -> SeedResult:
+    seed, slot, seed_dir = result.seed, result.slot, result.dir
     write_resolved(backend, cfg, seed_dir, seed, slot)
     launch = backend.launch(cfg, seed_dir, seed, slot)
     result.child = child = run_budgeted(launch, seed_dir / "run.log", spec, on_event=on_event, stop=stop)

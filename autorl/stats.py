@@ -46,6 +46,10 @@ MIN_SEEDS_WELCH = 3
 # spending), on top of the final verdict's ALPHA: half of it, so the added false keeps stay small (measured
 # with scripts/simulate_decisions.py: README, "Statistics and the decision rule").
 EFFICACY_ALPHA = ALPHA / 2
+# The power the default seed count was chosen for (README: 6 seeds detect +0.05 80-90% of the time): the
+# `seeds_needed` figure of an inconclusive trial is for this power at ALPHA.
+POWER = 0.80
+MAX_SEEDS_NEEDED = 64  # run.py's --seeds limit: beyond it the figure says "more than"
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -264,6 +268,35 @@ class Comparison:
     note: str  # which test and which noise estimate were used
     se: float = float("nan")
     df: float = float("inf")
+    n_candidate: int = 0  # training seeds on each side
+    n_reference: int = 0
+
+
+def seeds_needed(
+    c: Comparison, power: float = POWER, alpha: float = ALPHA, both_sides: bool = False
+) -> int | None:
+    """Seeds for which the measured delta, with the per-seed spread behind this comparison's standard error,
+    would be decided (`improved`, or `worse` for a negative delta) with probability `power` at `alpha`.
+
+    The spread is s = se / sqrt(1/n_cand + 1/n_ref). The answer is the smallest n with |delta| / se_n >=
+    t_(1-alpha) + t_power, where se_n = s sqrt(1/n + 1/n_ref) (candidate seeds, the reference's seeds as they
+    are) or s sqrt(2/n) (`both_sides`: n seeds on each side), and t has the df the verdict would use then:
+    Welch's n_c + n_r - 2 once both sides have MIN_SEEDS_WELCH seeds, else the comparison's (noise floor) df.
+    None: no delta, or more than MAX_SEEDS_NEEDED. tests/test_agentview.py checks the figure against
+    scripts/simulate_decisions.py."""
+    ok = c.n_candidate and c.n_reference and c.se > 0 and math.isfinite(c.se) and math.isfinite(c.delta)
+    if not ok or c.delta == 0:
+        return None
+    s = c.se / math.sqrt(1 / c.n_candidate + 1 / c.n_reference)
+    for n in range(1, MAX_SEEDS_NEEDED + 1):
+        n_ref = n if both_sides else c.n_reference
+        welch = min(n, n_ref) >= MIN_SEEDS_WELCH
+        df = n + n_ref - 2 if welch else (c.df if math.isfinite(c.df) else 1e9)
+        if abs(c.delta) / (s * math.sqrt(1 / n + 1 / n_ref)) >= sps.t.ppf(1 - alpha, df) + sps.t.ppf(
+            power, df
+        ):
+            return n
+    return None
 
 
 def futile(interim: Comparison) -> bool:
@@ -380,4 +413,6 @@ def compare_tables(
         verdict = "worse"
     else:
         verdict = "inconclusive"
-    return Comparison(float(delta), p, verdict, n_common, f"{how}; SE {se:.4g}", float(se), float(df))
+    return Comparison(
+        float(delta), p, verdict, n_common, f"{how}; SE {se:.4g}", float(se), float(df), n_c, n_r
+    )

@@ -12,6 +12,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from autorl import inputs, paths
 from autorl.ledger import Context, Ledger, Mark, as_float, best_kept, comparable
 from autorl.result import ceiling_note
 from autorl.stats import noise_floor
@@ -21,6 +22,8 @@ MAX_LAST = 20  # --last is capped so the view stays bounded
 TEXT_WIDTH = 60  # descriptions are cut to this many characters (lessons never are)
 MAX_LESSONS = 6  # the latest lessons, shown whole
 MAX_REMARKS = 3  # the latest changed decisions (autorl mark --reason)
+MAX_TRIED_KEYS = 8  # the memory of what was tried: the keys changed most recently...
+MAX_TRIED_VALUES = 4  # ...each with its latest values tried
 
 
 def cut(text: str, width: int = TEXT_WIDTH) -> str:
@@ -41,6 +44,59 @@ def _brief(row: Mapping[str, str]) -> dict[str, Any]:
         "description": row["description"],
         "lesson": row["lesson"],
     }
+
+
+def flatten(data: Any, prefix: str = "") -> dict[str, Any]:
+    """A parsed TOML config as dotted keys (array-of-tables entries numbered: `a.0.b`)."""
+    out: dict[str, Any] = {}
+    if isinstance(data, dict):
+        for k, v in data.items():
+            out.update(flatten(v, f"{prefix}{k}."))
+    elif isinstance(data, list) and data and all(isinstance(v, dict) for v in data):
+        for i, v in enumerate(data):
+            out.update(flatten(v, f"{prefix}{i}."))
+    else:
+        out[prefix[:-1]] = data
+    return out
+
+
+def run_config(run_id: str) -> dict[str, Any] | None:
+    """A trial's config (runs/<run_id>/config.toml) as dotted keys; None when it is gone or unreadable."""
+    path = paths.runs_dir() / run_id / "config.toml"
+    try:
+        return flatten(inputs.read_toml(path))
+    except (OSError, inputs.InputError):
+        return None
+
+
+def tried(rows: Sequence[Mapping[str, str]]) -> list[dict[str, Any]]:
+    """The memory of what was tried: every key a trial changed against its reference (both configs from the
+    run directories), with the value tried and the outcome, the most recently changed keys first."""
+    by_key: dict[str, list[dict[str, Any]]] = {}
+    last_seen: dict[str, int] = {}
+    configs: dict[str, dict[str, Any] | None] = {}
+    for i, r in enumerate(rows):
+        ref = r["reference_run"]
+        if not ref:
+            continue
+        mine = configs.setdefault(r["run_id"], run_config(r["run_id"]))
+        theirs = configs.setdefault(ref, run_config(ref))
+        if mine is None or theirs is None:
+            continue
+        for key in sorted(set(mine) | set(theirs)):
+            if mine.get(key) != theirs.get(key):
+                last_seen[key] = i
+                by_key.setdefault(key, []).append(
+                    {
+                        "run_id": r["run_id"],
+                        "from": theirs.get(key),
+                        "value": mine.get(key),
+                        "verdict": r["verdict"],
+                        "delta": as_float(r, "delta"),
+                        "decision": r["decision"],
+                    }
+                )
+    return [{"key": k, "tries": by_key[k]} for k in sorted(by_key, key=last_seen.__getitem__, reverse=True)]
 
 
 def context_row(rows: Sequence[Mapping[str, str]], track: str | None = None) -> Mapping[str, str] | None:
@@ -110,13 +166,14 @@ def collect(
         prior_sd=prior,
         budget=ctx.budget,
     )
-    decided = [r for r in same if r["decision"] in ("keep", "discard")]
-    kept = [r for r in same if r["decision"] == "keep"]
-    last_keep = max((i for i, r in enumerate(same) if r["decision"] == "keep"), default=None)
-    since = len(same) - 1 - last_keep if last_keep is not None else len(same)
-    # Trials in a row (newest first) that ended in crash/timeout or were not kept: the diagnose signal. A
-    # re-run of the baseline's config measures noise and is discarded by design: it does not count.
+    # A re-run of the baseline's config measures noise and is discarded by design (program.md): it counts
+    # neither as a decided trial nor as a trial not kept.
     repeats = baseline_repeats(same)
+    decided = [r for r in same if r["decision"] in ("keep", "discard") and r["run_id"] not in repeats]
+    kept = [r for r in same if r["decision"] == "keep"]
+    last_keep = max((i for i, r in enumerate(same) if r["decision"] == "keep"), default=-1)
+    since = sum(r["run_id"] not in repeats for r in same[last_keep + 1 :])
+    # Trials in a row (newest first) that ended in crash/timeout or were not kept: the diagnose signal.
     streak = 0
     for r in reversed(same):
         if r["decision"] == "keep":
@@ -160,7 +217,27 @@ def collect(
             if r["lesson"]
         ][-MAX_LESSONS:],
         "remarks": [vars(m) for m in marks if m.is_remark and m.run_id in run_ids][-MAX_REMARKS:],
+        # Every key this track's trials changed against their reference, newest first (render shows a few).
+        "tried": tried([r for r in rows if r["track"] == ctx.track]),
     }
+
+
+def tried_lines(tried: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The memory of what was tried, bounded: MAX_TRIED_KEYS keys, each with its latest values."""
+    if not tried:
+        return []
+    out = ["tried (key: value -> verdict, decision; newest last; do not retry a discarded value):"]
+    for t in tried[:MAX_TRIED_KEYS]:
+        tries = [
+            f"{x['value']} -> {x['verdict'] or '-'}"
+            + (f" {x['delta']:+.4f}" if x["delta"] is not None else "")
+            + f", {x['decision']}"
+            for x in t["tries"][-MAX_TRIED_VALUES:]
+        ]
+        out.append(f"  {t['key']} (was {t['tries'][-1]['from']}): " + "; ".join(tries))
+    if len(tried) > MAX_TRIED_KEYS:
+        out.append(f"  ... {len(tried) - MAX_TRIED_KEYS} more keys (autorl status --json)")
+    return out
 
 
 def render(st: Mapping[str, Any]) -> str:
@@ -198,7 +275,7 @@ def render(st: Mapping[str, Any]) -> str:
     if st["not_kept_streak"] >= 5:
         out.append(
             f"WARNING: {st['not_kept_streak']} trials in a row not kept (baseline repeats not counted): stop "
-            "tuning and diagnose (read metrics.jsonl and run.log of the last failures) before the next "
+            "tuning and diagnose (`uv run autorl show RUN_ID` on the last failures) before the next "
             "hypothesis"
         )
     for m in st["remarks"]:
@@ -220,6 +297,7 @@ def render(st: Mapping[str, Any]) -> str:
             f"  {r['run_id']:<24} {score:>7} {delta:>8} {p:>6} {r['verdict'] or '-':<12} "
             f"{r['decision']:<8} {cut(r['description'], 70)}"
         )
+    out += tried_lines(st["tried"])
     if st["lessons"]:
         out.append(f"latest {len(st['lessons'])} lessons (oldest first):")
         out.extend(f"  {x['run_id']} ({x['decision']}): {x['lesson']}" for x in st["lessons"])

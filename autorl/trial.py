@@ -259,11 +259,11 @@ def _main(opts: RunOptions) -> int:
     if opts.dry_run:
         return dry_run(backend, cfg, backend_name, opts)
 
-    if problems := track.data_problems(cfg):
-        return invalid("\n".join(problems))
     # 2.-3. The committed harness, a ledger and directories a row can be recorded in, the backend found.
     if problem := refusal_before_training(opts, root, backend):
         return invalid(problem)
+    if problems := track.data_problems(cfg):
+        return invalid("\n".join(problems))
 
     # 4. Prepare once per machine, and again when the builtin model's recipe changed.
     if reason := track.prepare_reason(machine):
@@ -403,6 +403,7 @@ def _run_trial(
     from autorl.ledger import Ledger, LedgerError, best_kept, reference_rows
     from autorl.ray_pool import cluster_for
     from autorl.result import TrialContext, conclude
+    from autorl.show import trial_health
     from autorl.slots import plan
 
     t0 = time.monotonic()
@@ -481,6 +482,10 @@ def _run_trial(
         failure = failure or f"{type(exc).__name__}: {exc}"
         result = conclude(ctx, [], [], None, [], noise, parallel=the_plan.parallel)  # nothing to fail on
     result.run_dir_shown = str(run_dir.relative_to(paths.repo_root()))
+    try:
+        result.health = trial_health(run_dir, result.score, result.base_score)
+    except Exception as exc:  # diagnostics only: a fault here never costs the row
+        say(f"warning: health flags not computed: {type(exc).__name__}: {exc}")
     if stop:
         evaluated = sum(1 for s in results if s.evaluated)
         say(f"stopped by a signal: {evaluated} seed(s) evaluated; recording the trial as interrupted")
@@ -528,7 +533,13 @@ def _train(  # the trial's state, passed once
             return ""
         interim = stats.compare([r for s in done for r in s.eval_rows], ref_rows, noise=noise)
         looks = -(-opts.seeds // the_plan.parallel)  # waves planned; one look after each but the last
-        decision = stats.early_decision(interim, -(-len(done) // the_plan.parallel), looks)
+        look = -(-len(done) // the_plan.parallel)
+        decision = stats.early_decision(interim, look, looks)
+        say(
+            f"interim look {look}/{looks - 1} after {len(done)}/{opts.seeds} seeds: delta "
+            f"{interim.delta:+.4f}, p {interim.p_value:.3g}, efficacy boundary "
+            f"{stats.efficacy_alpha(look, looks):.2g}: {'continue' if decision is None else 'stop'}"
+        )
         if decision is None:
             return ""
         why = f"after {len(done)}/{opts.seeds} seeds: " + (

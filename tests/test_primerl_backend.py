@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from autorl import show
 from autorl.backend import WHOLE_MACHINE, Slot
 from autorl.llm.config import load_train_config
 from autorl.llm.primerl import backend as primerl
@@ -645,6 +646,9 @@ def test_budgeted_run_picks_latest_weights_and_leaves_no_process(tmp_path, fake_
     ours = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
     assert len(ours) >= outcome.steps and all(r["reward_mean"] is not None for r in ours)
     assert outcome.peak_memory_gb is not None
+    seed = show.load_seed(run_dir, 0)  # what `autorl show` reads of a prime-rl seed
+    assert seed.reward is not None and seed.reward.end > seed.reward.start  # the fake's reward rises
+    assert set(seed.trends) == {"loss", "mismatch_kl", "entropy"} and seed.truncated == pytest.approx(0.25)
 
 
 def test_sigterm_ignoring_run_with_escaped_worker_is_killed_completely(tmp_path, fake_prime, monkeypatch):

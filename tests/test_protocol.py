@@ -79,7 +79,7 @@ def test_status_is_bounded_and_counts(root: Path, capsys: pytest.CaptureFixture[
     st = status.collect(ledger.rows(), last=8)
     assert st["best"]["run_id"] == "k1" and st["best_is_kept"]
     assert st["context"]["trials"] == 45 and st["context"]["other_trials"] == 1
-    assert st["keep_rate"] == {"kept": 2, "decided": 43}
+    assert st["keep_rate"] == {"kept": 2, "decided": 42}  # the baseline repeat base2 is not a decided trial
     assert st["since_last_keep"] == 42 and st["not_kept_streak"] == 42
     assert st["crashes"] == 1 and st["pending"] == ["p1"]
     assert st["noise_floor"]["df"] == 1 and st["noise_floor"]["measured_sd"] == pytest.approx(0.06 / 2**0.5)
@@ -186,7 +186,8 @@ def test_shipped_program_md_has_the_loop_prompt() -> None:
     prompt = loop.loop_prompt(REPO)
     assert prompt != loop.DEFAULT_PROMPT and "autorl status" in prompt
     text = (REPO / "program.md").read_text()
-    assert 'grep -E "^(eval_score|eval_ci|delta|p_value|verdict|status|eval/.*):" run.log' in text
+    keys = "eval_score|eval_ci|delta|p_value|verdict|seeds_needed|status|eval/.*|health/.*"
+    assert f'grep -E "^({keys}):" run.log' in text
     assert "autorl mark keep" in text and "git reset --hard HEAD~1" in text
 
 

@@ -60,9 +60,12 @@ if mode == "hang":
     time.sleep(600)
 for step in range(1, 10**6):
     time.sleep(0.02)
-    emit("step", step=step, reward=0.5)
+    reward = (min(step, 25) / 25 if step <= 25 else 0.05) if mode == "collapse" else 0.5  # rise, then fall
+    emit("step", step=step, reward=reward)
     with open(run_dir / "metrics.jsonl", "a") as f:
-        f.write(json.dumps({"step": step, "reward_mean": 0.5}) + "\\n")
+        shares = (0.8, 0.6) if mode == "nosignal" else (0.1, 0.05)  # zero-advantage groups, cut completions
+        row = {"step": step, "reward_mean": reward, "zero_adv_frac": shares[0], "truncated_frac": shares[1]}
+        f.write(json.dumps(row) + "\\n")
     if step % 10 == 0 or mode == "ignore_term":
         save()
     if mode == "finish" and step == 20:

@@ -87,8 +87,14 @@ def merge_metrics(rows: list[dict[str, Any]]) -> dict[int, dict[str, Any]]:
 
 def reward_mean(metrics: dict[str, Any]) -> float | None:
     """Mean reward of the trained-on rollouts: `train/agg/effective/<agent>/reward/mean`, over agents."""
+    return agent_mean(metrics, "reward")
+
+
+def agent_mean(metrics: dict[str, Any], name: str) -> float | None:
+    """`train/agg/<subset>/<agent>/<name>/mean` averaged over agents, the trained-on (`effective`) subset
+    first, else `all` (the reward, the share of truncated completions `is_truncated`)."""
     for subset in ("effective", "all"):
-        pattern = re.compile(rf"^train/agg/{subset}/[^/]+/reward/mean$")
+        pattern = re.compile(rf"^train/agg/{subset}/[^/]+/{name}/mean$")
         values = [v for k, v in metrics.items() if pattern.match(k) and isinstance(v, int | float)]
         if values:
             return sum(values) / len(values)
@@ -111,6 +117,8 @@ def our_row(step: int, metrics: dict[str, Any]) -> dict[str, Any]:
         "samples_per_s": rollouts / seconds if isinstance(rollouts, int | float) and seconds else None,
         "grad_norm": metrics.get("optim/grad_norm"),
         "mismatch_kl": metrics.get("mismatch_kl/all/mean"),
+        "entropy": metrics.get("entropy/all/mean"),
+        "truncated_frac": agent_mean(metrics, "is_truncated"),
         "peak_memory_gb": metrics.get("perf/peak_memory"),
     }
 

@@ -1,0 +1,338 @@
+"""The agent's view on real tiny trials: `autorl show`, the health flags, the seeds an inconclusive delta
+would need (against scripts/simulate_decisions.py), the memory of what was tried in `autorl status`."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import importlib.util
+import json
+import statistics
+from pathlib import Path
+
+import numpy as np
+import pytest
+from fakes.fake_backend import FakeBackend
+
+from autorl import cli, show, stats, trial
+from autorl.ledger import Ledger
+from autorl.llm.track import LLMTrack
+from autorl.tune import parse_summary
+
+REPO = Path(__file__).resolve().parent.parent
+SHIPPED_CLASSIC = REPO / "classic.toml"
+
+
+def fake_trial(monkeypatch, root: Path, capsys, *argv: str, mode: str = "ok", quality: float = 0.6) -> dict:
+    """A trial through the real runner with the test-double backend (tests/fakes/fake_backend.py)."""
+    backend = FakeBackend(mode, quality, scripts_dir=root)
+    monkeypatch.setattr(LLMTrack, "make_backend", lambda self, name: backend)
+    trial.main(["--seeds", "1", *argv])
+    return parse_summary(capsys.readouterr().out)
+
+
+def flag_names(summary: dict) -> set[str]:
+    return {k.removeprefix("health/") for k in summary if k.startswith("health/")}
+
+
+# ---------------------------------------------------------------------------------------------- classic
+
+
+@pytest.fixture(scope="module")
+def classic_runs(tmp_path_factory: pytest.TempPathFactory):
+    """Two real classic trials (2 seeds, 2 s of training each): the shipped config, kept, then a learning
+    rate of 1e-3 against it. Returns (root, the baseline's summary, the candidate's summary)."""
+    root = tmp_path_factory.mktemp("classic")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("AUTORL_ROOT", str(root))
+        (root / "classic.toml").write_text(SHIPPED_CLASSIC.read_text())
+        text = SHIPPED_CLASSIC.read_text()
+        assert text.count("learning_rate = 5e-4 ") == 1
+        (root / "lr.toml").write_text(text.replace("learning_rate = 5e-4 ", "learning_rate = 1e-3 "))
+        summaries = []
+        for config in ("classic.toml", "lr.toml"):
+            argv = ["--track", "classic", "--config", str(root / config), "--budget", "2", "--seeds", "2"]
+            code, out = _run_captured(argv)
+            assert code == 0, out
+            summaries.append(parse_summary(out))
+            if config == "classic.toml":
+                Ledger(root / "results.tsv").mark("keep", lesson="baseline")
+        yield root, summaries[0], summaries[1]
+
+
+def _run_captured(argv: list[str]) -> tuple[int, str]:
+    import contextlib
+    import io
+
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        code = trial.main(argv)
+    return code, buf.getvalue()
+
+
+def test_show_reads_a_real_classic_trial_against_its_reference(classic_runs, tmp_path, monkeypatch, capsys):
+    root, base, cand = classic_runs
+    monkeypatch.setenv("AUTORL_ROOT", str(root))
+    png = tmp_path / "curves.png"
+    assert cli.main(["show", "--png", str(png)]) == 0
+    out = capsys.readouterr().out
+    lines = out.splitlines()
+    assert len(lines) <= show.MAX_LINES + 1  # + the "wrote" line
+    run_id = cand["run_dir"].split("/")[-1]
+    assert lines[0].startswith(f"run {run_id} (classic track, classic): status ok")
+    assert f"reference {base['run_dir'].split('/')[-1]}: delta {cand['delta']}" in out
+    seeds = [ln for ln in lines if ln.startswith("  seed-")]
+    assert len(seeds) == 2
+    for (
+        ln
+    ) in seeds:  # steps in the budget, seconds per step, the return curves (training and in-training eval)
+        assert "ok (budget)" in ln and " s/step" in ln and "reward_mean " in ln and "eval_return " in ln
+        assert "solved at " in ln or ln.endswith("not solved")  # time and env steps to solve
+    [ref] = [ln for ln in lines if ln.startswith(f"  reference {base['run_dir'].split('/')[-1]}: 2 seeds")]
+    solved = sum(not x.endswith("=none") for x in base["time_to_solve_per_seed"].split(","))
+    assert f"solved on {solved}/2 seeds" in ref  # the in-training eval's, as time_to_solve counts them
+    assert "trends (first → last tenth" in out and "entropy" in out and "approx_kl" in out
+    assert f"eval/CartPole-v1: {float(cand['eval_score']):.4f}" in out and "vs reference" in out
+    assert f"final return sd {cand['seed_return_std']}" in out
+    assert png.stat().st_size > 10_000
+    # A prefix of the baseline's run id shows the baseline, which has no reference.
+    assert cli.main(["show", base["run_dir"].split("/")[-1][:15]]) == 0
+    assert "reference" not in capsys.readouterr().out.splitlines()[1]
+
+
+def test_a_real_classic_trial_has_its_outcome_and_the_few_steps_flag_only_when_short(classic_runs):
+    root, _, cand = classic_runs
+    seeds = show.load_seeds(root / cand["run_dir"])
+    assert [s.status for s in seeds] == ["ok", "ok"] and all(s.stop_reason == "budget" for s in seeds)
+    assert sum(s.steps for s in seeds) == int(cand["steps"])
+    most = max(s.steps for s in seeds)
+    assert ("few_steps" in flag_names(cand)) == (most < show.THRESHOLDS.min_steps)
+    # The same seeds under a higher bar raise it (the flag reads the threshold from its one place).
+    high = dataclasses.replace(show.THRESHOLDS, min_steps=most + 1)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(show, "THRESHOLDS", high)
+        texts = [f.text for f in show.health_flags(seeds, None, None)]
+    assert texts == [f"only {most} steps fit the budget (fewer than {most + 1}): it hardly trained"]
+
+
+def test_status_remembers_the_key_tried_with_its_value_and_outcome(classic_runs, monkeypatch, capsys):
+    root, _, cand = classic_runs
+    monkeypatch.setenv("AUTORL_ROOT", str(root))
+    assert cli.main(["status", "--json"]) == 0
+    st = json.loads(capsys.readouterr().out)
+    [entry] = st["tried"]
+    assert entry["key"] == "learning_rate"
+    [tried] = entry["tries"]
+    assert tried["from"] == 5e-4 and tried["value"] == 1e-3
+    decision = Ledger(root / "results.tsv").rows()[-1]["decision"]
+    assert tried["verdict"] == cand["verdict"] and tried["decision"] == decision
+    assert cli.main(["status"]) == 0
+    out = capsys.readouterr().out
+    assert f"  learning_rate (was 0.0005): 0.001 -> {cand['verdict']}" in out
+
+
+def test_confirm_runs_both_sides_on_the_slots_and_reports_the_interval_of_its_test(
+    classic_runs, monkeypatch, capsys
+):
+    """`autorl confirm` after a keep: both sides' seeds run in one pool on the machine's slots (the plan says
+    how many at a time), and the interval is the 90% one: its low end is above zero exactly when p < 0.05."""
+    from autorl.confirm import read_confirmed
+    from autorl.slots import current_machine
+
+    root, _, cand = classic_runs
+    monkeypatch.setenv("AUTORL_ROOT", str(root))
+    Ledger(root / "results.tsv").mark("keep", lesson="lr 1e-3", reason="test of confirm")
+    # --run: the candidate may score below the baseline after 2 s of training (then it is not the best kept)
+    assert cli.main(["confirm", "--seeds", "1", "--run", cand["run_dir"].split("/")[-1]]) == 0
+    out = capsys.readouterr().out
+    at_once = min(2, current_machine().cpus)  # classic: one core per seed
+    assert f"plan: 2 seed(s), {at_once} at a time" in out
+    (row,) = read_confirmed(root / "confirmed.tsv")
+    low, high, p = float(row["ci_low"]), float(row["ci_high"]), float(row["p_value"])
+    assert low < float(row["delta"]) < high
+    assert (low > 0) == (p < stats.ALPHA)
+
+
+# ---------------------------------------------------------------------------------------------- flags
+
+
+def test_reward_collapse_is_flagged_on_a_run_that_collapses_only(root, monkeypatch, capsys):
+    collapsed = fake_trial(monkeypatch, root, capsys, "--budget", "1.5", mode="collapse")
+    assert collapsed["health/reward_collapse"].startswith("reward collapsed on 1/1 seeds (seed-0: ")
+    steady = fake_trial(monkeypatch, root, capsys, "--budget", "1.5")
+    assert "reward_collapse" not in flag_names(steady)
+
+
+def test_few_steps_is_flagged_when_the_budget_holds_only_a_handful(root, monkeypatch, capsys):
+    short = fake_trial(monkeypatch, root, capsys, "--budget", "0.2")
+    assert int(short["steps"]) < show.THRESHOLDS.min_steps
+    assert short["health/few_steps"].startswith(f"only {short['steps']} steps fit the budget")
+    longer = fake_trial(monkeypatch, root, capsys, "--budget", "1.5")
+    assert int(longer["steps"]) >= show.THRESHOLDS.min_steps
+    assert "few_steps" not in flag_names(longer)
+
+
+def test_a_score_below_the_untrained_base_is_flagged(root, monkeypatch, capsys):
+    worse = fake_trial(monkeypatch, root, capsys, "--budget", "0.5", quality=0.2)
+    assert float(worse["eval_score"]) < float(worse["base_score"])
+    assert worse["health/below_base"].startswith("eval_score 0.2")
+    better = fake_trial(monkeypatch, root, capsys, "--budget", "0.5", quality=0.6)
+    assert "below_base" not in flag_names(better)
+
+
+def test_a_crash_cause_is_shown(root, monkeypatch, capsys):
+    s = fake_trial(monkeypatch, root, capsys, "--budget", "5", mode="crash")
+    assert s["status"] == "crash"
+    assert cli.main(["show"]) == 0
+    out = capsys.readouterr().out
+    assert "cause seed-0: RuntimeError: CUDA out of memory (simulated)" in out
+
+
+def test_zero_advantage_and_truncation_flags(root, monkeypatch, capsys):
+    """The test double logs the embedded trainer's `zero_adv_frac` and `truncated_frac` (0.8 and 0.6 in its
+    `nosignal` mode, 0.1 and 0.05 otherwise): the flags follow the thresholds; `show` prints the shares."""
+    flat = fake_trial(monkeypatch, root, capsys, "--budget", "0.5", mode="nosignal")
+    assert flat["health/zero_advantage"].startswith("80% of groups had zero advantage")
+    assert flat["health/truncated"] == "60% of completions were cut at max_completion_tokens"
+    assert cli.main(["show"]) == 0
+    out = capsys.readouterr().out
+    assert "zero-adv 80%; truncated 60%" in out and "health: 80% of groups had zero advantage" in out
+    fine = fake_trial(monkeypatch, root, capsys, "--budget", "0.5")
+    assert not {"zero_advantage", "truncated"} & flag_names(fine)
+
+
+# ---------------------------------------------------------------------------------------------- seeds needed
+
+
+def _simulation():
+    spec = importlib.util.spec_from_file_location(
+        "simulate_decisions", REPO / "scripts" / "simulate_decisions.py"
+    )
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_seeds_needed_gives_the_power_it_promises_in_the_simulation():
+    """Pilot comparisons at 3 seeds a side, with the true gain as the delta: the median of seeds_needed (both
+    sides) is the number of seeds at which scripts/simulate_decisions.py's worlds detect that gain about
+    POWER of the time; half of it falls well short."""
+    sim = _simulation()
+    args = argparse.Namespace(
+        envs=1,
+        examples=200,
+        samples=1,
+        seed_sd=0.02,
+        gain=0.05,
+        base=0.5,
+        difficulty_sd=1.5,
+        interaction_sd=0.5,
+        worlds=300,
+        all_seeds=True,
+    )
+    world = sim.World(args, np.random.default_rng(1))
+    needed = []
+    for _ in range(30):
+        diff = world.eval_set()
+        ref, repeat = world.trial(diff, 3), world.trial(diff, 3)
+        scores = [sim.seed_score(t, i) for t in (ref, repeat) for i in range(3)]
+        nf = stats.NoiseFloor(stats.DEFAULT_SEED_SD, stats.PRIOR_DF).with_scores(scores)
+        pilot = stats.compare_tables(world.trial(diff, 3, shift=world.shift), ref, nf)
+        n = stats.seeds_needed(dataclasses.replace(pilot, delta=args.gain), both_sides=True)
+        needed.append(n if n is not None else stats.MAX_SEEDS_NEEDED + 1)
+    n = round(statistics.median(needed))
+    assert 3 <= n <= 20
+    power = sim.simulate(args, n, args.seed_sd, args.examples, 5)["none"]["power"]
+    assert stats.POWER - 0.12 <= power <= stats.POWER + 0.13, (n, power)
+    half = sim.simulate(args, max(1, n // 2), args.seed_sd, args.examples, 6)["none"]["power"]
+    assert half < stats.POWER - 0.15, (n, half)
+
+
+def test_an_inconclusive_summary_says_how_many_seeds_its_delta_needs(root, monkeypatch, capsys):
+    """The figure in the summary is stats.seeds_needed of the comparison the verdict made (recomputed here
+    from the two trials' eval rows and the ledger's noise floor, as the runner does)."""
+    from autorl.jsonl import read_jsonl
+    from autorl.result import seeds_needed_text
+
+    ref = fake_trial(monkeypatch, root, capsys, "--budget", "0.3", quality=0.5)
+    s = fake_trial(monkeypatch, root, capsys, "--budget", "0.3", quality=0.52)
+    assert s["verdict"] == "inconclusive"
+    ledger_rows = Ledger(root / "results.tsv").rows()[:1]
+    noise = stats.noise_floor(ledger_rows, prior_sd=LLMTrack().seed_sd_prior)
+    c = stats.compare(
+        read_jsonl(root / s["run_dir"] / "eval.jsonl"),
+        read_jsonl(root / ref["run_dir"] / "eval.jsonl"),
+        noise,
+    )
+    assert f"{c.delta:+.4f}" == s["delta"]
+    assert s["seeds_needed"] == seeds_needed_text(c)
+    assert f"for delta {s['delta']} at one-sided alpha 0.05 with power 80%" in s["seeds_needed"]
+    # Tiny gain, one seed on each side: the reference's single seed cannot carry it, both sides must grow.
+    assert "seeds on each side" in s["seeds_needed"]
+
+
+def test_status_does_not_count_the_baseline_repeat_as_a_trial_not_kept(root, monkeypatch, capsys):
+    """program.md's setup: the baseline, kept, then its repeat, discarded: the repeat is neither a decided
+    trial of the keep rate nor a trial since the last keep."""
+    fake_trial(monkeypatch, root, capsys, "--budget", "0.3", "--description", "baseline")
+    Ledger(root / "results.tsv").mark("keep", lesson="baseline")
+    fake_trial(monkeypatch, root, capsys, "--budget", "0.3", "--all-seeds", "--description", "repeat")
+    Ledger(root / "results.tsv").mark("discard", lesson="baseline repeat: noise floor")
+    assert cli.main(["status", "--json"]) == 0
+    st = json.loads(capsys.readouterr().out)
+    assert len(st["baseline_repeats"]) == 1
+    assert st["keep_rate"] == {"kept": 1, "decided": 1}
+    assert st["since_last_keep"] == 0 and st["not_kept_streak"] == 0
+
+
+def test_each_interim_look_prints_one_line(root, monkeypatch, capsys):
+    """A candidate of 3 seeds, one at a time, against a reference: a line per interim look (seeds done, delta,
+    p, the efficacy boundary, continue or stop), in the output an agent redirects to run.log."""
+    import re
+
+    fake_trial(monkeypatch, root, capsys, "--budget", "0.3", quality=0.5)
+    backend = FakeBackend("ok", 0.55, scripts_dir=root)
+    monkeypatch.setattr(LLMTrack, "make_backend", lambda self, name: backend)
+    trial.main(["--budget", "0.3", "--seeds", "3"])
+    out = capsys.readouterr().out
+    looks = re.findall(
+        r"interim look (\d)/2 after (\d)/3 seeds: delta \+0\.\d{4}, p \S+, efficacy boundary \S+: (\w+)", out
+    )
+    assert looks and looks[0][:2] == ("1", "1")
+    assert [x[2] for x in looks] == ["continue"] * (len(looks) - 1) + [looks[-1][2]]
+    assert len(looks) == 2 or looks[-1][2] == "stop"
+
+
+@pytest.mark.parametrize("n", [1, 2, 5, 40])
+def test_progress_labels_stay_inside_the_figure_at_any_ledger_length(n):
+    """Kept trials with long descriptions, rising scores (the last ones at the top right corner): every
+    label drawn by `autorl report` lies inside the plot's axes (before, labels ran off to the right and
+    tight_layout shrank the axes to make room, or they left the figure)."""
+    from autorl import report
+
+    rows = [
+        {
+            "run_id": f"r{i}",
+            "track": "llm",
+            "status": "ok",
+            "decision": "keep",
+            "eval_score": f"{0.1 + 0.8 * i / max(n - 1, 1):.4f}",
+            "eval_ci_low": f"{0.05 + 0.8 * i / max(n - 1, 1):.4f}",
+            "eval_ci_high": f"{0.15 + 0.8 * i / max(n - 1, 1):.4f}",
+            "base_score": "0.1",
+            "description": f"trial {i}: " + "a long hypothesis about the learning rate " * 5,
+        }
+        for i in range(n)
+    ]
+    fig = report.figure(rows)
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    box = fig.axes[0].get_window_extent(renderer)
+    assert box.width > 0.8 * fig.bbox.width  # the axes keep the figure's width
+    labels = fig.axes[0].texts
+    assert len(labels) == n
+    for label in labels:
+        ext = label.get_window_extent(renderer)
+        assert box.x0 <= ext.x0 and ext.x1 <= box.x1 and box.y0 <= ext.y0 and ext.y1 <= box.y1, (
+            label.get_text()
+        )
