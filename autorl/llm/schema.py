@@ -419,7 +419,7 @@ AlgoConfig = Annotated[GRPOAlgo | MaxRLAlgo | RAEAlgo | EchoAlgo | OPSDAlgo, Fie
 
 
 class TasksetConfig(Strict):
-    """[orchestrator.train.source.env.taskset]: `id` plus the taskset's own fields (free-form)."""
+    """The taskset's own fields (e.g. `split`, `min_digits`), free-form here: the taskset checks them."""
 
     model_config = ConfigDict(extra="allow")
     id: str = Field(min_length=1)
