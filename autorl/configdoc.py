@@ -20,7 +20,7 @@ import sys
 import types
 import typing
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -29,7 +29,7 @@ from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 
-from autorl.tomlcheck import dotted, generic_key, key_lines, match_key, nearest_key
+from autorl.tomlcheck import dotted, key_lines, match_key, nearest_key
 
 DOC_PAGE = Path(__file__).resolve().parent.parent / "docs" / "config.md"
 WRITE_COMMAND = "uv run python -m autorl.configdoc --write"
@@ -59,16 +59,13 @@ class Schema:
     model: type[BaseModel]
     none: str  # how a None value is written in the file
     backends: Callable[[KeyDoc], str] | None = None
+    refused: dict[str, str] | None = None  # the loader's refusals: pattern (`a.*.b`, `key=value`) -> why
 
     def docs(self) -> list[KeyDoc]:
         rows = list(_model_docs(self.model, (), "", "", self.none))
         if self.backends is None:
             return rows
-        return [_with_backends(row, self.backends(row)) for row in rows]
-
-
-def _with_backends(row: KeyDoc, backends: str) -> KeyDoc:
-    return KeyDoc(**{**row.__dict__, "backends": backends})
+        return [replace(row, backends=self.backends(row)) for row in rows]
 
 
 def llm_backends(row: KeyDoc) -> str:
@@ -87,16 +84,16 @@ def llm_backends(row: KeyDoc) -> str:
 
 def schemas(track: str | None = None) -> list[Schema]:
     """The schemas of a track's files (llm: train.toml and eval.toml; classic: classic.toml), or all."""
-    from autorl.classic.config import ClassicConfig
+    from autorl.classic import config as classic
+    from autorl.llm import config as llm
     from autorl.llm.evalspec import EvalSpec
-    from autorl.llm.schema import TrainConfig
 
     by_track = {
         "llm": [
-            Schema("train.toml", TrainConfig, '"None"', llm_backends),
+            Schema("train.toml", llm.TrainConfig, '"None"', llm_backends, llm.REFUSED),
             Schema("eval.toml", EvalSpec, "unset"),
         ],
-        "classic": [Schema("classic.toml", ClassicConfig, "unset")],
+        "classic": [Schema("classic.toml", classic.ClassicConfig, "unset", refused=classic.REFUSED)],
     }
     return by_track[track] if track else [s for t in ("llm", "classic") for s in by_track[t]]
 
@@ -104,7 +101,9 @@ def schemas(track: str | None = None) -> list[Schema]:
 # ---- walking the models ------------------------------------------------------------------------------------
 
 
-def _model_docs(model: type[BaseModel], prefix: tuple[str, ...], variant: str, union: str, none: str):
+def _model_docs(
+    model: type[BaseModel], prefix: tuple[str, ...], variant: str, union: str, none: str
+) -> Iterator[KeyDoc]:
     if model.model_config.get("extra") == "allow":
         meaning = " ".join((model.__doc__ or "").split())
         yield KeyDoc(dotted((*prefix, "*")), "any", "", "", meaning, variant, union)
@@ -310,11 +309,11 @@ def page_with_reference(page: str, reference: str) -> str:
 
 
 def _matches(row: KeyDoc, query: tuple[str, ...]) -> bool:
-    """The query names the row's key: exactly, with list indices (`source.0.name`), or without the `*`."""
-    key = tuple(row.key.split("."))
-    if generic_key(query) == key or match_key(list(key), query):
-        return True
-    return tuple(s for s in key if s != "*") == query
+    """The query names the row's key: with `*`, with list indices (`source.0.name`), or without the indices
+    (`source.name`); a free-form table's `*` stands for any one name."""
+    key = row.key.split(".")
+    inner_stars_dropped = [s for s in key[:-1] if s != "*"] + key[-1:]
+    return match_key(key, query) or match_key(inner_stars_dropped, query)
 
 
 def explain(key: str, track: str, root: Path, config: Path | None = None) -> int:
@@ -323,6 +322,10 @@ def explain(key: str, track: str, root: Path, config: Path | None = None) -> int
     query = tuple(key.strip().split("."))
     found = [(s, row) for s in schemas(track) for row in s.docs() if _matches(row, query)]
     named = [(s, row) for s, row in found if not row.key.endswith("*")]  # a named key beats a free-form table
+    refusal = None if named else _refusal(query, track)
+    if refusal:
+        print(f"error: `{key}` {refusal}", file=sys.stderr)
+        return 2
     found = named or found
     if not found:
         known = {row.key for s in schemas(track) for row in s.docs()}
@@ -332,11 +335,21 @@ def explain(key: str, track: str, root: Path, config: Path | None = None) -> int
         return 2
     for schema, row in found:
         path = config if config is not None and schema.file != "eval.toml" else root / schema.file
-        print("\n".join(_explain_lines(schema, row, path)) + "\n")
+        print("\n".join(_explain_lines(schema, row, path, query[-1])) + "\n")
     return 0
 
 
-def _explain_lines(schema: Schema, row: KeyDoc, path: Path) -> list[str]:
+def _refusal(query: tuple[str, ...], track: str) -> str | None:
+    """Why the loader refuses this key (harness-owned, runs code), if it does."""
+    for schema in schemas(track):
+        for pattern, why in (schema.refused or {}).items():
+            key, _, value = pattern.partition("=")
+            if match_key(key, query):
+                return why + (f" (when set to {value!r})" if value else "")
+    return None
+
+
+def _explain_lines(schema: Schema, row: KeyDoc, path: Path, name: str) -> list[str]:
     lines = [
         f"{row.key}  ({schema.file}" + (f", when its table's type = {row.variant!r})" if row.variant else ")")
     ]
@@ -348,18 +361,21 @@ def _explain_lines(schema: Schema, row: KeyDoc, path: Path) -> list[str]:
     if row.backends:
         lines.append(f"  backends: {row.backends}")
     lines.append(f"  meaning:  {row.meaning}")
-    lines += _where_set(row, path)
+    lines += _where_set(row, path, name)
     return lines
 
 
-def _where_set(row: KeyDoc, path: Path) -> list[str]:
-    """`file:line: text` for each place the file writes the key, or that it does not."""
+def _where_set(row: KeyDoc, path: Path, name: str) -> list[str]:
+    """`file:line: text` for each place the file writes the key (`name` under a free-form table), or that it
+    does not."""
     try:
         text = path.read_text()
     except OSError:
         return [f"  set in:   - ({path.name} not found)"]
     source = text.splitlines()
     pattern = row.key.split(".")
+    if pattern[-1] == "*":
+        pattern[-1] = name
     hits = sorted({n for p, n in key_lines(text).items() if match_key(pattern, p)})
     if not hits:
         return [f"  set in:   - (not in {path.name}: the default applies)"]

@@ -136,3 +136,22 @@ def test_explain_unknown_key_exits_2_with_the_nearest(root: Path, capsys: pytest
     ]
     assert run_py(["--track", "classic", "--explain", "clip_cof"]) == 2
     assert "did you mean `clip_coef`?" in capsys.readouterr().err
+
+
+def test_explain_a_refused_key_says_why(root: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert run_py(["--explain", "orchestrator.train.source.0.env.taskset.system_prompt"]) == 2
+    assert "names a file to read" in capsys.readouterr().err
+    assert run_py(["--track", "classic", "--explain", "eval_episodes"]) == 2
+    assert "is harness-owned" in capsys.readouterr().err
+    assert run_py(["--explain", "env.seed"]) == 0  # eval.toml's sampling seed is a key of its own schema
+
+
+def test_explain_a_taskset_field_shows_only_its_own_lines(
+    root: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    text = (root / "train.toml").read_text() + 'split = "train"\n'
+    (root / "train.toml").write_text(text)
+    assert run_py(["--explain", "orchestrator.train.source.env.taskset.split"]) == 0
+    out = capsys.readouterr().out
+    assert "free-form" in out and f'train.toml:{len(text.splitlines())}: split = "train"' in out
+    assert "id =" not in out
