@@ -93,6 +93,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--description", default="", help="one line recorded in results.tsv")
     p.add_argument("--dry-run", action="store_true", help="validate, print the resolved config, exit")
     p.add_argument(
+        "--explain",
+        metavar="KEY",
+        default=None,
+        help="print a config key's meaning, type, range, default and where the config sets it, exit",
+    )
+    p.add_argument(
         "--backend", choices=["auto", "embedded", "prime-rl"], default="auto", help="llm track backend (auto)"
     )
     p.add_argument(
@@ -120,7 +126,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def parse_options(argv: list[str] | None) -> RunOptions:
-    a = build_parser().parse_args(argv)
+    return options(build_parser().parse_args(argv))
+
+
+def options(a: argparse.Namespace) -> RunOptions:
     return RunOptions(
         track=a.track,
         config=a.config,
@@ -221,7 +230,12 @@ def resolved_toml(resolved: dict[str, Any]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    opts = parse_options(argv)
+    args = build_parser().parse_args(argv)
+    if args.explain is not None:  # documentation only: nothing validated, run or recorded
+        from autorl.configdoc import explain
+
+        return explain(args.explain, args.track, paths.repo_root(), args.config)
+    opts = options(args)
     try:
         return _main(opts)
     except KeyboardInterrupt:  # before the trial's own handlers are installed (validation, prepare)

@@ -36,55 +36,87 @@ REFUSED: dict[str, str] = {
 
 
 class ClassicConfig(BaseModel):
-    """Every PPO hyperparameter, CleanRL names where one exists. Defaults = the shipped classic.toml.
+    """Every PPO hyperparameter, CleanRL names where one exists. A default serves a key classic.toml omits.
 
     Strict: TOML types are exact (`clip_vloss = 1` is not a boolean); an integer is still a valid float.
     Every number is finite (TOML's inf and nan are refused) and bounded."""
 
-    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
+    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False, use_attribute_docstrings=True)
 
     # --- what to train and for how long --------------------------------------------------------------
     env_id: Literal["CartPole-v1", "BipedalWalker-v3"] = "CartPole-v1"
+    """The gymnasium environment: `CartPole-v1` (solved at 475) or `BipedalWalker-v3` (solved at 300)."""
     total_env_steps: int = Field(200_000, ge=1_000, le=10_000_000_000)
+    """Training ends here, or at the score's budget (50k env steps on CartPole) or `--budget`, whichever comes
+    first; the linear lr schedule reaches 0 here."""
     torch_threads: int = Field(1, ge=1, le=64)
+    """torch CPU threads; small MLPs are fastest single-threaded."""
 
     # --- rollout ---------------------------------------------------------------------------------------
     num_envs: int = Field(32, ge=1, le=4096)
+    """Parallel environments (CartPole: numpy-vectorised, nearly free per env)."""
     num_steps: int = Field(64, ge=1, le=16_384)
+    """Steps per env per rollout; batch = `num_envs * num_steps`."""
 
     # --- optimiser -------------------------------------------------------------------------------------
     learning_rate: float = Field(3e-3, gt=0.0, le=1.0)
+    """Adam step size at the start of training."""
     lr_schedule: Literal["constant", "linear"] = "linear"
+    """`linear`: anneal the learning rate to 0 at `total_env_steps`; `constant`: keep it."""
     adam_eps: float = Field(1e-5, gt=0.0, le=1.0)
+    """Adam epsilon (CleanRL/SB3 PPO use 1e-5, not torch's 1e-8)."""
     max_grad_norm: float = Field(0.5, gt=0.0, le=1e4)
+    """Global gradient-norm clip."""
     update_epochs: int = Field(4, ge=1, le=100)
+    """Passes over each rollout."""
     num_minibatches: int = Field(4, ge=1, le=4096)
+    """Minibatches per pass (minibatch = batch / num_minibatches); at most the batch."""
 
     # --- PPO objective ---------------------------------------------------------------------------------
     gamma: float = Field(0.99, gt=0.0, le=1.0)
+    """Discount factor."""
     gae_lambda: float = Field(0.95, ge=0.0, le=1.0)
+    """GAE lambda (0 = one-step TD, 1 = Monte Carlo)."""
     clip_coef: float = Field(0.2, gt=0.0, le=10.0)
+    """Surrogate clip range (also the value clip range when `clip_vloss`)."""
     clip_vloss: bool = True
+    """Clip the value update around the old values."""
     vf_coef: float = Field(0.5, ge=0.0, le=100.0)
+    """Value-loss weight."""
     ent_coef: float = Field(0.0, ge=0.0, le=1.0)
-    target_kl: float = Field(0.0, ge=0.0, le=10.0)  # 0 = no early stop
+    """Entropy-bonus weight."""
+    target_kl: float = Field(0.0, ge=0.0, le=10.0)
+    """Stop an update's epochs once the approximate KL exceeds this; 0 = no early stop."""
     norm_adv: bool = True
+    """Normalise advantages per minibatch."""
 
     # --- normalisation ---------------------------------------------------------------------------------
     norm_obs: bool = False
+    """Running mean/std observation normalisation (the statistics are saved with the policy)."""
     norm_reward: bool = False
+    """Scale rewards by the running std of the discounted return."""
     clip_obs: float = Field(10.0, gt=0.0, le=1e6)
+    """Clip normalised observations to ±clip_obs."""
     clip_reward: float = Field(10.0, gt=0.0, le=1e6)
+    """Clip scaled rewards to ±clip_reward."""
 
     # --- network ---------------------------------------------------------------------------------------
     hidden_width: int = Field(64, ge=1, le=4096)
+    """Units per hidden layer (separate actor and critic MLPs)."""
     hidden_depth: int = Field(2, ge=1, le=8)
+    """Hidden layers of each MLP."""
     activation: Literal["tanh", "relu", "elu", "gelu", "silu"] = "tanh"
+    """Activation of the hidden layers."""
     layer_norm: bool = False
+    """LayerNorm after each hidden linear layer."""
     hidden_gain: float = Field(2**0.5, ge=0.0, le=10.0)
+    """Orthogonal-init gain of the hidden layers (sqrt 2 in the PPO recipe)."""
     actor_gain: float = Field(0.01, ge=0.0, le=10.0)
+    """Orthogonal-init gain of the policy head (small: start near-uniform)."""
     critic_gain: float = Field(1.0, ge=0.0, le=10.0)
-    log_std_init: float = Field(0.0, ge=-10.0, le=5.0)  # continuous actions only
+    """Orthogonal-init gain of the value head."""
+    log_std_init: float = Field(0.0, ge=-10.0, le=5.0)
+    """Initial log-std of the Gaussian policy (continuous actions only)."""
 
     @model_validator(mode="after")
     def _batch_fits(self) -> ClassicConfig:

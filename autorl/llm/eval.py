@@ -34,10 +34,10 @@ from pathlib import Path
 from typing import Any, Literal
 
 import torch
-from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from autorl import atomic, inputs, paths
 from autorl.llm import envs
+from autorl.llm.evalspec import EnvSpec, EvalSpec
 
 HF_BATCH_SIZE_CPU = 256  # prompts per generate call; the tiny model's whole batch fits easily
 HF_BATCH_SIZE_GPU = 64
@@ -49,56 +49,6 @@ PROGRESS_EVERY_S = 10.0  # seconds between progress lines on stderr
 Engine = Literal["auto", "hf", "vllm"]
 Device = Literal["auto", "cpu", "cuda"]
 Split = Literal["eval", "test"]  # eval: every trial; test: the sealed test set (`autorl confirm`)
-
-
-class EnvSpec(BaseModel):
-    """One [[env]] of eval.toml."""
-
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
-
-    name: str | None = None  # label in eval.jsonl / per_env; default: the taskset id
-    taskset: dict[str, Any]  # id + taskset fields, as under [orchestrator.train.source.env.taskset]
-    num_examples: int = Field(gt=0, le=1_000_000)
-    samples_per_example: int = Field(default=1, gt=0, le=1024)
-    temperature: float = Field(default=0.0, ge=0.0, le=2.0)
-    top_p: float = Field(default=1.0, gt=0.0, le=1.0)
-    max_tokens: int = Field(gt=0, le=1_048_576)
-    seed: int = Field(default=0, ge=0, le=2**32 - 1)
-
-    @field_validator("taskset")
-    @classmethod
-    def _has_id(cls, value: dict[str, Any]) -> dict[str, Any]:
-        if not isinstance(value.get("id"), str):
-            raise ValueError('[env.taskset] needs an `id` (e.g. id = "autorl-arithmetic")')
-        return value
-
-    @property
-    def label(self) -> str:
-        return self.name or envs.normalize_id(self.taskset["id"])
-
-    @property
-    def taskset_fields(self) -> dict[str, Any]:
-        """The [env.taskset] table without its id: the taskset's own fields."""
-        return {k: v for k, v in self.taskset.items() if k != "id"}
-
-    def load_env(self) -> envs.Env:
-        return envs.load_env(self.taskset["id"], self.taskset_fields)
-
-
-class EvalSpec(BaseModel):
-    """eval.toml: the list of evaluation environments."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    env: list[EnvSpec] = Field(min_length=1)
-
-    @field_validator("env")
-    @classmethod
-    def _unique_labels(cls, value: list[EnvSpec]) -> list[EnvSpec]:
-        labels = [e.label for e in value]
-        if len(set(labels)) != len(labels):
-            raise ValueError(f"[[env]] labels must be unique, got {labels} (set `name`)")
-        return value
 
 
 def load_eval_spec(path: Path | None = None, split: Split = "eval") -> EvalSpec:

@@ -69,7 +69,13 @@ class Strict(BaseModel):
     integer, `true` is not 1; an integer is still a valid float); the string "None" means None (prime-rl's
     TOML null). Every number is finite (TOML's inf and nan are refused) and bounded: see MAX_STEPS etc."""
 
-    model_config = ConfigDict(extra="forbid", validate_default=True, strict=True, allow_inf_nan=False)
+    model_config = ConfigDict(
+        extra="forbid",
+        validate_default=True,
+        strict=True,
+        allow_inf_nan=False,
+        use_attribute_docstrings=True,  # the docstring under a field is its description (docs/config.md)
+    )
 
     @model_validator(mode="before")
     @classmethod
@@ -102,28 +108,45 @@ class OptimConfig(Strict):
     """[trainer.optim]: AdamW (prime-rl's default optimizer; the only one autorl accepts)."""
 
     type: Literal["adamw"] = "adamw"
+    """The optimizer: AdamW, prime-rl's default and the only one autorl accepts."""
     lr: float = Field(1e-6, gt=0, le=1.0)  # AdamW: above 1 every step overshoots
+    """Peak learning rate (one AdamW step per trainer step; the scheduler scales it)."""
     weight_decay: float = Field(0.01, ge=0, le=1.0)  # decoupled: lr * weight_decay <= 1 keeps weights finite
-    max_norm: float | None = Field(1.0, gt=0, le=MAX_COEF)  # "None" disables gradient clipping
+    """Decoupled (AdamW) weight decay."""
+    max_norm: float | None = Field(1.0, gt=0, le=MAX_COEF)
+    """Gradient-norm clip; "None" disables clipping."""
     betas1: float = Field(0.9, ge=0, lt=1)
+    """Adam β1 (first-moment decay)."""
     betas2: float = Field(0.999, ge=0, lt=1)
+    """Adam β2 (second-moment decay)."""
 
 
 class ConstantScheduler(Strict):
     type: Literal["constant"] = "constant"
+    """Constant learning rate `trainer.optim.lr`."""
 
 
 class LinearScheduler(Strict):
     type: Literal["linear"] = "linear"
+    """Linear warm-up to `lr`, then linear decay to `min_lr` over the last `decay_steps` steps. Needs
+    `warmup_steps > 0` or `decay_steps > 0`; `decay_steps > 0` needs `max_steps`, and `warmup_steps +
+    decay_steps <= max_steps`."""
     warmup_steps: int = Field(10, ge=0, le=MAX_STEPS)
-    decay_steps: int = Field(10, ge=0, le=MAX_STEPS)  # linear decay to min_lr over the last decay_steps steps
+    """Trainer steps of linear warm-up to `lr`."""
+    decay_steps: int = Field(10, ge=0, le=MAX_STEPS)
+    """Trainer steps of linear decay to `min_lr` at the end of training."""
     min_lr: float = Field(0.0, ge=0, le=1.0)
+    """Learning rate reached at the end of the decay; at most `trainer.optim.lr`."""
 
 
 class CosineScheduler(Strict):
     type: Literal["cosine"] = "cosine"
+    """Linear warm-up, then cosine decay to `min_lr` at `max_steps`. Needs `max_steps`, with `warmup_steps <
+    max_steps`."""
     warmup_steps: int = Field(10, ge=0, le=MAX_STEPS)
+    """Trainer steps of linear warm-up to `lr`; must be < `max_steps`."""
     min_lr: float = Field(0.0, ge=0, le=1.0)
+    """Learning rate reached at `max_steps`; at most `trainer.optim.lr`."""
 
 
 SchedulerConfig = Annotated[
@@ -164,19 +187,33 @@ class DefaultLoss(Strict):
     """prime-rl's default loss: sign-conditioned trust-region mask on probability gaps, squared-log KL."""
 
     type: Literal["default"] = "default"
+    """prime-rl's default loss, per token `-k·adv_tau·A·ρ + kl_tau·(logπ - logμ)²`, normalised by the RL-token
+    count of the whole step batch; `k = 0` (the token leaves the policy-gradient term) outside the trust
+    region set by `dppo_mask_low`/`dppo_mask_high`."""
     dppo_mask_low: float = Field(0.2, gt=0, le=1)
+    """A token with `A <= 0` is masked when its probability fell by more than this vs the sampling policy (`π
+    - μ < -dppo_mask_low`: a gap of probabilities, not a ratio)."""
     dppo_mask_high: float = Field(0.2, gt=0, le=1)
+    """A token with `A > 0` is masked when its probability rose by more than this vs the sampling policy (`π -
+    μ > dppo_mask_high`)."""
     adv_tau: float = Field(1.0, gt=0, le=MAX_COEF)
+    """Weight of the policy-gradient (advantage) term."""
     kl_tau: float = Field(1e-3, ge=0, le=MAX_COEF)
+    """Weight of the squared log-ratio term (trainer vs sampling policy)."""
 
 
 class IPOLoss(Strict):
     """Like `default`, but masks |δ| > ipo_threshold regardless of the advantage's sign."""
 
     type: Literal["ipo"] = "ipo"
+    """Like `default`, but masks a token when `|π - μ| > ipo_threshold`, whatever the sign of its
+    advantage."""
     ipo_threshold: float = Field(0.1, gt=0, le=1)
+    """Probability gap `|π - μ|` beyond which a token is masked."""
     adv_tau: float = Field(1.0, gt=0, le=MAX_COEF)
+    """Weight of the policy-gradient (advantage) term."""
     kl_tau: float = Field(1e-3, ge=0, le=MAX_COEF)
+    """Weight of the squared log-ratio term (trainer vs sampling policy)."""
 
 
 LossConfig = Annotated[DefaultLoss | IPOLoss, Field(discriminator="type")]
@@ -184,23 +221,34 @@ LossConfig = Annotated[DefaultLoss | IPOLoss, Field(discriminator="type")]
 
 class CompileConfig(Strict):
     fullgraph: bool = False
+    """Compile transformer blocks with torch.compile's `fullgraph=True`."""
 
 
 class ActivationCheckpointConfig(Strict):
     mode: Literal["full", "selective"] = "full"
+    """`full` checkpoints whole transformer blocks; `selective` only the `targets` inside supported custom
+    decoder layers."""
     freq: int = Field(1, ge=1, le=1024)
+    """Checkpoint every N-th layer."""
     targets: list[str] = ["norm"]
+    """Selective checkpoint targets (prime-rl's names: `norm`, `attn_proj`, `mlp`, `mla_up_proj`,
+    `routed_experts`, `linear_attn`)."""
 
 
 class ActivationOffloadingConfig(Strict):
     pin_memory: bool = True
+    """Pin offloaded activations in CPU memory."""
     max_inflight_activations: int = Field(5, ge=1, le=1024)
+    """Activations kept in flight while offloading: more smooth the overlap, at the cost of GPU memory."""
 
 
 class LoRAConfig(Strict):
     rank: int = Field(16, ge=1, le=65536)
+    """Rank of the low-rank update matrices."""
     alpha: float = Field(32.0, ge=0, le=MAX_COEF)
+    """LoRA scaling parameter."""
     dropout: float = Field(0.0, ge=0, le=1)
+    """LoRA dropout rate."""
     target_modules: list[str] = [
         "q_proj",
         "k_proj",
@@ -213,22 +261,36 @@ class LoRAConfig(Strict):
         "fc1_latent_proj",
         "fc2_latent_proj",
     ]
+    """Module names (match any component of the module path) or regex patterns to apply LoRA to; names the
+    model lacks are ignored."""
     modules_to_save: list[str] = []
+    """Module names or regex patterns kept fully trainable (not frozen), matched like `target_modules`."""
 
 
 class TrainerModelConfig(Strict):
     """[trainer.model]: prime-rl trainer engineering knobs (prime-rl backend only)."""
 
     attn: Literal["flash_attention_2", "flash_attention_3", "flash_attention_4", "auto"] = "auto"
-    compile: CompileConfig | None = CompileConfig()  # "None" = eager (faster start-up)
+    """Attention kernel; `auto` = FA3 on H100/H200 (needs the flash-attn-3 extra)."""
+    compile: CompileConfig | None = CompileConfig()
+    """torch.compile the model; "None" = eager (faster start-up)."""
     ac: ActivationCheckpointConfig | None = ActivationCheckpointConfig()
+    """Activation checkpointing (full, every layer, by default); "None" disables it."""
     ac_offloading: ActivationOffloadingConfig | None = ActivationOffloadingConfig()
+    """Offload checkpointed activations to CPU; "None" disables it."""
     fsdp_cpu_offload: bool = False
+    """FSDP CPU offloading of parameters, gradients and optimizer states; not together with
+    `optim_cpu_offload`."""
     optim_cpu_offload: bool = True
+    """Offload only the optimizer states to CPU, weights stay on the GPU."""
     impl: Literal["hf", "custom", "auto"] = "auto"
+    """Model implementation; `auto` = prime-rl's `custom` where the model supports it, else `hf`."""
     optimization_dtype: Literal["bfloat16", "float32"] = "float32"
+    """dtype the optimizer updates the weights in."""
     reduce_dtype: Literal["bfloat16", "float32"] = "float32"
+    """dtype of gradient and parameter reductions."""
     lora: LoRAConfig | None = None
+    """Train LoRA adapters instead of all weights; "None" (absent) = full fine-tuning."""
 
     @model_validator(mode="after")
     def _offload_exclusive(self) -> TrainerModelConfig:
@@ -241,9 +303,13 @@ class TrainerModelConfig(Strict):
 
 class TrainerConfig(Strict):
     optim: OptimConfig = OptimConfig()
+    """The optimizer."""
     scheduler: SchedulerConfig = ConstantScheduler()
+    """Learning-rate schedule, selected by `type`; stepped once per trainer step."""
     loss: LossConfig = DefaultLoss()
+    """The RL loss, selected by `type` (`custom` is refused: it imports and runs arbitrary code)."""
     model: TrainerModelConfig = TrainerModelConfig()
+    """prime-rl trainer engineering: attention kernel, compilation, checkpointing, offloading, LoRA."""
 
     @model_validator(mode="after")
     def _min_lr_below_lr(self) -> TrainerConfig:
@@ -262,103 +328,142 @@ class SamplingConfig(Strict):
     """[orchestrator.train.sampling]: top_p is fixed at 1.0 by prime-rl."""
 
     temperature: float = Field(1.0, ge=0, le=2)
-    max_completion_tokens: int | None = Field(None, ge=1, le=MAX_SEQ_LEN)  # None: until EOS or context full
+    """Sampling temperature of the training rollouts (top_p is fixed at 1.0); the trainer divides its logits
+    by it too."""
+    max_completion_tokens: int | None = Field(None, ge=1, le=MAX_SEQ_LEN)
+    """Completion tokens per turn; must be < `seq_len`. "None" = until EOS or the context (`seq_len`) is
+    full."""
 
 
 class LengthPenalty(Strict):
     """Subtracted from each reward before the GRPO baseline, scaled by the group's mean reward."""
 
     type: Literal["linear"] = "linear"
+    """Linear penalty: `R' = R - mean(R)·(w_out·o/max o + w_in·in/max in + w_turns·n/max n)`, maxima over the
+    group, before the GRPO baseline `A = R' - mean(R')`."""
     num_output_tokens_weight: float = Field(0.25, ge=0, le=MAX_COEF)
+    """`w_out`: weight of the completion-token term; 0 disables it."""
     num_input_tokens_weight: float = Field(0.1, ge=0, le=MAX_COEF)
+    """`w_in`: weight of the input-token term (tokens conditioned on, not generated: prompt, tool output); 0
+    disables it."""
     num_turns_weight: float = Field(0.1, ge=0, le=MAX_COEF)
+    """`w_turns`: weight of the turns term; 0 disables it."""
 
 
 class GRPOAlgo(Strict):
     type: Literal["grpo"] = "grpo"
+    """GRPO: advantage = reward - group mean (no division by the std)."""
     length_penalty: LengthPenalty | None = None
+    """Length penalty subtracted from each reward before the group baseline; absent = none."""
 
 
 class MaxRLAlgo(Strict):
     """prime-rl only: advantage = (R - mean) / mean."""
 
     type: Literal["max_rl"] = "max_rl"
+    """MaxRL: advantage = (R - mean) / mean over the group."""
 
 
 class RAEAlgo(Strict):
     """prime-rl only: reward minus a per-agent EMA baseline."""
 
     type: Literal["rae"] = "rae"
+    """RAE: advantage = reward minus a per-agent EMA baseline."""
     decay: float = Field(0.95, ge=0, lt=1)
+    """Decay of the EMA baseline."""
 
 
 class EchoRole(Strict):
     alpha: float = Field(0.1, gt=0, le=MAX_COEF)
+    """Per-token cross-entropy weight of this role's env-provided tokens (ECHO's lambda)."""
 
 
 class EchoRoles(Strict):
     system: EchoRole | None = None
+    """Train on system-message tokens; absent = not trained."""
     user: EchoRole | None = None
+    """Train on user-message (env feedback) tokens; absent = not trained."""
     assistant: EchoRole | None = None
+    """Train on env-provided assistant-message tokens; absent = not trained."""
     tool: EchoRole | None = None
+    """Train on tool-response tokens (the default, at alpha 0.1). Setting any role replaces the whole
+    table."""
 
 
 class EchoAlgo(Strict):
     """prime-rl only: GRPO plus weighted CE on env-provided tokens."""
 
     type: Literal["echo"] = "echo"
+    """ECHO: GRPO on the sampled tokens plus weighted cross-entropy on env-provided tokens of later turns, by
+    role."""
     length_penalty: LengthPenalty | None = None
+    """As `grpo`'s length penalty."""
     roles: EchoRoles = EchoRoles(tool=EchoRole())
+    """Which env-provided message roles train, each at its own `alpha`."""
 
 
 class OPSDAlgo(Strict):
     """prime-rl only: on-policy self-distillation against demonstrations."""
 
     type: Literal["opsd"] = "opsd"
+    """OPSD: on-policy self-distillation against the task's demonstrations."""
     demo_key: str = "demonstration"
+    """Field of the task that holds the demonstration."""
     template: str = (
         "Here is an example of an expert response:\n<demonstration>\n{demonstration}\n</demonstration>"
     )
+    """How the demonstration is shown to the teacher; `{demonstration}` is replaced by it."""
 
 
 AlgoConfig = Annotated[GRPOAlgo | MaxRLAlgo | RAEAlgo | EchoAlgo | OPSDAlgo, Field(discriminator="type")]
 
 
 class TasksetConfig(Strict):
-    """[orchestrator.train.source.env.taskset]: `id` plus the taskset's own fields (free-form)."""
+    """The taskset's own fields (e.g. `split`, `min_digits`), free-form here: the taskset checks them."""
 
     model_config = ConfigDict(extra="allow")
     id: str = Field(min_length=1)
+    """The taskset: `autorl-arithmetic`, `autorl-reverse`, `autorl-gsm8k`, ... (docs/environments.md)."""
 
 
 class EnvConfig(Strict):
     taskset: TasksetConfig
+    """The taskset: `id` plus its own fields (e.g. `split`, `min_digits`), checked by the taskset, not
+    here."""
 
 
 class StandardSampler(Strict):
     type: Literal["standard"] = "standard"
+    """Cycle through the taskset in order."""
 
 
 class DifficultyPool(Strict):
     threshold: float = Field(ge=-MAX_COEF, le=MAX_COEF)
+    """Inclusive maximum reward of a task in this pool."""
     weight: float = Field(ge=0, le=MAX_COEF)
+    """Relative per-task sampling weight of this pool."""
 
 
 class DifficultyPoolSampler(Strict):
     type: Literal["difficulty_pool"] = "difficulty_pool"
+    """Sample tasks by difficulty pools (assigned by the reward a task got)."""
     pools: dict[str, DifficultyPool] = {
         "hard": DifficultyPool(threshold=0.25, weight=0.2),
         "normal": DifficultyPool(threshold=0.75, weight=1.0),
         "easy": DifficultyPool(threshold=1.0, weight=0.2),
     }
+    """Named pools, ordered by their reward thresholds."""
 
 
 class AdvantageRangeGate(Strict):
     """Rejects a whole group whose advantages fall in [reject_min, reject_max]."""
 
     type: Literal["advantage_range"] = "advantage_range"
+    """Reject a whole group whose advantages fall in [`reject_min`, `reject_max`]."""
     reject_min: float = Field(0.0, ge=-MAX_COEF, le=MAX_COEF)
+    """Lower end of the rejected advantage range; at most `reject_max`."""
     reject_max: float = Field(0.0, ge=-MAX_COEF, le=MAX_COEF)
+    """Upper end of the rejected advantage range."""
 
     @model_validator(mode="after")
     def _ordered(self) -> AdvantageRangeGate:
@@ -373,18 +478,26 @@ class CurriculumConfig(Strict):
     sampler: Annotated[StandardSampler | DifficultyPoolSampler, Field(discriminator="type")] = (
         StandardSampler()
     )
+    """Task selection, by `type`."""
     gates: dict[str, AdvantageRangeGate] = {}
+    """Named admission gates: a group trains only when every gate admits it."""
 
 
 class SourceConfig(Strict):
     """One [[orchestrator.train.source]]. group_size and sampling inherit the orchestrator's when unset."""
 
-    name: str | None = None  # defaults to the taskset id
-    ratio: float = Field(1.0, gt=0, le=1e6)  # relative: only the ratios between sources matter
+    name: str | None = None
+    """Display name and metric prefix; default: the taskset id. Unique; `agg` is reserved."""
+    ratio: float = Field(1.0, gt=0, le=1e6)
+    """Sampling weight among sources: only the ratios matter (normalised to probabilities)."""
     group_size: int = Field(1, ge=1, le=MAX_GROUP)
+    """This source's group size; default: `orchestrator.group_size`. Must divide `orchestrator.batch_size`."""
     sampling: SamplingConfig = SamplingConfig()
+    """This source's sampling: the fields it does not set are inherited from [orchestrator.train.sampling]."""
     env: EnvConfig
+    """The environment the tasks and rewards come from."""
     curriculum: CurriculumConfig | None = None
+    """Task sampler and admission gates; absent = cycle through the taskset, admit every group."""
 
     @property
     def resolved_name(self) -> str:
@@ -393,8 +506,13 @@ class SourceConfig(Strict):
 
 class OrchestratorTrainConfig(Strict):
     source: list[SourceConfig] = Field(default_factory=list)
+    """The training sources, one [[orchestrator.train.source]] each (at least one); each group's task comes
+    from a source drawn with probability ~ ratio."""
     sampling: SamplingConfig = SamplingConfig()
+    """Sampling of every source that does not set its own."""
     filter_zero_advantages: bool = True
+    """Tokens with advantage exactly 0 get no RL weight (groups whose completions all score the same
+    contribute nothing)."""
 
     @model_validator(mode="after")
     def _sources(self) -> OrchestratorTrainConfig:
@@ -417,12 +535,21 @@ class OrchestratorTrainConfig(Strict):
 
 
 class OrchestratorConfig(Strict):
-    batch_size: int | None = Field(None, ge=1, le=MAX_BATCH)  # rollouts per step; None: 128 unless tokens
-    token_batch_size: int | None = Field(None, ge=1, le=64 * MAX_BATCH)  # prime-rl only: fill steps by tokens
+    batch_size: int | None = Field(None, ge=1, le=MAX_BATCH)
+    """Rollouts per trainer step; "None" = 128 unless `token_batch_size` is set (set at most one). Divisible
+    by `group_size` and by every source's."""
+    token_batch_size: int | None = Field(None, ge=1, le=64 * MAX_BATCH)
+    """Fill each step by tokens instead of rollouts; exclusive with `batch_size`."""
     group_size: int = Field(1, ge=1, le=MAX_GROUP)
+    """Completions per prompt (the GRPO group); sources inherit it."""
     max_off_policy_steps: int = Field(8, ge=0, le=MAX_STEPS)
+    """Queued rollouts older than this many policy versions are dropped. Embedded: >= 1 trains on the previous
+    step's rollouts (prime-rl's one-step pipeline lag), 0 strictly on-policy."""
     algo: AlgoConfig = GRPOAlgo()
+    """How rewards become advantages, selected by `type` (`opd` and `sft` are refused: they need an external
+    teacher)."""
     train: OrchestratorTrainConfig = Field(default_factory=OrchestratorTrainConfig)
+    """What the training rollouts are sampled from, and how."""
 
     @model_validator(mode="after")
     def _batching(self) -> OrchestratorConfig:
@@ -451,17 +578,24 @@ class OrchestratorConfig(Strict):
 
 
 class ModelConfig(Strict):
-    name: str = Field("Qwen/Qwen3-0.6B", min_length=1)  # HF id or local directory
+    name: str = Field("Qwen/Qwen3-0.6B", min_length=1)
+    """HF id or local directory of the model. Harness-owned once prepared: changing it is refused until `uv
+    run prepare.py` is re-run."""
 
 
 class TrainConfig(Strict):
     """train.toml. Field names are prime-rl's keys; defaults are prime-rl's (pinned 559b447)."""
 
     model: ModelConfig = ModelConfig()
-    max_steps: int | None = Field(None, ge=1, le=MAX_STEPS)  # None: until the budget stops training
+    """The policy model."""
+    max_steps: int | None = Field(None, ge=1, le=MAX_STEPS)
+    """Trainer (optimizer) steps; "None" = train until the wall-clock budget stops the run."""
     seq_len: int = Field(2048, ge=16, le=MAX_SEQ_LEN)
+    """Tokens per sample (prompt + completion); longer samples are cut and the cut tokens leave the loss."""
     trainer: TrainerConfig = TrainerConfig()
+    """The trainer: optimizer, schedule, loss, model engineering."""
     orchestrator: OrchestratorConfig = OrchestratorConfig()
+    """The orchestrator: batches, groups, advantages, sources, sampling."""
 
     @model_validator(mode="after")
     def _cross_checks(self) -> TrainConfig:
