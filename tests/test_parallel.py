@@ -208,6 +208,7 @@ def test_a_killed_runner_takes_its_trainers_and_their_children_along(root):
 # --- Ray ---------------------------------------------------------------------------------------------------
 
 
+@pytest.mark.xdist_group("ray")
 def test_ray_local_runs_both_classic_seeds_as_ray_tasks(tmp_path):
     pytest.importorskip("ray")
     (tmp_path / "classic.toml").write_text("total_env_steps = 4096\nnum_envs = 8\nnum_steps = 32\n")

@@ -27,6 +27,8 @@ from autorl.process import kill_processes, processes_with_env
 from autorl.tune import parse_summary
 
 pytest.importorskip("ray")
+# One pytest-xdist worker runs every Ray test: their clusters and timing bounds never contend with each other
+pytestmark = pytest.mark.xdist_group("ray")
 
 REPO = Path(__file__).resolve().parent.parent
 RAY_CLI = Path(sys.executable).with_name("ray")
