@@ -113,6 +113,8 @@ class TrialResult:
         for env, value in self.env_scores.items():
             lines[f"eval/{env}"] = fmt(value)
         lines["base_score"] = fmt(self.base_score)
+        if self.score is not None and self.base_score is not None:  # what training moved, baseline included
+            lines["vs_base"] = f"{self.score - self.base_score:+.4f} (eval_score - base_score)"
         if self.comparison is not None:
             lines["reference"] = self.reference_run
             lines["delta"] = f"{self.comparison.delta:+.4f}"

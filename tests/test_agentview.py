@@ -176,6 +176,8 @@ def test_a_score_below_the_untrained_base_is_flagged(root, monkeypatch, capsys):
     worse = fake_trial(monkeypatch, root, capsys, "--budget", "0.5", quality=0.2)
     assert float(worse["eval_score"]) < float(worse["base_score"])
     assert worse["health/below_base"].startswith("eval_score 0.2")
+    moved = float(worse["eval_score"]) - float(worse["base_score"])
+    assert worse["vs_base"] == f"{moved:+.4f} (eval_score - base_score)" and moved < 0
     better = fake_trial(monkeypatch, root, capsys, "--budget", "0.5", quality=0.6)
     assert "below_base" not in flag_names(better)
 
