@@ -732,21 +732,21 @@ def table(rows: list[Row]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write_results(kit: Kit, header: dict[str, Any], rows: list[Row]) -> None:
+def write_results(out: Path, header: dict[str, Any], rows: list[Row]) -> None:
     """gpu_proof.json and gpu_proof.md in --out; rows of parts not run now are kept from the file."""
-    path = kit.out / "gpu_proof.json"
+    path = out / "gpu_proof.json"
     ran = {r.part for r in rows}
     kept: list[dict[str, Any]] = []
     if path.is_file():
         kept = [r for r in json.loads(path.read_text()).get("rows", []) if r["part"] not in ran]
-    new = [{**dataclasses.asdict(r), "device": kit.device_name, "date": header["date"]} for r in rows]
+    new = [{**dataclasses.asdict(r), "device": header["device"], "date": header["date"]} for r in rows]
     all_rows = sorted(kept + new, key=lambda r: r["part"])
     path.write_text(json.dumps({**header, "rows": all_rows}, indent=2) + "\n")
     md = [f"# GPU proof kit: {header['device']}", "", f"`{header['command']}`, {header['date']}", ""]
     md.append(
         table([Row(**{k: r[k] for k in ("part", "name", "status", "reason", "figures")}) for r in all_rows])
     )
-    (kit.out / "gpu_proof.md").write_text("\n".join(md))
+    (out / "gpu_proof.md").write_text("\n".join(md))
 
 
 def describe_device() -> tuple[bool, str]:
@@ -818,43 +818,42 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {core}", file=sys.stderr)
         return 2
     cuda, device = describe_device()
-    quick = args.quick or not cuda
-    settings = settings_for(args, quick)
+    settings = settings_for(args, args.quick or not cuda)
+    header = {
+        "device": device,
+        "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        "command": "python scripts/gpu_proof.py " + " ".join(argv if argv is not None else sys.argv[1:]),
+        "mode": "quick" if settings.quick else "full",
+        "settings": dataclasses.asdict(settings),
+        "python": sys.version.split()[0],
+    }
     args.out.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix="gpu-proof-"))
+    print(f"gpu_proof: {device}; {header['mode']} mode; parts {args.parts}; work dir {work}", flush=True)
     try:
         try:
             root = make_root(work, settings)
-        except Exception as exc:
+        except Exception as exc:  # every part needs the root: each gets a row that says why it did not run
+            traceback.print_exc()
+            reason = f"setup failed: {type(exc).__name__}: {exc}"
+            write_results(args.out, header, [Row(p, PARTS[p], "error", reason) for p in args.parts])
             print(f"error: could not set up the kit's root in {work}: {exc}", file=sys.stderr)
             return 1
         kit = Kit(settings, root, args.out, cuda, device, peak_for(device, args.peak_tflops))
-        run_kit(kit, args, argv, work)
+        run_kit(kit, args.parts, header)
     finally:
         if not args.keep:
             shutil.rmtree(work, ignore_errors=True)
     return 0
 
 
-def run_kit(kit: Kit, args: argparse.Namespace, argv: list[str] | None, work: Path) -> None:
-    header = {
-        "device": kit.device_name,
-        "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
-        "command": "python scripts/gpu_proof.py " + " ".join(argv if argv is not None else sys.argv[1:]),
-        "mode": "quick" if kit.settings.quick else "full",
-        "settings": dataclasses.asdict(kit.settings),
-        "python": sys.version.split()[0],
-    }
-    print(
-        f"gpu_proof: {kit.device_name}; {header['mode']} mode; parts {args.parts}; work dir {work}",
-        flush=True,
-    )
+def run_kit(kit: Kit, parts: list[int], header: dict[str, Any]) -> None:
     rows: list[Row] = []
-    for part in args.parts:
+    for part in parts:
         rows += run_part(kit, part)
-        write_results(kit, header, rows)  # after every part: a run cut short keeps what it measured
+        write_results(kit.out, header, rows)  # after every part: a run cut short keeps what it measured
     print(table(rows))
-    print(f"gpu_proof: wrote {args.out / 'gpu_proof.json'} and {args.out / 'gpu_proof.md'}")
+    print(f"gpu_proof: wrote {kit.out / 'gpu_proof.json'} and {kit.out / 'gpu_proof.md'}")
 
 
 if __name__ == "__main__":

@@ -91,6 +91,21 @@ def test_quick_mode_records_a_failing_part_and_runs_the_others(
     assert "RuntimeError: injected fault" in table
 
 
+def test_a_failed_setup_leaves_an_error_row_per_part(gpu_proof, tmp_path: Path, monkeypatch) -> None:
+    def no_root(work, settings):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(gpu_proof, "make_root", no_root)
+    out = tmp_path / "out"
+    assert gpu_proof.main(["--quick", "--parts", "2,5", "--out", str(out)]) == 1
+    rows = json.loads((out / "gpu_proof.json").read_text())["rows"]
+    assert [(r["part"], r["status"], r["reason"]) for r in rows] == [
+        (2, "error", "setup failed: OSError: disk full"),
+        (5, "error", "setup failed: OSError: disk full"),
+    ]
+    assert "| 5 | eval | error | setup failed: OSError: disk full |" in (out / "gpu_proof.md").read_text()
+
+
 def test_bad_parts_exit_2_before_anything_runs(tmp_path: Path) -> None:
     out = tmp_path / "out"
     proc = subprocess.run(
