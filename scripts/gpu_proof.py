@@ -141,6 +141,7 @@ class Kit:
     cuda: bool
     device_name: str
     peak_tflops: float | None
+    stop: Any  # autorl.process.Stop: set by SIGINT/SIGTERM; running children stop, no further part starts
     evals: dict[tuple[str, str], list[dict[str, Any]]] = field(default_factory=dict)  # (weights, device)
 
 
@@ -293,7 +294,9 @@ def eval_rows(kit: Kit, cfg, weights: Path | None, device: str) -> list[dict[str
         backend = kit_backend(CPU_ONLY if device == "cpu" else {}, device=device)
         out = kit.root / "evals" / f"{len(kit.evals)}-{device}.jsonl"
         out.parent.mkdir(parents=True, exist_ok=True)
-        rows, _, error = run_eval(backend.eval_command(cfg, weights, out), out, out.with_suffix(".log"))
+        rows, _, error = run_eval(
+            backend.eval_command(cfg, weights, out), out, out.with_suffix(".log"), kit.stop
+        )
         if error:
             raise RuntimeError(error)
         kit.evals[key] = rows
@@ -317,9 +320,9 @@ def train_default(kit: Kit, cfg, device: str, slot) -> Row:
     base = score(eval_rows(kit, cfg, None, device))
     seed_dir = kit.root / "part1" / device
     budget = BudgetSpec(budget_s=kit.settings.budget_s)
-    result = run_seed(backend, cfg, 0, 0, seed_dir, budget, slot)
+    result = run_seed(backend, cfg, 0, 0, seed_dir, budget, slot, stop=kit.stop)
     if not result.evaluated:
-        return Row(1, f"default/{device}", "error", f"{result.status}: {result.error}")
+        return Row(1, f"default/{device}", "error", ": ".join(filter(None, (result.status, result.error))))
     assert result.child is not None and result.outcome is not None
     trained = result.child.training_seconds
     batch = cfg.model.orchestrator.batch_size
@@ -407,7 +410,7 @@ def bench_module():
     return module
 
 
-def measured(fn: Callable[[], dict[str, Any]], cuda: bool) -> dict[str, Any]:
+def measured(fn: Callable[[], dict[str, Any]], cuda: bool, stop) -> dict[str, Any]:
     """fn()'s figures plus its peak GPU memory (torch.cuda.max_memory_allocated), memory freed after."""
     import gc
 
@@ -421,6 +424,10 @@ def measured(fn: Callable[[], dict[str, Any]], cuda: bool) -> dict[str, Any]:
     try:
         figures = fn()
     finally:
+        # A Ctrl-C the trainer took (its handler sets stop_requested) stops the kit too.
+        owner = getattr(signal.getsignal(signal.SIGINT), "__self__", None)
+        if getattr(owner, "stop_requested", False):
+            stop.request(signal.SIGINT)
         for sig, handler in handlers.items():
             signal.signal(sig, handler)
     if cuda:
@@ -477,14 +484,14 @@ def part_qwen3(kit: Kit) -> list[Row]:
     theirs: list[dict[str, Any]] = []
     trl_error = trl_missing
     for _ in range(s.rounds):  # A B A B: drift hits both
-        ours.append(
-            measured(lambda: bench.bench_embedded(spec, s.steps, s.warmup, 0, threads, "hf"), kit.cuda)
-        )
+        if kit.stop:
+            return [Row(2, "qwen3", "skipped", "skipped: the kit was stopped by a signal")]
+        embedded = lambda: bench.bench_embedded(spec, s.steps, s.warmup, 0, threads, "hf")  # noqa: E731
+        ours.append(measured(embedded, kit.cuda, kit.stop))
         if trl_error is None:
             try:
-                theirs.append(
-                    measured(lambda: bench.bench_trl(spec, s.steps, s.warmup, 0, threads), kit.cuda)
-                )
+                trl = lambda: bench.bench_trl(spec, s.steps, s.warmup, 0, threads)  # noqa: E731
+                theirs.append(measured(trl, kit.cuda, kit.stop))
             except Exception as exc:
                 traceback.print_exc()
                 trl_error = f"{type(exc).__name__}: {exc}"
@@ -528,7 +535,8 @@ def run_k(kit: Kit, cfg, backend, label: str, k: int) -> Row:
     def one(slot) -> tuple[float, float | None, str | None]:
         seed_dir = kit.root / "part3" / f"{label}-k{k}" / f"seed-{slot.index}"
         write_resolved(backend, cfg, seed_dir, slot.index, slot)
-        child = run_budgeted(backend.launch(cfg, seed_dir, slot.index, slot), seed_dir / "run.log", budget)
+        launch = backend.launch(cfg, seed_dir, slot.index, slot)
+        child = run_budgeted(launch, seed_dir / "run.log", budget, stop=kit.stop)
         outcome = backend.collect(cfg, seed_dir)
         if child.status != "ok" or not child.training_seconds:
             return 0.0, None, f"seed {slot.index}: {child.reason_text}: {' | '.join(child.log_tail[-3:])}"
@@ -622,7 +630,7 @@ def run_trial(kit: Kit, seeds: int, budget: float, parallel: str) -> tuple[float
     cap = 4 * (budget + 300) * seeds
     spec = BudgetSpec(budget_s=math.inf, startup_cap_s=cap, hang_s=cap, grace_s=30.0)
     started = time.monotonic()
-    child = run_budgeted(Launch(argv=argv, cwd=kit.root, env=CPU_ONLY), log, spec)
+    child = run_budgeted(Launch(argv=argv, cwd=kit.root, env=CPU_ONLY), log, spec, stop=kit.stop)
     wall = time.monotonic() - started
     new = sorted(set((kit.root / "runs").glob("*")) - before)
     if child.status != "ok" or not new or not (new[-1] / "result.json").is_file():
@@ -817,6 +825,10 @@ def main(argv: list[str] | None = None) -> int:
     if core:
         print(f"error: {core}", file=sys.stderr)
         return 2
+    from autorl.process import Stop
+    from autorl.trial import EXIT_SIGNAL, _Signals
+
+    stop = Stop()
     cuda, device = describe_device()
     settings = settings_for(args, args.quick or not cuda)
     header = {
@@ -839,17 +851,21 @@ def main(argv: list[str] | None = None) -> int:
             write_results(args.out, header, [Row(p, PARTS[p], "error", reason) for p in args.parts])
             print(f"error: could not set up the kit's root in {work}: {exc}", file=sys.stderr)
             return 1
-        kit = Kit(settings, root, args.out, cuda, device, peak_for(device, args.peak_tflops))
-        run_kit(kit, args.parts, header)
+        kit = Kit(settings, root, args.out, cuda, device, peak_for(device, args.peak_tflops), stop)
+        with _Signals(stop):  # run.py's handling: the first signal stops gracefully, a second kills
+            run_kit(kit, args.parts, header)
     finally:
         if not args.keep:
             shutil.rmtree(work, ignore_errors=True)
-    return 0
+    return EXIT_SIGNAL.get(stop.signum or signal.SIGINT, 130) if stop else 0
 
 
 def run_kit(kit: Kit, parts: list[int], header: dict[str, Any]) -> None:
     rows: list[Row] = []
     for part in parts:
+        if kit.stop:
+            rows.append(Row(part, PARTS[part], "skipped", "skipped: the kit was stopped by a signal"))
+            continue
         rows += run_part(kit, part)
         write_results(kit.out, header, rows)  # after every part: a run cut short keeps what it measured
     print(table(rows))
