@@ -303,6 +303,11 @@ def eval_rows(kit: Kit, cfg, weights: Path | None, device: str) -> list[dict[str
     return kit.evals[key]
 
 
+def rounded(value: float | None, digits: int) -> float | None:
+    """value rounded; None (JSON null) for a figure that is missing or NaN (JSON has no NaN)."""
+    return None if value is None or math.isnan(value) else round(value, digits)
+
+
 def score(rows: list[dict[str, Any]]) -> float:
     from autorl import stats
 
@@ -339,7 +344,7 @@ def train_default(kit: Kit, cfg, device: str, slot) -> Row:
             "training_s": round(trained, 1),
             "samples_per_s": round(result.steps * batch / trained, 1) if trained else None,
             # the trainer's own peak (GPU: torch.cuda.max_memory_allocated; CPU: its RSS) and the host's
-            "trainer_peak_memory_gb": round(result.outcome.peak_memory_gb or math.nan, 3),
+            "trainer_peak_memory_gb": rounded(result.outcome.peak_memory_gb, 3),
             "peak_rss_gb": round(result.child.peak_rss_gb, 3),
             "startup_s": round(result.child.startup_seconds, 1),
             "eval_s": round(result.eval_seconds, 1),
@@ -459,7 +464,7 @@ def summarize(name: str, runs: list[dict[str, Any]], spec, n_params: int, kit: K
     figures: dict[str, Any] = {
         "samples_per_s": round(sps, 2),
         "samples_per_s_runs": [round(r["samples_per_s"], 2) for r in runs],
-        "completion_len_mean": round(comp, 1),
+        "completion_len_mean": rounded(comp, 1),
         "tokens_per_s": round(sps * comp, 1) if not math.isnan(comp) else None,
         "params_m": round(n_params / 1e6, 1),
     }
