@@ -731,7 +731,9 @@ def run_part(kit: Kit, part: int) -> list[Row]:
         rows = PART_FUNCS[part](kit)
     except Exception as exc:
         traceback.print_exc()
-        rows = [Row(part, name, "error", f"{type(exc).__name__}: {exc}")]
+        error = f"{type(exc).__name__}: {exc}"
+        stopped = f"skipped: the kit was stopped by a signal in this part (then: {error})"
+        rows = [Row(part, name, "skipped", stopped) if kit.stop else Row(part, name, "error", error)]
     print(f"gpu_proof: part {part} ({name}) done in {time.monotonic() - start:.0f} s", flush=True)
     return rows
 
