@@ -327,7 +327,12 @@ def train_default(kit: Kit, cfg, device: str, slot) -> Row:
     budget = BudgetSpec(budget_s=kit.settings.budget_s)
     result = run_seed(backend, cfg, 0, 0, seed_dir, budget, slot, stop=kit.stop)
     if not result.evaluated:
-        return Row(1, f"default/{device}", "error", ": ".join(filter(None, (result.status, result.error))))
+        what = ": ".join(filter(None, (result.status, result.error)))
+        if kit.stop:
+            return Row(
+                1, f"default/{device}", "skipped", f"skipped: the kit was stopped by a signal ({what})"
+            )
+        return Row(1, f"default/{device}", "error", what)
     assert result.child is not None and result.outcome is not None
     trained = result.child.training_seconds
     batch = cfg.model.orchestrator.batch_size
