@@ -363,7 +363,7 @@ def part_default(kit: Kit) -> list[Row]:
     cfg = default_config(kit)
     ids = cores()
     cpu_slot = Slot(index=0, cpus=tuple(ids[:2]), threads=1)
-    gpu_slot = Slot(index=1, cpus=tuple(ids[2:4]), threads=1, gpus=(0,))
+    gpu_slot = Slot(index=1, cpus=tuple(ids[2:4]), threads=len(ids[2:4]) or None, gpus=(0,))  # as slots.py
     jobs: dict[str, Callable[[], Row]] = {"cpu": lambda: train_default(kit, cfg, "cpu", cpu_slot)}
     if kit.cuda:
         jobs["cuda"] = lambda: train_default(kit, cfg, "cuda", gpu_slot)
