@@ -876,8 +876,8 @@ def run_kit(kit: Kit, parts: list[int], header: dict[str, Any]) -> None:
     for part in parts:
         if kit.stop:
             rows.append(Row(part, PARTS[part], "skipped", "skipped: the kit was stopped by a signal"))
-            continue
-        rows += run_part(kit, part)
+        else:
+            rows += run_part(kit, part)
         write_results(kit.out, header, rows)  # after every part: a run cut short keeps what it measured
     print(table(rows))
     print(f"gpu_proof: wrote {kit.out / 'gpu_proof.json'} and {kit.out / 'gpu_proof.md'}")
