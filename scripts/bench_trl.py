@@ -97,7 +97,10 @@ def bench_trl(spec, steps: int, warmup: int, seed: int, threads: int) -> dict:
     by_prompt = {ex.prompt: ex for ex in examples}
     dataset = Dataset.from_list([{"prompt": ex.prompt} for ex in examples])
 
-    def reward(prompts, completions, **_):
+    lengths: list[int] = []  # completion tokens, when TRL passes completion_ids to reward functions
+
+    def reward(prompts, completions, completion_ids=None, **_):
+        lengths.extend(len(ids) for ids in completion_ids or [])
         return [float(env.score(c, by_prompt[p])) for p, c in zip(prompts, completions, strict=True)]
 
     times: list[float] = []
@@ -148,7 +151,11 @@ def bench_trl(spec, steps: int, warmup: int, seed: int, threads: int) -> dict:
     _quiet(trainer.train)
     shutil.rmtree(out_dir, ignore_errors=True)
     seconds = times[-1] - times[warmup - 1]
-    return {"samples_per_s": steps * spec.batch_size / seconds, "seconds_per_step": seconds / steps}
+    return {
+        "samples_per_s": steps * spec.batch_size / seconds,
+        "seconds_per_step": seconds / steps,
+        "completion_len_mean": sum(lengths) / len(lengths) if lengths else None,
+    }
 
 
 def _quiet(fn):

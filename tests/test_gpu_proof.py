@@ -1,0 +1,119 @@
+"""scripts/gpu_proof.py, the GPU proof kit, in its CPU quick mode.
+
+Kept cheap (the suite's time on 2 cores is nearly spent): the kit's main() runs in the test's process (torch
+and transformers are imported once for the whole suite; a child process would pay ~20 s to import them again)
+on part 2, the Qwen3-shape trainers, which run in the kit's own process, with a fault injected into part 1 to
+check that a failing part leaves an error row while the others still run. Parts 1 and 3-5 start trainers,
+evals and run.py as children (minutes on 2 cores): run them by hand, `uv run python scripts/gpu_proof.py
+--quick` (docs/gpu.md).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+KIT = REPO / "scripts" / "gpu_proof.py"
+
+
+def numbers(value) -> list[float]:
+    if isinstance(value, bool):
+        return []
+    if isinstance(value, int | float):
+        return [float(value)]
+    if isinstance(value, list):
+        return [x for v in value for x in numbers(v)]
+    return []
+
+
+@pytest.fixture
+def gpu_proof(monkeypatch: pytest.MonkeyPatch):
+    """The script as a module, with what its main() changes in the process put back afterwards: the
+    environment (AUTORL_ROOT, PYTHONPATH), sys.path and torch's thread count."""
+    import torch
+
+    for name in ("AUTORL_ROOT", "PYTHONPATH", "OMP_WAIT_POLICY"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")  # the quick mode's CPU rows, also on a GPU machine
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    spec = importlib.util.spec_from_file_location("gpu_proof", KIT)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, "gpu_proof", module)  # its dataclasses look their module up
+    spec.loader.exec_module(module)
+    threads = torch.get_num_threads()
+    yield module
+    torch.set_num_threads(threads)
+
+
+def test_quick_mode_records_a_failing_part_and_runs_the_others(
+    gpu_proof, tmp_path: Path, monkeypatch
+) -> None:
+    out = tmp_path / "out"
+    out.mkdir()
+    earlier = {"part": 4, "name": "cpu-trial", "status": "ok", "reason": "", "figures": {"seeds": 6}}
+    earlier_row = {**earlier, "device": "X", "date": "D"}
+    (out / "gpu_proof.json").write_text(json.dumps({"rows": [earlier_row]}))
+
+    def broken(_kit):
+        raise RuntimeError("injected fault")
+
+    monkeypatch.setitem(gpu_proof.PART_FUNCS, 1, broken)
+    assert gpu_proof.main(["--quick", "--parts", "1,2", "--out", str(out)]) == 0
+    data = json.loads((out / "gpu_proof.json").read_text())
+    assert data["mode"] == "quick" and data["settings"]["quick"] is True
+    rows = {r["name"]: r for r in data["rows"]}
+    # part 1 failed: one error row with the exception, and part 2 still ran
+    assert (
+        rows["default"]["status"] == "error" and rows["default"]["reason"] == "RuntimeError: injected fault"
+    )
+    ours = rows["qwen3/embedded"]
+    assert ours["status"] == "ok", ours
+    figures = [x for v in ours["figures"].values() for x in numbers(v)]
+    assert figures and all(math.isfinite(x) and x > 0 for x in figures), ours
+    assert len(ours["figures"]["samples_per_s_runs"]) == data["settings"]["rounds"]
+    assert 0 < ours["figures"]["completion_len_mean"] <= data["settings"]["completion_tokens"]
+    trl = rows["qwen3/trl"]  # skipped without TRL (the project's venv), measured with the bundle
+    assert trl["status"] == "ok" or trl["reason"].startswith("skipped: "), trl
+    # a part not run this time keeps its row from the earlier run in the same --out
+    assert rows["cpu-trial"] == earlier_row
+    assert [r["part"] for r in data["rows"]] == sorted(r["part"] for r in data["rows"])
+    table = (out / "gpu_proof.md").read_text()
+    for row in data["rows"]:
+        assert f"| {row['part']} | {row['name']} | {row['status']} |" in table
+    assert "RuntimeError: injected fault" in table
+
+
+def test_a_failed_setup_leaves_an_error_row_per_part(gpu_proof, tmp_path: Path, monkeypatch) -> None:
+    def no_root(work, settings):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(gpu_proof, "make_root", no_root)
+    out = tmp_path / "out"
+    assert gpu_proof.main(["--quick", "--parts", "2,5", "--out", str(out)]) == 1
+    rows = json.loads((out / "gpu_proof.json").read_text())["rows"]
+    assert [(r["part"], r["status"], r["reason"]) for r in rows] == [
+        (2, "error", "setup failed: OSError: disk full"),
+        (5, "error", "setup failed: OSError: disk full"),
+    ]
+    assert "| 5 | eval | error | setup failed: OSError: disk full |" in (out / "gpu_proof.md").read_text()
+
+
+def test_bad_parts_exit_2_before_anything_runs(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    proc = subprocess.run(
+        [sys.executable, str(KIT), "--parts", "1,9", "--out", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 2
+    assert "--parts" in proc.stderr.strip().splitlines()[-1]
+    assert not out.exists()
