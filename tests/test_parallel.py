@@ -119,6 +119,52 @@ sys.exit(trial.main(["--seeds", "2", "--budget", "120", "--grace", "{grace}"]))
 """
 
 
+TWO_AT_ONCE = """
+import sys
+from pathlib import Path
+sys.path.insert(0, {tests!r})
+from fakes.fake_backend import FakeBackend
+from autorl.llm.track import LLMTrack
+from autorl import trial
+backend = FakeBackend("ok", 0.6, scripts_dir=Path({scripts!r}))
+LLMTrack.make_backend = lambda self, name: backend
+sys.exit(trial.main(["--seeds", "1", "--budget", "1"]))
+"""
+
+
+def test_two_trials_started_together_on_an_empty_cache_both_record_the_right_base_score(root, tmp_path):
+    """Two run.py trials at once (as `autorl tune --parallel-trials` starts them) both evaluate the base model
+    into the same, empty cache entry, with a slow eval: neither reads the other's half-written rows."""
+    from fakes.fake_backend import FakeBackend
+
+    from autorl import stats
+    from autorl.jsonl import read_jsonl
+
+    env = {**os.environ, "AUTORL_ROOT": str(root), "FAKE_EVAL_ROW_DELAY": "0.002"}
+    procs = []
+    for k in range(2):  # each its own scripts: the test double writes them on construction
+        scripts = tmp_path / f"scripts-{k}"
+        scripts.mkdir()
+        code = TWO_AT_ONCE.format(tests=str(TESTS), scripts=str(scripts))
+        cmd = [sys.executable, "-c", code]
+        procs.append(subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, text=True))
+    outs = [p.communicate(timeout=120)[0] for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], outs
+    assert all("evaluating the untrained base model" in out for out in outs)  # both computed it
+    rows = Ledger(root / "results.tsv").rows()
+    assert len(rows) == 2
+    # the right base score: the test double's base eval alone, with all of its rows
+    alone = tmp_path / "alone.jsonl"
+    FakeBackend(scripts_dir=tmp_path)  # writes fake_eval.py there
+    subprocess.run([sys.executable, str(tmp_path / "fake_eval.py"), str(alone), "base"], check=True)
+    expected = stats.eval_score(read_jsonl(alone))
+    assert len(read_jsonl(alone)) == 400
+    assert [float(r["base_score"]) for r in rows] == [pytest.approx(expected, abs=1e-4)] * 2
+    (cache,) = (root / ".autorl" / "cache").glob("base-*.jsonl")
+    assert read_jsonl(cache) == read_jsonl(alone)
+    assert not [p for p in (root / ".autorl" / "cache").iterdir() if p != cache]  # no temp file left
+
+
 def start_driver(
     root: Path, mode: str = "grandchild", grace: float = 5
 ) -> tuple[subprocess.Popen[str], list[psutil.Process]]:

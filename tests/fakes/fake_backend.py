@@ -73,15 +73,19 @@ for step in range(1, 10**6):
 """
 
 EVAL = """
-import json, sys
+import json, os, sys, time
 from pathlib import Path
 out, weights = Path(sys.argv[1]), sys.argv[2]
 quality = 0.3 if weights == "base" else float((Path(weights) / "quality.txt").read_text())
 n = 400
+row_delay = float(os.environ.get("FAKE_EVAL_ROW_DELAY", "0"))  # a slow eval: a wide window for races
 with open(out, "w") as f:
     for i in range(n):
         score = 1.0 if (i * 0.618034) % 1.0 < quality else 0.0
         f.write(json.dumps({"env": "toy", "example_id": str(i), "sample": 0, "score": score}) + "\\n")
+        if row_delay:
+            f.flush()
+            time.sleep(row_delay)
 print(json.dumps({"eval_score": quality}))
 """
 
