@@ -9,6 +9,7 @@ latest of another track) are summarised, and the view says how to see the others
 from __future__ import annotations
 
 import json
+import statistics
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -219,7 +220,61 @@ def collect(
         "remarks": [vars(m) for m in marks if m.is_remark and m.run_id in run_ids][-MAX_REMARKS:],
         # Every key this track's trials changed against their reference, newest first (render shows a few).
         "tried": tried([r for r in rows if r["track"] == ctx.track]),
+        "cost": expected_cost(same, get_track(ctx.track).default_seeds),
     }
+
+
+COST_TRIALS = 10  # the expected cost is the median over this many latest ok trials of the context
+RERUN_SEEDS = 12  # program.md's labelled re-run of a promising inconclusive
+
+
+def expected_cost(same: Sequence[Mapping[str, str]], default_seeds: int) -> dict[str, Any] | None:
+    """What the next decisions cost on this machine, from the context's latest ok trials: the median seconds
+    per seed (start-up, training, eval) and, at the latest trial's seeds and parallelism, the wall time of
+    the next trial (an upper bound: the early stop can end it sooner), a 12-seed re-run and a confirm (both
+    sides' seeds on the same slots). None before a trial finished."""
+    per_seed: list[tuple[float, float, float]] = []
+    for r in [r for r in same if r["status"] == "ok"][-COST_TRIALS:]:
+        n = len([s for s in (r.get("seeds") or "").split(",") if s])
+        parts = [as_float(r, k) for k in ("startup_seconds", "training_seconds", "eval_seconds")]
+        if n and None not in parts:
+            per_seed.append(tuple(v / n for v in parts))  # type: ignore[arg-type, misc]
+    if not per_seed:
+        return None
+    startup, training, evaluation = (statistics.median(x) for x in zip(*per_seed, strict=True))
+    seed_s = startup + training + evaluation
+    latest = same[-1]
+    parallel = max(1, int(as_float(latest, "parallel") or 1))
+    planned = int(as_float(latest, "seeds_planned") or default_seeds)
+
+    def wall(seeds: int) -> float:
+        return -(-seeds // parallel) * seed_s  # waves of `parallel` seeds
+
+    return {
+        "trials": len(per_seed),
+        "seed": {"startup": startup, "training": training, "eval": evaluation, "total": seed_s},
+        "parallel": parallel,
+        "next_trial": {"seeds": planned, "seconds": wall(planned)},
+        "rerun": {"seeds": RERUN_SEEDS, "seconds": wall(RERUN_SEEDS)},
+        "confirm": {"seeds": 2 * default_seeds, "seconds": wall(2 * default_seeds)},
+    }
+
+
+def cost_line(cost: Mapping[str, Any] | None) -> str | None:
+    if cost is None:
+        return None
+    s = cost["seed"]
+
+    def mins(seconds: float) -> str:
+        return f"{seconds / 60:.0f} min" if seconds >= 90 else f"{seconds:.0f} s"
+
+    return (
+        f"cost here (median of {cost['trials']} trials): a seed {s['startup']:.0f} s start-up + "
+        f"{s['training']:.0f} s training + {s['eval']:.0f} s eval, {cost['parallel']} at a time; next trial "
+        f"({cost['next_trial']['seeds']} seeds) <= {mins(cost['next_trial']['seconds'])}, a "
+        f"{cost['rerun']['seeds']}-seed re-run {mins(cost['rerun']['seconds'])}, a confirm "
+        f"({cost['confirm']['seeds']} seeds) {mins(cost['confirm']['seconds'])}"
+    )
 
 
 def tried_lines(tried: Sequence[Mapping[str, Any]]) -> list[str]:
@@ -270,6 +325,8 @@ def render(st: Mapping[str, Any]) -> str:
         f"keep rate: {rate}; trials since last keep: {st['since_last_keep']}; "
         f"crashes: {st['crashes']}; timeouts: {st['timeouts']}"
     )
+    if line := cost_line(st.get("cost")):
+        out.append(line)
     if st["pending"]:
         out.append(f"pending (mark them: uv run autorl mark ...): {', '.join(st['pending'])}")
     if st["not_kept_streak"] >= 5:

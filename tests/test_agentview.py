@@ -131,6 +131,37 @@ def test_status_remembers_the_key_tried_with_its_value_and_outcome(classic_runs,
     assert f"  learning_rate (was 0.0005): 0.001 -> {cand['verdict']}" in out
 
 
+def test_status_shows_what_the_next_decisions_cost_from_the_trials_measured_here(
+    classic_runs, monkeypatch, capsys
+):
+    """The cost line: the median per-seed start-up, training and eval of the context's trials, and what the
+    next trial, a 12-seed re-run and a confirm cost at the latest trial's parallelism."""
+    from autorl.classic.track import ClassicTrack
+
+    root, _, _ = classic_runs
+    monkeypatch.setenv("AUTORL_ROOT", str(root))
+    rows = Ledger(root / "results.tsv").rows()
+    assert cli.main(["status", "--json"]) == 0
+    cost = json.loads(capsys.readouterr().out)["cost"]
+    per_seed = [
+        [float(r[k]) / len(r["seeds"].split(",")) for r in rows]
+        for k in ("startup_seconds", "training_seconds", "eval_seconds")
+    ]
+    seed = cost["seed"]
+    assert [seed["startup"], seed["training"], seed["eval"]] == pytest.approx([sum(v) / 2 for v in per_seed])
+    assert 2 <= seed["training"] < 4  # the fixture's budget is 2 s a seed
+    parallel = int(rows[-1]["parallel"])
+    assert cost["parallel"] == parallel
+    waves = -(-2 // parallel)
+    assert cost["next_trial"] == {"seeds": 2, "seconds": pytest.approx(waves * seed["total"])}
+    n = ClassicTrack().default_seeds
+    assert cost["confirm"]["seconds"] == pytest.approx(-(-2 * n // parallel) * seed["total"])
+    assert cost["rerun"]["seconds"] == pytest.approx(-(-12 // parallel) * seed["total"])
+    assert cli.main(["status"]) == 0
+    line = next(ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("cost here"))
+    assert "(median of 2 trials)" in line and f"{parallel} at a time" in line and "a 12-seed re-run" in line
+
+
 def test_confirm_runs_both_sides_on_the_slots_and_reports_the_interval_of_its_test(
     classic_runs, monkeypatch, capsys
 ):
