@@ -24,129 +24,28 @@ from pathlib import Path
 from typing import Any
 
 from autorl import atomic, paths
-from autorl.cliargs import MAX_SEEDS, budget_seconds, float_in, nonempty_str, positive_int, ray_address
+from autorl.cliargs import add_flags, from_args
 from autorl.harness import commit_short, dirty_harness_files, harness_hash
 from autorl.jsonl import eval_rows_problem, read_jsonl
 from autorl.process import Stop
 from autorl.seed import RunOptions, SeedResult
 from autorl.tomlcheck import ConfigError
-from autorl.track import Track, get_track, track_names
+from autorl.track import Track, get_track
 
 EXIT_OK, EXIT_CRASH, EXIT_INVALID = 0, 1, 2
 EXIT_SIGNAL = {signal.SIGINT: 130, signal.SIGTERM: 143}  # 128 + the signal, as a shell reports it
 
 
-def _parallel(text: str) -> int | None:
-    if text == "auto":
-        return None
-    return positive_int(MAX_SEEDS)(text)
-
-
-def config_arg(text: str) -> Path:
-    """--config: a path with something in it (`--config ""` would name the current directory)."""
-    return Path(nonempty_str(text))
-
-
 def build_parser() -> argparse.ArgumentParser:
+    """run.py's parser: one flag per RunOptions field (autorl.seed), declared there."""
     p = argparse.ArgumentParser(prog="run.py", description="Run one budgeted, validated, recorded trial.")
-    p.add_argument(
-        "--config", type=config_arg, default=None, help="config file (default train.toml; classic.toml)"
-    )
-    p.add_argument("--track", choices=track_names(), default="llm", help="llm (default) or classic PPO")
-    p.add_argument(
-        "--budget",
-        type=budget_seconds,
-        default=600.0,
-        help="training seconds per seed (default 600)",
-    )
-    p.add_argument(
-        "--seeds",
-        type=positive_int(MAX_SEEDS),
-        default=None,
-        help=f"trainings with harness-chosen seeds (llm 6, classic 5; at most {MAX_SEEDS})",
-    )
-    p.add_argument(
-        "--all-seeds",
-        action="store_true",
-        help="run every seed even when the candidate is behind the reference after some (no early stop)",
-    )
-    p.add_argument(
-        "--parallel",
-        type=_parallel,
-        default=None,
-        metavar="auto|N",
-        help="seeds run at once (default auto: as many as the machine has slots for)",
-    )
-    p.add_argument(
-        "--ray",
-        type=ray_address,
-        default=None,
-        metavar="ADDRESS",
-        help="run the seeds as Ray tasks on the cluster at HOST:PORT ('local' starts Ray here); docs/ray.md",
-    )
-    p.add_argument(
-        "--ray-start-timeout",
-        type=float_in(1, 3600, low_open=False),
-        default=60.0,
-        help="seconds for each Ray node's first worker to start (60; 1..3600)",
-    )
-    p.add_argument("--description", default="", help="one line recorded in results.tsv")
-    p.add_argument("--dry-run", action="store_true", help="validate, print the resolved config, exit")
-    p.add_argument(
-        "--explain",
-        metavar="KEY",
-        default=None,
-        help="print a config key's meaning, type, range, default and where the config sets it, exit",
-    )
-    p.add_argument(
-        "--backend", choices=["auto", "embedded", "prime-rl"], default="auto", help="llm track backend (auto)"
-    )
-    p.add_argument(
-        "--allow-dirty-harness", action="store_true", help="run although harness files are modified"
-    )
-    p.add_argument(
-        "--hang-timeout",
-        type=float_in(1, 86400, low_open=False),
-        default=300.0,
-        help="seconds without output = hung (300; 1..86400)",
-    )
-    p.add_argument(
-        "--startup-cap",
-        type=float_in(1, 86400, low_open=False),
-        default=900.0,
-        help="max seconds of start-up before training (900; 1..86400)",
-    )
-    p.add_argument(
-        "--grace",
-        type=float_in(0.5, 3600, low_open=False),
-        default=30.0,
-        help="seconds between SIGTERM and SIGKILL (30; 0.5..3600)",
-    )
+    add_flags(p, RunOptions)
     return p
 
 
 def parse_options(argv: list[str] | None) -> RunOptions:
-    return options(build_parser().parse_args(argv))
-
-
-def options(a: argparse.Namespace) -> RunOptions:
-    return RunOptions(
-        track=a.track,
-        config=a.config,
-        backend=a.backend,
-        budget=a.budget,
-        seeds=a.seeds,
-        all_seeds=a.all_seeds,
-        description=a.description,
-        dry_run=a.dry_run,
-        allow_dirty_harness=a.allow_dirty_harness,
-        hang_timeout=a.hang_timeout,
-        startup_cap=a.startup_cap,
-        grace=a.grace,
-        parallel=a.parallel,
-        ray=a.ray,
-        ray_start_timeout=a.ray_start_timeout,
-    )
+    """run.py's flags, checked (a bad value exits 2 with argparse's usage line)."""
+    return from_args(RunOptions, build_parser().parse_args(argv))
 
 
 def say(msg: str) -> None:
@@ -230,12 +129,11 @@ def resolved_toml(resolved: dict[str, Any]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    if args.explain is not None:  # documentation only: nothing validated, run or recorded
+    opts = parse_options(argv)
+    if opts.explain is not None:  # documentation only: nothing validated, run or recorded
         from autorl.configdoc import explain
 
-        return explain(args.explain, args.track, paths.repo_root(), args.config)
-    opts = options(args)
+        return explain(opts.explain, opts.track, paths.repo_root(), opts.config)
     try:
         return _main(opts)
     except KeyboardInterrupt:  # before the trial's own handlers are installed (validation, prepare)
