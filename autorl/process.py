@@ -421,7 +421,7 @@ def run_budgeted(
     clock = _Clock(time.monotonic())
     proc = _spawn(launch)
     tree = _Tree(proc.pid)
-    stopper = _Stopper(proc, spec, stop or Stop())
+    stopper = _Stopper(proc, spec, stop if stop is not None else Stop())  # Stop is falsy until set
     progress = _Progress(launch.parse_line, clock, on_event)
     with open(log_path, "a", encoding="utf-8") as log:
         assert proc.stdout is not None
