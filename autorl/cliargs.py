@@ -5,13 +5,20 @@
 
 A bad value ends in argparse's usage line plus `argument --budget: must be a finite number in (0, 86400],
 got 'nan'` (exit 2), before anything runs. Shared by the `autorl` commands and run.py's parser.
+
+A dataclass whose fields are declared with `flag(...)` is a set of flags declared once: `add_flags` builds
+the parser's arguments from its fields and `from_args` builds the dataclass from the parsed values
+(run.py's `autorl.seed.RunOptions`).
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import math
 from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
 
 # Seeds of one trial (run.py --seeds, confirm --seeds): more than any decision needs (power saturates near
 # 16); a typo guard.
@@ -88,3 +95,59 @@ def ray_address(text: str) -> str:
     if text != "local" and (not sep or not host or not port.isdigit() or not 0 < int(port) < 65536):
         raise argparse.ArgumentTypeError(f"expected 'local' or HOST:PORT (port 1..65535), got {text!r}")
     return text
+
+
+def config_path(text: str) -> Path:
+    """A config file's path with something in it (`--config ""` would name the current directory)."""
+    return Path(nonempty_str(text))
+
+
+def auto_or_seeds(text: str) -> int | None:
+    """run.py --parallel: `auto` (None: as many as the machine has slots for) or a count of seeds."""
+    if text == "auto":
+        return None
+    return positive_int(MAX_SEEDS)(text)
+
+
+# --- flags declared once, on a dataclass's fields ----------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class Flag:
+    """How a dataclass field is given on the command line: `--` + its name with dashes, and these."""
+
+    help: str
+    type: Callable[[str], Any] | None = None  # parses and range-checks the text; None: the text as given
+    choices: tuple[str, ...] | None = None
+    metavar: str | None = None
+
+
+def flag(default: Any, help: str, **how: Any) -> Any:
+    """A dataclass field that is also a flag: `budget: float = flag(600.0, "help", type=budget_seconds)`.
+    A field whose default is False is a switch (present: True)."""
+    return dataclasses.field(default=default, metadata={"flag": Flag(help, **how)})
+
+
+def add_flags(parser: argparse.ArgumentParser, options: type) -> None:
+    """One argument per `flag` field of the dataclass `options`, in field order, with the field's default."""
+    for f in dataclasses.fields(options):
+        how: Flag | None = f.metadata.get("flag")
+        if how is None:
+            continue
+        name = "--" + f.name.replace("_", "-")
+        if f.default is False:
+            parser.add_argument(name, action="store_true", help=how.help)
+            continue
+        given = {"type": how.type, "choices": how.choices, "metavar": how.metavar}
+        parser.add_argument(
+            name, default=f.default, help=how.help, **{k: v for k, v in given.items() if v is not None}
+        )
+
+
+T = TypeVar("T")
+
+
+def from_args(options: type[T], args: argparse.Namespace) -> T:
+    """The dataclass `options` from a namespace parsed by a parser that `add_flags` built."""
+    flags = [f.name for f in dataclasses.fields(options) if "flag" in f.metadata]
+    return options(**{name: getattr(args, name) for name in flags})

@@ -136,7 +136,7 @@ def run_confirm(run_id: str | None = None, n_seeds: int | None = None, ledger: L
     from autorl.harness import harness_hash
     from autorl.live import LiveView
     from autorl.machine import load_machine
-    from autorl.pool import SeedJob, run_local
+    from autorl.pool import PoolRun, SeedJob, run_local
     from autorl.process import Stop
     from autorl.slots import plan
     from autorl.tomlcheck import ConfigError
@@ -193,18 +193,8 @@ def run_confirm(run_id: str | None = None, n_seeds: int | None = None, ledger: L
 
     stop = Stop()
     with _Signals(stop), LiveView(budget) as view:
-        results, _ = run_local(
-            backend,
-            None,
-            jobs,
-            opts.budget_spec(),
-            the_plan.slots,
-            the_plan.parallel,
-            stop,
-            view,
-            lambda done: "",
-            report,
-        )
+        run = PoolRun(backend, None, jobs, opts.budget_spec(), the_plan, stop, lambda done: "", report)
+        results, _ = run_local(run, view)
     if stop:
         say("interrupted: nothing recorded")
         return 130

@@ -15,10 +15,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from autorl.backend import Backend, Slot
+from autorl.backend import Backend
 from autorl.live import LiveView
 from autorl.process import BudgetSpec, Stop
 from autorl.seed import SeedResult, run_seed
+from autorl.slots import Plan
 
 
 @dataclass(frozen=True)
@@ -38,49 +39,51 @@ def waves(jobs: list[SeedJob], parallel: int) -> list[list[SeedJob]]:
     return [jobs[i : i + parallel] for i in range(0, len(jobs), parallel)]
 
 
-def run_local(
-    backend: Backend,
-    cfg: Any,
-    jobs: list[SeedJob],
-    spec: BudgetSpec,
-    slots: list[Slot],
-    parallel: int,
-    stop: Stop,
-    view: LiveView,
-    after_wave: AfterWave,
-    report: Report,
-) -> tuple[list[SeedResult], str]:
-    """Run the jobs in waves of `parallel` on `slots` (at least `parallel` of them)."""
+@dataclass(frozen=True)
+class PoolRun:
+    """What running a trial's seeds needs, the same for the local pool and for Ray."""
+
+    backend: Backend
+    cfg: Any  # the config of every job without its own
+    jobs: list[SeedJob]
+    spec: BudgetSpec
+    plan: Plan  # the slots and how many seeds run at once
+    stop: Stop
+    after_wave: AfterWave
+    report: Report
+
+
+def run_local(run: PoolRun, view: LiveView) -> tuple[list[SeedResult], str]:
+    """Run the jobs in waves of `plan.parallel` on the plan's slots (at least `parallel` of them)."""
+    slots, parallel, stop = run.plan.slots, run.plan.parallel, run.stop
     assert 1 <= parallel <= len(slots), (parallel, len(slots))
     results: list[SeedResult] = []
-    planned = waves(jobs, parallel)
+    planned = waves(run.jobs, parallel)
     for w, wave in enumerate(planned):
         if stop:
             break
         with ThreadPoolExecutor(max_workers=len(wave), thread_name_prefix="seed") as pool:
-            futures = {}
-            for job, slot in zip(wave, slots, strict=False):
-                on_event = view.callback(job.index, f"seed {job.index + 1}/{len(jobs)}")
-                futures[
-                    pool.submit(
-                        run_seed,
-                        backend,
-                        cfg if job.cfg is None else job.cfg,
-                        job.seed,
-                        job.index,
-                        job.dir,
-                        spec,
-                        slot,
-                        on_event,
-                        stop,
-                        job.split,
-                    )
-                ] = job
+            futures = {
+                pool.submit(
+                    run_seed,
+                    run.backend,
+                    run.cfg if job.cfg is None else job.cfg,
+                    job.seed,
+                    job.index,
+                    job.dir,
+                    run.spec,
+                    slot=slot,
+                    on_event=view.callback(job.index, f"seed {job.index + 1}/{len(run.jobs)}"),
+                    stop=stop,
+                    split=job.split,
+                ): job
+                for job, slot in zip(wave, slots, strict=False)
+            }
             for future in as_completed(futures):
                 view.finish(futures[future].index)
                 result = future.result()
                 results.append(result)
-                report(result)
-        if w + 1 < len(planned) and not stop and (why := after_wave(results)):
+                run.report(result)
+        if w + 1 < len(planned) and not stop and (why := run.after_wave(results)):
             return results, why
     return results, ""

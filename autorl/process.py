@@ -139,10 +139,13 @@ class ChildResult:
 class _Tree:
     """Remembers every descendant ever seen, so survivors can be found after the parent died."""
 
+    REFRESH_S = 1.0  # how often the running loop looks for new descendants and their memory
+
     def __init__(self, pid: int) -> None:
         self.root = pid
         self.seen: dict[int, psutil.Process] = {}
         self.peak_rss = 0
+        self.refreshed_at = 0.0
 
     def refresh(self) -> None:
         try:
@@ -158,6 +161,11 @@ class _Tree:
             except psutil.Error:
                 pass
         self.peak_rss = max(self.peak_rss, rss)
+
+    def refresh_every_second(self, now: float) -> None:
+        if now - self.refreshed_at > self.REFRESH_S:
+            self.refresh()
+            self.refreshed_at = now
 
     def alive(self) -> list[psutil.Process]:
         out = []
@@ -177,10 +185,222 @@ def _signal_group(pgid: int, sig: int) -> None:
         pass
 
 
-def _reader(stream: TextIO, lines: queue.Queue[str | None]) -> None:
-    for line in iter(stream.readline, ""):
-        lines.put(line)
-    lines.put(None)
+class _Clock:
+    """The budget clock: starts at the child's first `ready` or `step` event, stands still between `pause`
+    and `resume`. Start-up is the time from the launch to the clock's start."""
+
+    def __init__(self, launched: float) -> None:
+        self.launched = launched
+        self.started: float | None = None  # monotonic time the budget clock started
+        self.paused_at: float | None = None
+        self.paused_total = 0.0
+
+    @property
+    def running(self) -> bool:
+        return self.started is not None
+
+    def on_event(self, kind: str | None, now: float) -> None:
+        if kind in ("ready", "step") and self.started is None:
+            self.started = now
+        if kind == "pause" and self.paused_at is None and self.started is not None:
+            self.paused_at = now
+        if kind == "resume" and self.paused_at is not None:
+            self.paused_total += now - self.paused_at
+            self.paused_at = None
+
+    def training(self, now: float) -> float:
+        """Training seconds so far: since the start, pauses excluded."""
+        if self.started is None:
+            return 0.0
+        paused_now = (now - self.paused_at) if self.paused_at is not None else 0.0
+        return max(0.0, now - self.started - self.paused_total - paused_now)
+
+    def end(self, ended: float) -> None:
+        """The child is gone: a pause still open ends here."""
+        if self.paused_at is not None:
+            self.paused_total += ended - self.paused_at
+            self.paused_at = None
+
+    def startup(self, ended: float) -> float:
+        return (self.started if self.started is not None else ended) - self.launched
+
+
+class _Output:
+    """The output pump: a thread reads the child's merged stdout/stderr into a queue (the child never
+    blocks on a full pipe); the loop takes each line, appends it to the log and keeps the tail and the time
+    of the last output (the hang timer)."""
+
+    def __init__(self, stream: TextIO, log: TextIO) -> None:
+        self.log = log
+        self.lines: queue.Queue[str | None] = queue.Queue()
+        self.tail: deque[str] = deque(maxlen=LOG_TAIL_LINES)
+        self.last_output = time.monotonic()
+        self.eof = False
+        self.thread = threading.Thread(target=self._read, args=(stream,), daemon=True)
+        self.thread.start()
+
+    def _read(self, stream: TextIO) -> None:
+        for line in iter(stream.readline, ""):
+            self.lines.put(line)
+        self.lines.put(None)
+
+    def next_line(self, timeout: float) -> str | None:
+        """The next line (logged, without its newline), or None when none came within timeout."""
+        try:
+            line = self.lines.get(timeout=timeout)
+        except queue.Empty:
+            return None
+        if line is None:
+            self.eof = True
+            return None
+        self.last_output = time.monotonic()
+        self.log.write(line)
+        self.log.flush()
+        self.tail.append(line.rstrip("\n"))
+        return line.rstrip("\n")
+
+    def done(self, exited_for: float) -> bool:
+        """Nothing more will come: the pipe closed, or the child exited over 2 s ago and nothing is queued
+        (a grandchild may hold the pipe open after the child exited: drain briefly, then go)."""
+        return self.eof or (exited_for > 2.0 and self.lines.empty())
+
+
+class _Progress:
+    """The child's progress events (autorl.progress): they drive the clock, count steps and reach
+    on_event(event, training_seconds) (the live display)."""
+
+    def __init__(
+        self,
+        parse_line: Callable[[str], dict[str, Any] | None],
+        clock: _Clock,
+        on_event: Callable[[dict[str, Any], float], None] | None,
+    ) -> None:
+        self.parse_line, self.clock, self.on_event = parse_line, clock, on_event
+        self.steps = 0
+        self.last_step: dict[str, Any] | None = None
+
+    def take(self, line: str, now: float) -> None:
+        event = self.parse_line(line)
+        if event is None:
+            return
+        kind = event.get("event")
+        self.clock.on_event(kind, now)
+        if kind == "step":
+            self.steps = int(event.get("step", self.steps + 1))
+            self.last_step = event
+        if self.on_event is not None:
+            self.on_event(event, self.clock.training(now))
+
+
+class _Stopper:
+    """The one place that decides why the child stops and signals its process group: the stop reason is set
+    and SIGTERM/SIGKILL sent only here.
+
+    A stop request or the budget: SIGTERM (the trainer saves its weights), SIGKILL after the grace period.
+    A hang or an over-long start-up: SIGKILL at once (such a child is not saving anything useful). A hard
+    stop request (a second signal): SIGKILL at once. At the end, `finish` kills whatever is left.
+    """
+
+    def __init__(self, proc: subprocess.Popen[str], spec: BudgetSpec, stop: Stop) -> None:
+        self.proc, self.pgid, self.spec, self.stop = proc, proc.pid, spec, stop
+        self.reason: str | None = None  # exited (None) | budget | hang | startup_cap | interrupted
+        self.term_sent_at: float | None = None
+        self.hard_killed = False  # SIGKILL was sent before the child ended
+
+    def check(self, now: float, clock: _Clock, last_output: float) -> None:
+        """Called on every turn of the loop: stop, or escalate a stop whose grace period is over."""
+        if self.stop.hard.is_set() and not self.hard_killed:
+            self.reason = self.reason or "interrupted"
+            self._kill(now)
+        if self.reason is None:
+            self.reason = self._why(now, clock, last_output)
+            if self.reason in ("hang", "startup_cap"):
+                self._kill(now)
+            elif self.reason is not None:
+                _signal_group(self.pgid, signal.SIGTERM)
+                self.term_sent_at = now
+        elif (
+            not self.hard_killed
+            and self.term_sent_at is not None
+            and now - self.term_sent_at > self.spec.grace_s
+            and self.proc.poll() is None
+        ):
+            self._kill(now)
+
+    def _why(self, now: float, clock: _Clock, last_output: float) -> str | None:
+        if self.stop.graceful.is_set():
+            return "interrupted"
+        if not clock.running and now - clock.launched > self.spec.startup_cap_s:
+            return "startup_cap"
+        if clock.running and clock.training(now) >= self.spec.budget_s:
+            return "budget"
+        if now - last_output > self.spec.hang_s:
+            return "hang"
+        return None
+
+    def _kill(self, now: float) -> None:
+        _signal_group(self.pgid, signal.SIGKILL)
+        self.hard_killed = True
+        self.term_sent_at = self.term_sent_at or now
+
+    def interrupt(self) -> None:
+        """A KeyboardInterrupt in the runner (a caller that kept Python's default SIGINT handler)."""
+        self.reason = "interrupted"
+        _signal_group(self.pgid, signal.SIGTERM)
+        try:
+            self.proc.wait(timeout=self.spec.grace_s)
+        except subprocess.TimeoutExpired:
+            pass
+
+    def finish(self, tree: _Tree) -> int:
+        """SIGKILL the group and every descendant ever seen; returns how many were still alive."""
+        tree.refresh()
+        survivors = [p for p in tree.alive() if p.pid != self.proc.pid]
+        _signal_group(self.pgid, signal.SIGKILL)
+        kill_processes(survivors)
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        return len(survivors)
+
+
+def _spawn(launch: Launch) -> subprocess.Popen[str]:
+    """launch.argv in its own session and process group (one killpg reaches the whole trial), output merged
+    into one pipe, pinned to launch.cpus, dying with the runner."""
+    return subprocess.Popen(
+        launch.argv,
+        cwd=launch.cwd,
+        env={**os.environ, **launch.env, "PYTHONUNBUFFERED": "1"},
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        errors="replace",
+        bufsize=1,
+        start_new_session=True,
+        preexec_fn=_pre_exec(tuple(launch.cpus)),
+    )
+
+
+def _watch(
+    proc: subprocess.Popen[str], output: _Output, progress: _Progress, stopper: _Stopper, tree: _Tree
+) -> None:
+    """The running loop: take output, stop at a limit, return once the child is gone and its output read."""
+    exited_at: float | None = None
+    while True:
+        tree.refresh_every_second(time.monotonic())
+        if (line := output.next_line(timeout=0.1)) is not None:
+            progress.take(line, output.last_output)
+        now = time.monotonic()
+        if proc.poll() is not None:
+            exited_at = exited_at or now
+            if output.done(now - exited_at):
+                return
+        stopper.check(now, progress.clock, output.last_output)
+        if output.eof and proc.poll() is None:
+            time.sleep(0.05)  # output closed but the child is still exiting
 
 
 def run_budgeted(
@@ -198,166 +418,39 @@ def run_budgeted(
     the runner (parent-death signal).
     """
     log_path.parent.mkdir(parents=True, exist_ok=True)
-    env = {**os.environ, **launch.env, "PYTHONUNBUFFERED": "1"}
-    started = time.monotonic()
-    proc = subprocess.Popen(
-        launch.argv,
-        cwd=launch.cwd,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        errors="replace",
-        bufsize=1,
-        start_new_session=True,  # own session and process group: one killpg reaches the whole trial
-        preexec_fn=_pre_exec(tuple(launch.cpus)),
-    )
-    pgid = proc.pid
+    clock = _Clock(time.monotonic())
+    proc = _spawn(launch)
     tree = _Tree(proc.pid)
-    lines: queue.Queue[str | None] = queue.Queue()
-    reader = threading.Thread(target=_reader, args=(proc.stdout, lines), daemon=True)
-    reader.start()
-
-    tail: deque[str] = deque(maxlen=LOG_TAIL_LINES)
-    clock_start: float | None = None  # monotonic time the budget clock started
-    paused_at: float | None = None
-    paused_total = 0.0
-    steps = 0
-    last_step: dict[str, Any] | None = None
-    last_output = time.monotonic()
-    stop_reason: str | None = None
-    term_sent_at: float | None = None
-    hard_killed = False
-    last_tree_refresh = 0.0
-    eof = False
-    exited_at: float | None = None
-
-    def training_seconds(now: float) -> float:
-        if clock_start is None:
-            return 0.0
-        paused_now = (now - paused_at) if paused_at is not None else 0.0
-        return max(0.0, now - clock_start - paused_total - paused_now)
-
+    stopper = _Stopper(proc, spec, stop if stop is not None else Stop())  # Stop is falsy until set
+    progress = _Progress(launch.parse_line, clock, on_event)
     with open(log_path, "a", encoding="utf-8") as log:
+        assert proc.stdout is not None
+        output = _Output(proc.stdout, log)
         try:
-            while True:
-                now = time.monotonic()
-                if now - last_tree_refresh > 1.0:
-                    tree.refresh()
-                    last_tree_refresh = now
-                try:
-                    line = lines.get(timeout=0.1)
-                except queue.Empty:
-                    line = ""
-                if line is None:
-                    eof = True
-                elif line:
-                    now = time.monotonic()
-                    last_output = now
-                    log.write(line)
-                    log.flush()
-                    tail.append(line.rstrip("\n"))
-                    event = launch.parse_line(line.rstrip("\n"))
-                    if event is not None:
-                        kind = event.get("event")
-                        if kind in ("ready", "step") and clock_start is None:
-                            clock_start = now
-                        if kind == "pause" and paused_at is None and clock_start is not None:
-                            paused_at = now
-                        if kind == "resume" and paused_at is not None:
-                            paused_total += now - paused_at
-                            paused_at = None
-                        if kind == "step":
-                            steps = int(event.get("step", steps + 1))
-                            last_step = event
-                        if on_event is not None:
-                            on_event(event, training_seconds(now))
-
-                now = time.monotonic()
-                if proc.poll() is not None:
-                    exited_at = exited_at or now
-                    # A grandchild may hold the pipe open after the child exited: drain briefly, then go.
-                    if eof or (now - exited_at > 2.0 and lines.empty()):
-                        break
-                if stop is not None and stop.hard.is_set() and not hard_killed:
-                    stop_reason = stop_reason or "interrupted"
-                    _signal_group(pgid, signal.SIGKILL)
-                    hard_killed = True
-                    term_sent_at = term_sent_at or now
-                if stop_reason is None:
-                    if stop is not None and stop.graceful.is_set():
-                        stop_reason = "interrupted"
-                    elif clock_start is None and now - started > spec.startup_cap_s:
-                        stop_reason = "startup_cap"
-                    elif clock_start is not None and training_seconds(now) >= spec.budget_s:
-                        stop_reason = "budget"
-                    elif now - last_output > spec.hang_s:
-                        stop_reason = "hang"
-                    if stop_reason is not None:
-                        # A hung or over-long start-up child gets no grace: it is not saving anything useful.
-                        if stop_reason in ("hang", "startup_cap"):
-                            _signal_group(pgid, signal.SIGKILL)
-                            hard_killed = True
-                        else:
-                            _signal_group(pgid, signal.SIGTERM)
-                        term_sent_at = now
-                elif (
-                    not hard_killed
-                    and term_sent_at is not None
-                    and now - term_sent_at > spec.grace_s
-                    and proc.poll() is None
-                ):
-                    _signal_group(pgid, signal.SIGKILL)
-                    hard_killed = True
-                if eof and proc.poll() is None:
-                    time.sleep(0.05)  # output closed but the child is still exiting
-        except KeyboardInterrupt:  # a caller that kept Python's default SIGINT handler
-            stop_reason = "interrupted"
-            _signal_group(pgid, signal.SIGTERM)
-            try:
-                proc.wait(timeout=spec.grace_s)
-            except subprocess.TimeoutExpired:
-                pass
+            _watch(proc, output, progress, stopper, tree)
+        except KeyboardInterrupt:
+            stopper.interrupt()
         finally:
             ended = time.monotonic()
-            survivors = _kill_everything(proc, pgid, tree)
-            if paused_at is not None:
-                paused_total += ended - paused_at
-                paused_at = None
-            reader.join(timeout=2.0)
-
-    startup = (clock_start - started) if clock_start is not None else (ended - started)
-    train_s = 0.0 if clock_start is None else max(0.0, ended - clock_start - paused_total)
-    if stop_reason == "budget":
+            survivors = stopper.finish(tree)
+            clock.end(ended)
+            output.thread.join(timeout=2.0)
+    train_s = 0.0 if clock.started is None else max(0.0, ended - clock.started - clock.paused_total)
+    if stopper.reason == "budget":
         train_s = min(train_s, spec.budget_s)  # the grace period is not training
     return ChildResult(
-        stop_reason=stop_reason or "exited",
+        stop_reason=stopper.reason or "exited",
         returncode=proc.returncode,
-        startup_seconds=round(startup, 2),
+        startup_seconds=round(clock.startup(ended), 2),
         training_seconds=round(train_s, 2),
-        paused_seconds=round(paused_total, 2),
-        steps=steps,
-        last_step=last_step,
-        hard_killed=hard_killed,
+        paused_seconds=round(clock.paused_total, 2),
+        steps=progress.steps,
+        last_step=progress.last_step,
+        hard_killed=stopper.hard_killed,
         survivors_killed=survivors,
         peak_rss_gb=round(tree.peak_rss / 2**30, 3),
-        log_tail=list(tail),
+        log_tail=list(output.tail),
     )
-
-
-def _kill_everything(proc: subprocess.Popen[str], pgid: int, tree: _Tree) -> int:
-    """SIGKILL the group and every descendant ever seen; returns how many were still alive."""
-    tree.refresh()
-    survivors = [p for p in tree.alive() if p.pid != proc.pid]
-    _signal_group(pgid, signal.SIGKILL)
-    kill_processes(survivors)
-    try:
-        proc.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
-    return len(survivors)
 
 
 def end_group(proc: subprocess.Popen, grace_s: float) -> None:

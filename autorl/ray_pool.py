@@ -29,7 +29,7 @@ from typing import Any
 
 from autorl import atomic, paths
 from autorl.backend import Backend, Slot
-from autorl.pool import AfterWave, Report, SeedJob, waves
+from autorl.pool import PoolRun, Report, SeedJob, waves
 from autorl.process import BudgetSpec, Stop, kill_processes, processes_with_env
 from autorl.seed import RunOptions, SeedResult, run_seed
 from autorl.slots import Plan
@@ -146,6 +146,7 @@ class Cluster:
 
     address: str
     started_here: bool
+    harness: str = ""  # the harness hash every node was probed to run (a seed's task checks it again)
     nodes: list[Node] = field(default_factory=list)
     stderr: dict[str, collections.deque[str]] = field(default_factory=dict)  # by node IP
 
@@ -310,7 +311,7 @@ def connect(
         return None
     if not _init(ray, addr, stop):
         return None
-    cluster = Cluster(addr, started_here=addr == "local")
+    cluster = Cluster(addr, started_here=addr == "local", harness=harness)
     atexit.register(cluster.close)  # also when a stop request ends the trial before its seeds
     try:
         from ray._private.worker import global_worker_stdstream_dispatcher
@@ -403,35 +404,27 @@ def _probe(ray: Any, cluster: Cluster, harness: str, stop: Stop, start_timeout: 
 # --- the seeds ---------------------------------------------------------------------------------------------
 
 
-def run_ray(
-    cluster: Cluster,
-    backend: Backend,
-    cfg: Any,
-    jobs: list[SeedJob],
-    spec: BudgetSpec,
-    plan: Plan,
-    stop: Stop,
-    after_wave: AfterWave,
-    report: Report,
-    harness: str,
-) -> tuple[list[SeedResult], str]:
+def run_ray(cluster: Cluster, run: PoolRun) -> tuple[list[SeedResult], str]:
     """The seeds as Ray tasks, in the plan's waves; the cluster is closed at the end."""
     try:
         if broken := cluster.broken():
-            return _unstarted(jobs, broken, report), ""
+            return _unstarted(run.jobs, broken, run.report), ""
         ray = _ray()
-        slot = plan.slots[0]
+        slot = run.plan.slots[0]
         task_slot = Slot(threads=slot.threads)  # Ray assigns cores and GPUs (CUDA_VISIBLE_DEVICES) itself
         remote = ray.remote(seed_task).options(**resources(slot), max_retries=0)
-        run_id = jobs[0].dir.parent.name
+        run_id = run.jobs[0].dir.parent.name
         results: list[SeedResult] = []
-        planned = waves(jobs, plan.parallel)
+        planned = waves(run.jobs, run.plan.parallel)
         for w, wave in enumerate(planned):
-            if stop:
+            if run.stop:
                 break
-            refs = {remote.remote(harness, backend, cfg, job, run_id, spec, task_slot): job for job in wave}
-            results += _gather(cluster, refs, stop, report, spec)
-            if w + 1 < len(planned) and not stop and (why := after_wave(results)):
+            refs = {
+                remote.remote(cluster.harness, run.backend, run.cfg, job, run_id, run.spec, task_slot): job
+                for job in wave
+            }
+            results += _gather(cluster, refs, run.stop, run.report, run.spec)
+            if w + 1 < len(planned) and not run.stop and (why := run.after_wave(results)):
                 return results, why
         return results, ""
     finally:

@@ -17,8 +17,19 @@ from typing import Any
 
 from autorl import atomic
 from autorl.backend import WHOLE_MACHINE, Backend, Launch, Slot, TrainOutcome
+from autorl.cliargs import (
+    MAX_SEEDS,
+    auto_or_seeds,
+    budget_seconds,
+    config_path,
+    flag,
+    float_in,
+    positive_int,
+    ray_address,
+)
 from autorl.jsonl import eval_rows_problem, read_jsonl
 from autorl.process import BudgetSpec, ChildResult, Stop, run_budgeted
+from autorl.track import track_names
 
 EVAL_CAP_S = 3600.0  # the fixed eval is never budgeted, only capped against a hang
 STATUS_RANK = {"ok": 0, "timeout": 1, "crash": 2, "interrupted": 3}  # the trial's status: the worst seed's
@@ -26,23 +37,59 @@ STATUS_RANK = {"ok": 0, "timeout": 1, "crash": 2, "interrupted": 3}  # the trial
 
 @dataclass(frozen=True)
 class RunOptions:
-    """run.py's flags after validation (autorl.trial.build_parser checks each range)."""
+    """run.py's flags, each declared once, here: a field's `flag` carries its type (the range check), help
+    and metavar; run.py's parser is built from these fields (autorl.cliargs.add_flags), in this order."""
 
-    track: str = "llm"
-    config: Path | None = None  # None: the track's default config file
-    backend: str = "auto"  # llm: auto | embedded | prime-rl
-    budget: float = 600.0  # training seconds per seed
-    seeds: int | None = None  # None: the track's default
-    all_seeds: bool = False  # no early stop
-    description: str = ""
-    dry_run: bool = False
-    allow_dirty_harness: bool = False
-    hang_timeout: float = 300.0
-    startup_cap: float = 900.0
-    grace: float = 30.0
-    parallel: int | None = None  # seeds at once; None: as many as the machine has slots for
-    ray: str | None = None  # Ray address ("local" starts one); None: the local pool
-    ray_start_timeout: float = 60.0  # seconds for each Ray node's first worker to start (a broken venv)
+    config: Path | None = flag(  # None: the track's default config file
+        None, "config file (default train.toml; classic.toml)", type=config_path
+    )
+    track: str = flag("llm", "llm (default) or classic PPO", choices=tuple(track_names()))
+    budget: float = flag(600.0, "training seconds per seed (default 600)", type=budget_seconds)
+    seeds: int | None = flag(  # None: the track's default
+        None,
+        f"trainings with harness-chosen seeds (llm 6, classic 5; at most {MAX_SEEDS})",
+        type=positive_int(MAX_SEEDS),
+    )
+    all_seeds: bool = flag(  # no early stop
+        False, "run every seed even when the candidate is behind the reference after some (no early stop)"
+    )
+    parallel: int | None = flag(  # seeds at once; None: as many as the machine has slots for
+        None,
+        "seeds run at once (default auto: as many as the machine has slots for)",
+        type=auto_or_seeds,
+        metavar="auto|N",
+    )
+    ray: str | None = flag(  # Ray address ("local" starts one); None: the local pool
+        None,
+        "run the seeds as Ray tasks on the cluster at HOST:PORT ('local' starts Ray here); docs/ray.md",
+        type=ray_address,
+        metavar="ADDRESS",
+    )
+    ray_start_timeout: float = flag(  # a broken venv on a node must not hang the trial
+        60.0,
+        "seconds for each Ray node's first worker to start (60; 1..3600)",
+        type=float_in(1, 3600, low_open=False),
+    )
+    description: str = flag("", "one line recorded in results.tsv")
+    dry_run: bool = flag(False, "validate, print the resolved config, exit")
+    explain: str | None = flag(  # documentation only: nothing validated, run or recorded
+        None,
+        "print a config key's meaning, type, range, default and where the config sets it, exit",
+        metavar="KEY",
+    )
+    backend: str = flag("auto", "llm track backend (auto)", choices=("auto", "embedded", "prime-rl"))
+    allow_dirty_harness: bool = flag(False, "run although harness files are modified")
+    hang_timeout: float = flag(
+        300.0, "seconds without output = hung (300; 1..86400)", type=float_in(1, 86400, low_open=False)
+    )
+    startup_cap: float = flag(
+        900.0,
+        "max seconds of start-up before training (900; 1..86400)",
+        type=float_in(1, 86400, low_open=False),
+    )
+    grace: float = flag(
+        30.0, "seconds between SIGTERM and SIGKILL (30; 0.5..3600)", type=float_in(0.5, 3600, low_open=False)
+    )
 
     def budget_spec(self) -> BudgetSpec:
         return BudgetSpec(

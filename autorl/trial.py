@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import functools
 import hashlib
 import json
 import shutil
@@ -18,135 +19,43 @@ import sys
 import threading
 import time
 import traceback
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from autorl import atomic, paths
-from autorl.cliargs import MAX_SEEDS, budget_seconds, float_in, nonempty_str, positive_int, ray_address
+from autorl.backend import Backend
+from autorl.cliargs import add_flags, from_args
 from autorl.harness import commit_short, dirty_harness_files, harness_hash
 from autorl.jsonl import eval_rows_problem, read_jsonl
+from autorl.machine import Machine, MachineFileError, load_machine
 from autorl.process import Stop
 from autorl.seed import RunOptions, SeedResult
 from autorl.tomlcheck import ConfigError
-from autorl.track import Track, get_track, track_names
+from autorl.track import Track, get_track
+
+if TYPE_CHECKING:
+    from autorl.ledger import Ledger
+    from autorl.ray_pool import Cluster
+    from autorl.result import TrialContext, TrialResult
+    from autorl.slots import Plan
+    from autorl.stats import NoiseFloor
 
 EXIT_OK, EXIT_CRASH, EXIT_INVALID = 0, 1, 2
 EXIT_SIGNAL = {signal.SIGINT: 130, signal.SIGTERM: 143}  # 128 + the signal, as a shell reports it
 
 
-def _parallel(text: str) -> int | None:
-    if text == "auto":
-        return None
-    return positive_int(MAX_SEEDS)(text)
-
-
-def config_arg(text: str) -> Path:
-    """--config: a path with something in it (`--config ""` would name the current directory)."""
-    return Path(nonempty_str(text))
-
-
 def build_parser() -> argparse.ArgumentParser:
+    """run.py's parser: one flag per RunOptions field (autorl.seed), declared there."""
     p = argparse.ArgumentParser(prog="run.py", description="Run one budgeted, validated, recorded trial.")
-    p.add_argument(
-        "--config", type=config_arg, default=None, help="config file (default train.toml; classic.toml)"
-    )
-    p.add_argument("--track", choices=track_names(), default="llm", help="llm (default) or classic PPO")
-    p.add_argument(
-        "--budget",
-        type=budget_seconds,
-        default=600.0,
-        help="training seconds per seed (default 600)",
-    )
-    p.add_argument(
-        "--seeds",
-        type=positive_int(MAX_SEEDS),
-        default=None,
-        help=f"trainings with harness-chosen seeds (llm 6, classic 5; at most {MAX_SEEDS})",
-    )
-    p.add_argument(
-        "--all-seeds",
-        action="store_true",
-        help="run every seed even when the candidate is behind the reference after some (no early stop)",
-    )
-    p.add_argument(
-        "--parallel",
-        type=_parallel,
-        default=None,
-        metavar="auto|N",
-        help="seeds run at once (default auto: as many as the machine has slots for)",
-    )
-    p.add_argument(
-        "--ray",
-        type=ray_address,
-        default=None,
-        metavar="ADDRESS",
-        help="run the seeds as Ray tasks on the cluster at HOST:PORT ('local' starts Ray here); docs/ray.md",
-    )
-    p.add_argument(
-        "--ray-start-timeout",
-        type=float_in(1, 3600, low_open=False),
-        default=60.0,
-        help="seconds for each Ray node's first worker to start (60; 1..3600)",
-    )
-    p.add_argument("--description", default="", help="one line recorded in results.tsv")
-    p.add_argument("--dry-run", action="store_true", help="validate, print the resolved config, exit")
-    p.add_argument(
-        "--explain",
-        metavar="KEY",
-        default=None,
-        help="print a config key's meaning, type, range, default and where the config sets it, exit",
-    )
-    p.add_argument(
-        "--backend", choices=["auto", "embedded", "prime-rl"], default="auto", help="llm track backend (auto)"
-    )
-    p.add_argument(
-        "--allow-dirty-harness", action="store_true", help="run although harness files are modified"
-    )
-    p.add_argument(
-        "--hang-timeout",
-        type=float_in(1, 86400, low_open=False),
-        default=300.0,
-        help="seconds without output = hung (300; 1..86400)",
-    )
-    p.add_argument(
-        "--startup-cap",
-        type=float_in(1, 86400, low_open=False),
-        default=900.0,
-        help="max seconds of start-up before training (900; 1..86400)",
-    )
-    p.add_argument(
-        "--grace",
-        type=float_in(0.5, 3600, low_open=False),
-        default=30.0,
-        help="seconds between SIGTERM and SIGKILL (30; 0.5..3600)",
-    )
+    add_flags(p, RunOptions)
     return p
 
 
 def parse_options(argv: list[str] | None) -> RunOptions:
-    return options(build_parser().parse_args(argv))
-
-
-def options(a: argparse.Namespace) -> RunOptions:
-    return RunOptions(
-        track=a.track,
-        config=a.config,
-        backend=a.backend,
-        budget=a.budget,
-        seeds=a.seeds,
-        all_seeds=a.all_seeds,
-        description=a.description,
-        dry_run=a.dry_run,
-        allow_dirty_harness=a.allow_dirty_harness,
-        hang_timeout=a.hang_timeout,
-        startup_cap=a.startup_cap,
-        grace=a.grace,
-        parallel=a.parallel,
-        ray=a.ray,
-        ray_start_timeout=a.ray_start_timeout,
-    )
+    """run.py's flags, checked (a bad value exits 2 with argparse's usage line)."""
+    return from_args(RunOptions, build_parser().parse_args(argv))
 
 
 def say(msg: str) -> None:
@@ -230,12 +139,11 @@ def resolved_toml(resolved: dict[str, Any]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    if args.explain is not None:  # documentation only: nothing validated, run or recorded
+    opts = parse_options(argv)
+    if opts.explain is not None:  # documentation only: nothing validated, run or recorded
         from autorl.configdoc import explain
 
-        return explain(args.explain, args.track, paths.repo_root(), args.config)
-    opts = options(args)
+        return explain(opts.explain, opts.track, paths.repo_root(), opts.config)
     try:
         return _main(opts)
     except KeyboardInterrupt:  # before the trial's own handlers are installed (validation, prepare)
@@ -243,65 +151,101 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_SIGNAL[signal.SIGINT]
 
 
+@dataclass(frozen=True)
+class Setup:
+    """A validated trial before it runs: the flags (config path and seed count resolved), the track, the
+    backend (its name and the object) and the config it validated."""
+
+    opts: RunOptions
+    track: Track
+    backend_name: str
+    backend: Backend
+    cfg: Any
+    root: Path
+
+    @property
+    def config_path(self) -> Path:
+        assert self.opts.config is not None  # resolved by _validated
+        return self.opts.config
+
+
+class Invalid(Exception):
+    """Bad input found while setting a trial up: exit 2 with this message, nothing run, nothing recorded."""
+
+
 def _main(opts: RunOptions) -> int:
+    try:
+        setup, machine = _validated(opts)
+        if opts.dry_run:
+            return dry_run(setup)
+        # 2.-3. The committed harness, a ledger and directories a row can be recorded in, the backend found.
+        if problem := refusal_before_training(setup.opts, setup.root, setup.backend):
+            raise Invalid(problem)
+        if problems := setup.track.data_problems(setup.cfg):
+            raise Invalid("\n".join(problems))
+        # 4. Prepare once per machine, and again when the builtin model's recipe changed.
+        if reason := setup.track.prepare_reason(machine):
+            prepared = _prepare(setup, reason)
+            if prepared is None:
+                return EXIT_CRASH
+            setup = prepared
+    except Invalid as exc:
+        return invalid(str(exc))
+    return run_trial(setup)
+
+
+def _validated(opts: RunOptions) -> tuple[Setup, Machine | None]:
+    """1. The config validated before anything heavy (no model loaded, no GPU touched), and the machine file
+    it was validated against. Raises Invalid."""
     if problem := paths.root_problem():
-        return invalid(problem)
+        raise Invalid(problem)
     root = paths.repo_root()
     track = get_track(opts.track)
     config_path = opts.config or root / track.default_config
     opts = replace(opts, config=config_path, seeds=opts.seeds or track.default_seeds)
     if not config_path.exists():
-        return invalid(f"config file {config_path} not found")
-
-    from autorl.machine import MachineFileError, load_machine
-
+        raise Invalid(f"config file {config_path} not found")
     try:
         machine = load_machine()
     except MachineFileError as exc:
-        return invalid(str(exc))
+        raise Invalid(str(exc)) from None
     backend_name = track.backend_name(opts.backend, machine)
-
-    # 1. Validate before anything heavy.
     prepared_model = machine.model_name if machine and not opts.dry_run else None
     try:
-        cfg = track.load_config(config_path, backend_name, prepared_model)
-        backend = track.make_backend(backend_name)
-        backend.check(cfg)
+        cfg, backend = _load(track, config_path, backend_name, prepared_model)
     except ConfigError as exc:
-        return invalid(str(exc))
+        raise Invalid(str(exc)) from None
+    return Setup(opts, track, backend_name, backend, cfg, root), machine
 
-    if opts.dry_run:
-        return dry_run(backend, cfg, backend_name, opts)
 
-    # 2.-3. The committed harness, a ledger and directories a row can be recorded in, the backend found.
-    if problem := refusal_before_training(opts, root, backend):
-        return invalid(problem)
-    if problems := track.data_problems(cfg):
-        return invalid("\n".join(problems))
+def _load(track: Track, config_path: Path, backend_name: str, model: str | None) -> tuple[Any, Backend]:
+    """The config loaded for `backend_name` and checked by that backend; raises ConfigError."""
+    cfg = track.load_config(config_path, backend_name, model)
+    backend = track.make_backend(backend_name)
+    backend.check(cfg)
+    return cfg, backend
 
-    # 4. Prepare once per machine, and again when the builtin model's recipe changed.
-    if reason := track.prepare_reason(machine):
-        from autorl.prepare import PrepareError
 
-        say(reason)
-        try:
-            machine = track.prepare(config_path)
-        except PrepareError as exc:  # not a usage error (exit 2): nothing was recorded, exit 1
-            print(f"error: prepare failed: {exc}", file=sys.stderr, flush=True)
-            print_summary({"status": "crash"}, None)
-            return EXIT_CRASH
-        if opts.backend == "auto" and machine.backend != backend_name:
-            backend_name = machine.backend
-            try:
-                cfg = track.load_config(config_path, backend_name, machine.model_name)
-                backend = track.make_backend(backend_name)
-                backend.check(cfg)
-                backend.preflight()
-            except ConfigError as exc:
-                return invalid(str(exc))
-            except Exception as exc:
-                return invalid(str(exc))
-    return run_trial(opts, track, backend, backend_name, cfg, root)
+def _prepare(setup: Setup, reason: str) -> Setup | None:
+    """Prepare the machine; with `--backend auto`, validate again for the backend prepare chose (Invalid
+    when it refuses the config). None: prepare failed (said; exit 1, nothing recorded)."""
+    from autorl.prepare import PrepareError
+
+    say(reason)
+    try:
+        machine = setup.track.prepare(setup.config_path)
+    except PrepareError as exc:  # not a usage error (exit 2): nothing was recorded, exit 1
+        print(f"error: prepare failed: {exc}", file=sys.stderr, flush=True)
+        print_summary({"status": "crash"}, None)
+        return None
+    if setup.opts.backend != "auto" or machine.backend == setup.backend_name:
+        return setup
+    try:
+        cfg, backend = _load(setup.track, setup.config_path, machine.backend, machine.model_name)
+        backend.preflight()
+    except Exception as exc:
+        raise Invalid(str(exc)) from None
+    return replace(setup, backend_name=machine.backend, cfg=cfg, backend=backend)
 
 
 def refusal_before_training(opts: RunOptions, root: Path, backend) -> str | None:
@@ -336,12 +280,13 @@ def refusal_before_training(opts: RunOptions, root: Path, backend) -> str | None
     return None
 
 
-def dry_run(backend, cfg, backend_name: str, opts: RunOptions) -> int:
+def dry_run(setup: Setup) -> int:
     from autorl.slots import plan
 
+    backend, cfg = setup.backend, setup.cfg
     resolved = backend.resolve(cfg, paths.runs_dir() / "dry-run", 0)
-    print(f"# backend: {backend_name}; config {cfg.path} is valid (config_hash {cfg.config_hash})")
-    print(f"# {plan(backend, cfg, opts).describe()}")
+    print(f"# backend: {setup.backend_name}; config {cfg.path} is valid (config_hash {cfg.config_hash})")
+    print(f"# {plan(backend, cfg, setup.opts).describe()}")
     print(resolved_toml(resolved))
     if text := backend.availability_note():
         print(f"# note: {text}")
@@ -401,209 +346,236 @@ class _Signals:
             signal.signal(sig, handler)
 
 
-def run_trial(opts: RunOptions, track: Track, backend, backend_name: str, cfg, root: Path) -> int:
+def run_trial(setup: Setup) -> int:
     stop = Stop()
     with _Signals(stop):
-        code = _run_trial(opts, track, backend, backend_name, cfg, root, stop)
+        code = _run_trial(setup, stop)
     if stop:
         return EXIT_SIGNAL.get(stop.signum or signal.SIGINT, 130)
     return code
 
 
-def _run_trial(
-    opts: RunOptions, track: Track, backend, backend_name: str, cfg, root: Path, stop: Stop
-) -> int:
-    from autorl import stats
-    from autorl.ledger import Ledger, LedgerError, best_kept, reference_rows
+@dataclass(frozen=True)
+class Reference:
+    """What the trial is compared with, read once before it runs (the ledger does not change during it), so
+    that a multi-seed trial can stop early when the candidate is behind after some of its seeds."""
+
+    ledger_rows: list[dict[str, str]]
+    row: dict[str, str] | None  # the best kept trial of the same eval set, harness and budget
+    eval_rows: list[dict[str, Any]]  # its eval rows, checked against the hash its row recorded
+    noise: NoiseFloor  # one noise floor serves every interim look and the verdict
+
+
+@dataclass
+class Trained:
+    """What the seeds left: the base model's eval rows, the seeds' results, why the trial stopped adding
+    seeds ("" = it did not) and the fault of the harness that ended it ("" = none)."""
+
+    base_rows: list[dict[str, Any]] = field(default_factory=list)
+    results: list[SeedResult] = field(default_factory=list)
+    stopped_early: str = ""
+    failure: str = ""
+
+
+def _run_trial(setup: Setup, stop: Stop) -> int:
+    from autorl.ledger import Ledger, LedgerError
     from autorl.ray_pool import cluster_for
-    from autorl.result import TrialContext, conclude
-    from autorl.show import trial_health
     from autorl.slots import plan
 
     t0 = time.monotonic()
     ledger = Ledger(paths.results_file())
-    assert opts.seeds is not None
-    h_hash = harness_hash(root)
-    eval_hash = track.eval_hash(cfg)
-    # The reference (best kept trial of the same eval set, harness and budget), its eval rows checked against
-    # the hash its row recorded before anything runs, and the noise floor: known up front so that a
-    # multi-seed trial can stop early when the candidate is behind after some of its seeds.
-    the_plan = plan(backend, cfg, opts)
+    h_hash = harness_hash(setup.root)
+    eval_hash = setup.track.eval_hash(setup.cfg)
+    the_plan = plan(setup.backend, setup.cfg, setup.opts)
     try:
-        ledger_rows = ledger.rows()  # checked before prepare (read again: another trial may have appended)
-        reference = best_kept(ledger_rows, track.name, eval_hash, h_hash, opts.budget)
-        ref_rows = reference_rows(reference, paths.runs_dir()) if reference else []
+        ref = read_reference(ledger, setup, eval_hash, h_hash)
         # --ray: connected and probed before the run directory (a cluster unfit for the trial is bad input)
-        cluster = cluster_for(opts, the_plan, h_hash, stop)
+        cluster = cluster_for(setup.opts, the_plan, h_hash, stop)
     except (LedgerError, ConfigError) as exc:
         return invalid(str(exc))
-    commit = commit_short(root)
-    run_id, run_dir = new_run_dir(commit)
-    ctx = TrialContext(
-        run_id=run_id,
-        run_dir=run_dir,
-        commit=commit,
-        track=track.name,
-        backend=backend_name,
-        config_hash=cfg.config_hash,
-        harness_hash=h_hash,
-        eval_hash=eval_hash,
-        description=opts.description,
-        budget=opts.budget,
-        seeds_planned=opts.seeds,
-        score_range=track.score_range(cfg),
-    )
-    # The ledger does not change during the trial: one noise floor serves every interim check and the verdict.
+    ctx = new_context(setup, h_hash, eval_hash)
+    try:
+        trained = _train(setup, ctx, the_plan, cluster, ref, stop)
+    except ConfigError as exc:
+        shutil.rmtree(ctx.run_dir, ignore_errors=True)
+        return invalid(str(exc))
+    except Exception as exc:  # a fault of the harness during the trial: the row says what happened
+        traceback.print_exc()
+        trained = Trained(failure=f"{type(exc).__name__}: {exc}")
+    result = _conclude(setup, ctx, the_plan.parallel, ref, trained, stop)
+    result.total_seconds = time.monotonic() - t0
+    record(result, ledger, trained.failure)
+    return EXIT_OK if result.status == "ok" else EXIT_CRASH
+
+
+def read_reference(ledger: Ledger, setup: Setup, eval_hash: str, h_hash: str) -> Reference:
+    """The reference trial, its eval rows and the noise floor, from the ledger as it is now (read again:
+    another trial may have appended since the check before prepare). Raises LedgerError."""
+    from autorl import stats
+    from autorl.ledger import best_kept, reference_rows
+
+    track, budget = setup.track, setup.opts.budget
+    rows = ledger.rows()
+    best = best_kept(rows, track.name, eval_hash, h_hash, budget)
+    eval_rows = reference_rows(best, paths.runs_dir()) if best else []
     noise = stats.noise_floor(
-        ledger_rows,
+        rows,
         track=track.name,
         eval_hash=eval_hash,
         harness_hash=h_hash,
         prior_sd=track.seed_sd_prior,
-        budget=opts.budget,
+        budget=budget,
+    )
+    return Reference(rows, best, eval_rows, noise)
+
+
+def new_context(setup: Setup, h_hash: str, eval_hash: str) -> TrialContext:
+    """The trial's identity and its new run directory (runs/<time>-<commit>)."""
+    from autorl.result import TrialContext
+
+    commit = commit_short(setup.root)
+    run_id, run_dir = new_run_dir(commit)
+    assert setup.opts.seeds is not None  # resolved by _validated
+    return TrialContext(
+        run_id=run_id,
+        run_dir=run_dir,
+        commit=commit,
+        track=setup.track.name,
+        backend=setup.backend_name,
+        config_hash=setup.cfg.config_hash,
+        harness_hash=h_hash,
+        eval_hash=eval_hash,
+        description=setup.opts.description,
+        budget=setup.opts.budget,
+        seeds_planned=setup.opts.seeds,
+        score_range=setup.track.score_range(setup.cfg),
     )
 
-    failure = ""
-    try:
-        base_rows, results, stopped_early = _train(
-            opts, track, backend, cfg, ctx, the_plan, cluster, ledger_rows, reference, ref_rows, noise, stop
-        )
-    except ConfigError as exc:
-        shutil.rmtree(run_dir, ignore_errors=True)
-        return invalid(str(exc))
-    except Exception as exc:  # a fault of the harness during the trial: the row says what happened
-        traceback.print_exc()
-        failure = f"{type(exc).__name__}: {exc}"
-        base_rows, results, stopped_early = [], [], ""
 
+def _train(
+    setup: Setup, ctx: TrialContext, the_plan: Plan, cluster: Cluster | None, ref: Reference, stop: Stop
+) -> Trained:
+    """The run's files, the base eval, then the seeds in waves (an interim look after each). Raises
+    ConfigError when the backend refuses the config at launch."""
+    from autorl.live import LiveView
+    from autorl.pool import PoolRun, SeedJob, run_local
+
+    opts, run_dir = setup.opts, ctx.run_dir
+    assert opts.seeds is not None  # resolved by _validated
+    seeds = harness_seeds(ctx.run_id, opts.seeds)
+    atomic.write_text(run_dir / "config.toml", setup.cfg.text)
+    diff = config_diff_vs_baseline(ref.ledger_rows, setup.track.name, setup.cfg.text)
+    atomic.write_text(run_dir / "config.diff", diff)
+    say(f"run {ctx.run_id}: backend {ctx.backend}, seeds {seeds}, budget {opts.budget:g} s per seed")
+    say(the_plan.describe())
+    base_rows = _base_eval(setup, ctx, stop)
+    if stop:
+        return Trained(base_rows)
+    run = PoolRun(
+        backend=setup.backend,
+        cfg=setup.cfg,
+        jobs=[SeedJob(k, seed, run_dir / f"seed-{k}") for k, seed in enumerate(seeds)],
+        spec=opts.budget_spec(),
+        plan=the_plan,
+        stop=stop,
+        after_wave=functools.partial(interim_look, opts, the_plan, ref),
+        report=report_seed,
+    )
+    with LiveView(opts.budget) as view:
+        if cluster is not None:
+            from autorl.ray_pool import run_ray
+
+            results, stopped_early = run_ray(cluster, run)
+        else:
+            results, stopped_early = run_local(run, view)
+    return Trained(base_rows, results, stopped_early)
+
+
+def _base_eval(setup: Setup, ctx: TrialContext, stop: Stop) -> list[dict[str, Any]]:
+    """The base model's eval rows, cached per (track, backend, model, eval set, harness); [] on failure."""
+    track = setup.track
+    base_key = hashlib.sha256(
+        f"{track.name}|{ctx.backend}|{track.base_model_id(setup.cfg)}|{ctx.eval_hash}|{ctx.harness_hash}".encode()
+    )
+    base_rows, base_error = base_eval_rows(
+        setup.backend, setup.cfg, base_key.hexdigest()[:16], ctx.run_dir, stop
+    )
+    if base_error and not stop:
+        say(f"warning: base model eval failed: {base_error}")
+    return base_rows
+
+
+def interim_look(opts: RunOptions, the_plan: Plan, ref: Reference, done: list[SeedResult]) -> str:
+    """After a wave: whether the trial stops adding seeds ("" = go on, else why), against the reference."""
+    from autorl import stats
+
+    if not ref.eval_rows or opts.all_seeds or any(r.status != "ok" for r in done):
+        return ""
+    assert opts.seeds is not None and ref.row is not None  # eval rows come from a reference row
+    interim = stats.compare([r for s in done for r in s.eval_rows], ref.eval_rows, noise=ref.noise)
+    looks = -(-opts.seeds // the_plan.parallel)  # waves planned; one look after each but the last
+    look = -(-len(done) // the_plan.parallel)
+    decision = stats.early_decision(interim, look, looks)
+    say(
+        f"interim look {look}/{looks - 1} after {len(done)}/{opts.seeds} seeds: delta "
+        f"{interim.delta:+.4f}, p {interim.p_value:.3g}, efficacy boundary "
+        f"{stats.efficacy_alpha(look, looks):.2g}: {'continue' if decision is None else 'stop'}"
+    )
+    if decision is None:
+        return ""
+    why = f"after {len(done)}/{opts.seeds} seeds: " + (
+        f"delta {interim.delta:+.4f} <= 0"
+        if decision == "futile"
+        else f"delta {interim.delta:+.4f}, p {interim.p_value:.2g} below the efficacy boundary"
+    )
+    say(f"early stop {why} vs {ref.row['run_id']} ({decision}; --all-seeds runs all)")
+    return why
+
+
+def report_seed(result: SeedResult) -> None:
+    """A finished seed's lines, printed as it finishes."""
+    for line in result.log:
+        say(line)
+    if result.error:
+        print(result.error, flush=True)
+
+
+def _conclude(
+    setup: Setup, ctx: TrialContext, parallel: int, ref: Reference, trained: Trained, stop: Stop
+) -> TrialResult:
+    """The statistics, the summary and the row; a fault here still gives a row, with the reason."""
+    from autorl.result import conclude
+    from autorl.show import trial_health
+
+    results = trained.results
     try:
         result = conclude(
             ctx,
             results,
-            base_rows,
-            reference,
-            ref_rows,
-            noise,
-            stopped_early=stopped_early,
-            extras_fn=lambda rows: backend.summary_extras(
-                cfg, [s.outcome for s in results if s.outcome], rows
+            trained.base_rows,
+            ref.row,
+            ref.eval_rows,
+            ref.noise,
+            stopped_early=trained.stopped_early,
+            extras_fn=lambda rows: setup.backend.summary_extras(
+                setup.cfg, [s.outcome for s in results if s.outcome], rows
             ),
-            parallel=the_plan.parallel,
+            parallel=parallel,
             interrupted=bool(stop),
         )
     except Exception as exc:  # the statistics or a backend's extras failed: still one row, with the reason
         traceback.print_exc()
-        failure = failure or f"{type(exc).__name__}: {exc}"
-        result = conclude(ctx, [], [], None, [], noise, parallel=the_plan.parallel)  # nothing to fail on
-    result.run_dir_shown = str(run_dir.relative_to(paths.repo_root()))
+        trained.failure = trained.failure or f"{type(exc).__name__}: {exc}"
+        result = conclude(ctx, [], [], None, [], ref.noise, parallel=parallel)  # nothing to fail on
+    result.run_dir_shown = str(ctx.run_dir.relative_to(paths.repo_root()))
     try:
-        result.health = trial_health(run_dir, result.score, result.base_score)
+        result.health = trial_health(ctx.run_dir, result.score, result.base_score)
     except Exception as exc:  # diagnostics only: a fault here never costs the row
         say(f"warning: health flags not computed: {type(exc).__name__}: {exc}")
     if stop:
         evaluated = sum(1 for s in results if s.evaluated)
         say(f"stopped by a signal: {evaluated} seed(s) evaluated; recording the trial as interrupted")
-    result.total_seconds = time.monotonic() - t0
-    record(result, ledger, failure)
-    return EXIT_OK if result.status == "ok" else EXIT_CRASH
-
-
-def _train(  # the trial's state, passed once
-    opts: RunOptions,
-    track: Track,
-    backend,
-    cfg,
-    ctx,
-    the_plan,
-    cluster,
-    ledger_rows: list[dict[str, str]],
-    reference: dict[str, str] | None,
-    ref_rows: list[dict[str, Any]],
-    noise,
-    stop: Stop,
-) -> tuple[list[dict[str, Any]], list[SeedResult], str]:
-    """Base eval, then the seeds in waves (early stop after each wave): (base rows, seed results, why
-    stopped early). Raises ConfigError when the backend refuses the config at launch."""
-    from autorl import stats
-    from autorl.live import LiveView
-    from autorl.pool import SeedJob, run_local
-
-    run_dir = ctx.run_dir
-    seeds = harness_seeds(ctx.run_id, opts.seeds)
-    atomic.write_text(run_dir / "config.toml", cfg.text)
-    atomic.write_text(run_dir / "config.diff", config_diff_vs_baseline(ledger_rows, track.name, cfg.text))
-    say(f"run {ctx.run_id}: backend {ctx.backend}, seeds {seeds}, budget {opts.budget:g} s per seed")
-    say(the_plan.describe())
-
-    base_key = hashlib.sha256(
-        f"{track.name}|{ctx.backend}|{track.base_model_id(cfg)}|{ctx.eval_hash}|{ctx.harness_hash}".encode()
-    )
-    base_rows, base_error = base_eval_rows(backend, cfg, base_key.hexdigest()[:16], run_dir, stop)
-    if base_error and not stop:
-        say(f"warning: base model eval failed: {base_error}")
-
-    def after_wave(done: list[SeedResult]) -> str:
-        if not ref_rows or opts.all_seeds or any(r.status != "ok" for r in done):
-            return ""
-        interim = stats.compare([r for s in done for r in s.eval_rows], ref_rows, noise=noise)
-        looks = -(-opts.seeds // the_plan.parallel)  # waves planned; one look after each but the last
-        look = -(-len(done) // the_plan.parallel)
-        decision = stats.early_decision(interim, look, looks)
-        say(
-            f"interim look {look}/{looks - 1} after {len(done)}/{opts.seeds} seeds: delta "
-            f"{interim.delta:+.4f}, p {interim.p_value:.3g}, efficacy boundary "
-            f"{stats.efficacy_alpha(look, looks):.2g}: {'continue' if decision is None else 'stop'}"
-        )
-        if decision is None:
-            return ""
-        why = f"after {len(done)}/{opts.seeds} seeds: " + (
-            f"delta {interim.delta:+.4f} <= 0"
-            if decision == "futile"
-            else f"delta {interim.delta:+.4f}, p {interim.p_value:.2g} below the efficacy boundary"
-        )
-        say(f"early stop {why} vs {reference['run_id']} ({decision}; --all-seeds runs all)")
-        return why
-
-    def report(result: SeedResult) -> None:
-        for line in result.log:
-            say(line)
-        if result.error:
-            print(result.error, flush=True)
-
-    jobs = [SeedJob(k, seed, run_dir / f"seed-{k}") for k, seed in enumerate(seeds)]
-    results: list[SeedResult] = []
-    stopped_early = ""
-    if not stop:
-        with LiveView(opts.budget) as view:
-            if cluster is not None:
-                from autorl.ray_pool import run_ray
-
-                results, stopped_early = run_ray(
-                    cluster,
-                    backend,
-                    cfg,
-                    jobs,
-                    opts.budget_spec(),
-                    the_plan,
-                    stop,
-                    after_wave,
-                    report,
-                    ctx.harness_hash,
-                )
-            else:
-                results, stopped_early = run_local(
-                    backend,
-                    cfg,
-                    jobs,
-                    opts.budget_spec(),
-                    the_plan.slots,
-                    the_plan.parallel,
-                    stop,
-                    view,
-                    after_wave,
-                    report,
-                )
-    return base_rows, results, stopped_early
+    return result
 
 
 def record(result, ledger, failure: str = "") -> None:

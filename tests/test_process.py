@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import sys
 import textwrap
+import threading
 import time
 from pathlib import Path
 
@@ -12,7 +13,7 @@ import psutil
 import pytest
 
 from autorl.backend import Launch
-from autorl.process import BudgetSpec, run_budgeted
+from autorl.process import BudgetSpec, Stop, run_budgeted
 
 PRELUDE = """
 import json, os, signal, subprocess, sys, time
@@ -172,3 +173,44 @@ def test_grandchild_holding_stdout_does_not_block(tmp_path):
     assert time.monotonic() - started < 15
     time.sleep(0.2)
     assert not pid_alive(int((tmp_path / "pid").read_text()))
+
+
+def test_a_stop_request_ends_the_child_like_the_budget_and_a_hard_one_at_once(tmp_path):
+    """The trial's Stop (set by its signal handler): SIGTERM, the child saves, `interrupted`; a hard stop
+    SIGKILLs a child that ignores SIGTERM without waiting for the grace period."""
+    saving = launch(
+        tmp_path,
+        """
+        def on_term(*_):
+            open("saved", "w").write("yes")
+            sys.exit(0)
+        signal.signal(signal.SIGTERM, on_term)
+        emit("ready")
+        while True:
+            emit("step", step=1)
+            time.sleep(0.05)
+        """,
+    )
+    stop = Stop()
+    threading.Timer(1.0, stop.graceful.set).start()
+    result = run_budgeted(saving, tmp_path / "run.log", spec(budget_s=60), stop=stop)
+    assert (result.stop_reason, result.status, result.hard_killed) == ("interrupted", "interrupted", False)
+    assert (tmp_path / "saved").read_text() == "yes"
+
+    deaf = launch(
+        tmp_path,
+        """
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        emit("ready")
+        while True:
+            emit("step", step=1)
+            time.sleep(0.05)
+        """,
+    )
+    stop = Stop()
+    threading.Timer(0.5, stop.graceful.set).start()
+    threading.Timer(1.5, stop.hard.set).start()
+    started = time.monotonic()
+    result = run_budgeted(deaf, tmp_path / "run.log", spec(budget_s=60, grace_s=60), stop=stop)
+    assert result.stop_reason == "interrupted" and result.hard_killed
+    assert time.monotonic() - started < 15  # not the 60 s grace period

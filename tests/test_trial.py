@@ -302,3 +302,33 @@ def test_a_failed_ledger_write_still_prints_and_saves_the_summary(root, monkeypa
     assert s["status"] == "ok" and "autorl ledger append" in out
     run_dir = root / s["run_dir"]
     assert (run_dir / "summary.txt").exists() and json.loads((run_dir / "result.json").read_text())["run_id"]
+
+
+def test_each_run_py_flag_sets_its_option():
+    """run.py's flags are RunOptions' fields (declared once): no flag given is the field's default, and each
+    flag, spelt with dashes, sets its field with the value its type parses."""
+    from autorl.seed import RunOptions
+
+    assert trial.parse_options([]) == RunOptions()
+    argv = "--config x.toml --track classic --budget 5 --seeds 3 --all-seeds --parallel 2 --ray h:1"
+    argv += " --ray-start-timeout 7 --description d --dry-run --explain k --backend embedded"
+    argv += " --allow-dirty-harness --hang-timeout 9 --startup-cap 11 --grace 0.5"
+    assert trial.parse_options(argv.split()) == RunOptions(
+        config=Path("x.toml"),
+        track="classic",
+        budget=5.0,
+        seeds=3,
+        all_seeds=True,
+        parallel=2,
+        ray="h:1",
+        ray_start_timeout=7.0,
+        description="d",
+        dry_run=True,
+        explain="k",
+        backend="embedded",
+        allow_dirty_harness=True,
+        hang_timeout=9.0,
+        startup_cap=11.0,
+        grace=0.5,
+    )
+    assert trial.parse_options(["--parallel", "auto"]).parallel is None
