@@ -228,46 +228,72 @@ COST_TRIALS = 10  # the expected cost is the median over this many latest ok tri
 RERUN_SEEDS = 12  # program.md's labelled re-run of a promising inconclusive
 
 
-def expected_cost(same: Sequence[Mapping[str, str]], default_seeds: int) -> dict[str, Any] | None:
-    """What the next decisions cost on this machine, from the context's latest ok trials: the median seconds
-    per seed (start-up, training, eval) and, at the latest trial's seeds and parallelism, the wall time of
-    the next trial (an upper bound: the early stop can end it sooner), a 12-seed re-run and a confirm (both
-    sides' seeds on the same slots). None before a trial finished."""
-    per_seed: list[tuple[float, float, float]] = []
+def seed_cost(same: Sequence[Mapping[str, str]]) -> tuple[int, dict[str, float]] | None:
+    """The median seconds per seed (start-up, training, eval, total) over the context's latest ok trials,
+    with how many trials it is from; None before a trial finished."""
+    per_seed: list[tuple[float, ...]] = []
     for r in [r for r in same if r["status"] == "ok"][-COST_TRIALS:]:
         n = len([s for s in (r.get("seeds") or "").split(",") if s])
         parts = [as_float(r, k) for k in ("startup_seconds", "training_seconds", "eval_seconds")]
         if n and None not in parts:
-            per_seed.append(tuple(v / n for v in parts))  # type: ignore[arg-type, misc]
+            per_seed.append(tuple(v / n for v in parts))  # type: ignore[operator]
     if not per_seed:
         return None
     startup, training, evaluation = (statistics.median(x) for x in zip(*per_seed, strict=True))
-    seed_s = startup + training + evaluation
+    total = startup + training + evaluation
+    return len(per_seed), {"startup": startup, "training": training, "eval": evaluation, "total": total}
+
+
+def waves_seconds(seed_s: float, seeds: int, parallel: int) -> float:
+    """Wall seconds of `seeds` seeds run `parallel` at a time, each taking `seed_s`."""
+    return -(-seeds // max(1, parallel)) * seed_s
+
+
+def expected_cost(same: Sequence[Mapping[str, str]], default_seeds: int) -> dict[str, Any] | None:
+    """What the next decisions cost on this machine (`seed_cost`): at the latest trial's seeds and
+    parallelism, the wall time of the next trial (an upper bound: the early stop can end it sooner), a
+    12-seed re-run and a confirm (both sides' seeds on the same slots). None before a trial finished."""
+    if (measured := seed_cost(same)) is None:
+        return None
+    trials, seed = measured
     latest = same[-1]
     parallel = max(1, int(as_float(latest, "parallel") or 1))
     planned = int(as_float(latest, "seeds_planned") or default_seeds)
 
-    def wall(seeds: int) -> float:
-        return -(-seeds // parallel) * seed_s  # waves of `parallel` seeds
+    def cost(seeds: int) -> dict[str, float]:
+        return {"seeds": seeds, "seconds": waves_seconds(seed["total"], seeds, parallel)}
 
     return {
-        "trials": len(per_seed),
-        "seed": {"startup": startup, "training": training, "eval": evaluation, "total": seed_s},
+        "trials": trials,
+        "seed": seed,
         "parallel": parallel,
-        "next_trial": {"seeds": planned, "seconds": wall(planned)},
-        "rerun": {"seeds": RERUN_SEEDS, "seconds": wall(RERUN_SEEDS)},
-        "confirm": {"seeds": 2 * default_seeds, "seconds": wall(2 * default_seeds)},
+        "next_trial": cost(planned),
+        "rerun": cost(RERUN_SEEDS),
+        "confirm": cost(2 * default_seeds),
     }
+
+
+def trial_estimate(same: Sequence[Mapping[str, str]], seeds: int, parallel: int) -> str | None:
+    """A starting trial's expected wall time from the comparable trials measured here (its plan line)."""
+    if (measured := seed_cost(same)) is None:
+        return None
+    trials, seed = measured
+    wall = waves_seconds(seed["total"], seeds, parallel)
+    return (
+        f"expected: <= {_minutes(wall)} (a seed {seed['startup']:.0f} s start-up + {seed['training']:.0f} s "
+        f"training + {seed['eval']:.0f} s eval, median of the {trials} latest comparable trials here; the "
+        "early stop can end it sooner)"
+    )
+
+
+def _minutes(seconds: float) -> str:
+    return f"{seconds / 60:.0f} min" if seconds >= 90 else f"{seconds:.0f} s"
 
 
 def cost_line(cost: Mapping[str, Any] | None) -> str | None:
     if cost is None:
         return None
-    s = cost["seed"]
-
-    def mins(seconds: float) -> str:
-        return f"{seconds / 60:.0f} min" if seconds >= 90 else f"{seconds:.0f} s"
-
+    s, mins = cost["seed"], _minutes
     return (
         f"cost here (median of {cost['trials']} trials): a seed {s['startup']:.0f} s start-up + "
         f"{s['training']:.0f} s training + {s['eval']:.0f} s eval, {cost['parallel']} at a time; next trial "

@@ -457,8 +457,10 @@ def _train(
 ) -> Trained:
     """The run's files, the base eval, then the seeds in waves (an interim look after each). Raises
     ConfigError when the backend refuses the config at launch."""
+    from autorl.ledger import comparable
     from autorl.live import LiveView
     from autorl.pool import PoolRun, SeedJob, run_local
+    from autorl.status import trial_estimate
 
     opts, run_dir = setup.opts, ctx.run_dir
     assert opts.seeds is not None  # resolved by _validated
@@ -468,6 +470,10 @@ def _train(
     atomic.write_text(run_dir / "config.diff", diff)
     say(f"run {ctx.run_id}: backend {ctx.backend}, seeds {seeds}, budget {opts.budget:g} s per seed")
     say(the_plan.describe())
+    here = (ctx.track, ctx.eval_hash, ctx.harness_hash, ctx.budget)
+    same = [r for r in ref.ledger_rows if comparable(r, *here)]
+    if estimate := trial_estimate(same, len(seeds), the_plan.parallel):
+        say(estimate)
     base_rows = _base_eval(setup, ctx, stop)
     if stop:
         return Trained(base_rows)

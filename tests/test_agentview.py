@@ -162,6 +162,18 @@ def test_status_shows_what_the_next_decisions_cost_from_the_trials_measured_here
     assert "(median of 2 trials)" in line and f"{parallel} at a time" in line and "a 12-seed re-run" in line
 
 
+def test_a_trial_says_its_expected_wall_time_from_the_comparable_trials_before_it(root, monkeypatch, capsys):
+    backend = FakeBackend("ok", 0.6, scripts_dir=root)
+    monkeypatch.setattr(LLMTrack, "make_backend", lambda self, name: backend)
+    assert trial.main(["--seeds", "1", "--budget", "0.5"]) == 0
+    assert "expected: <=" not in capsys.readouterr().out  # nothing measured yet
+    assert trial.main(["--seeds", "2", "--parallel", "1", "--budget", "0.5"]) == 0
+    (line,) = [ln for ln in capsys.readouterr().out.splitlines() if "expected: <=" in ln]
+    (first, _) = Ledger(root / "results.tsv").rows()
+    seed_s = sum(float(first[k]) for k in ("startup_seconds", "training_seconds", "eval_seconds"))
+    assert f"expected: <= {2 * seed_s:.0f} s (a seed " in line and "median of the 1 latest comparable" in line
+
+
 def test_confirm_runs_both_sides_on_the_slots_and_reports_the_interval_of_its_test(
     classic_runs, monkeypatch, capsys
 ):
