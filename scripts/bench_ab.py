@@ -1,0 +1,173 @@
+"""Old vs new trainer code, side by side: steps per second over a short fixed budget, and the same numbers.
+
+    uv run python scripts/bench_ab.py --old /tmp/q-old [--rounds 3] [--ppo-seconds 15] [--llm-seconds 20]
+
+For a refactoring of the trainers' loops (issue 29): `--old` is a checkout of the code before the change (e.g.
+`git worktree add /tmp/q-old main`), the new code is this checkout. Each round runs the old tree, then the
+new one (A B A B ...), each in a fresh `python` of this venv with the tree first on PYTHONPATH, so machine
+load hits both alike. Two trainers:
+
+- ppo: autorl.classic.ppo.PPO on classic.toml (one torch thread), `--ppo-seconds` of `run()`: PPO updates
+  per second and env steps per second;
+- llm: the embedded GRPO Trainer on train.toml with the shipped tiny model (models/tiny-default), stopped
+  after `--llm-seconds` of training: optimizer steps per second.
+
+Prints every run, then per trainer the medians and the ratio new/old. Same seed in every run: the losses of
+the updates both versions reached must be equal (a refactoring changes no number); a difference is printed
+as MISMATCH and the exit status is 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent.parent
+SEED = 1
+
+
+def work_ppo(seconds: float) -> dict:
+    import torch
+
+    from autorl.classic.config import load_classic_config
+    from autorl.classic.ppo import PPO
+
+    torch.set_num_threads(1)
+    cfg = load_classic_config(Path("classic.toml")).model
+    ppo = PPO(cfg, SEED)
+    losses: list[float] = []
+    env_steps = 0
+    start = time.perf_counter()
+    for u in ppo.run(stop=lambda: time.perf_counter() - start >= seconds):
+        losses.append(u.loss)
+        env_steps = u.env_steps
+    elapsed = time.perf_counter() - start
+    ppo.close()
+    return {"steps": len(losses), "seconds": elapsed, "env_steps": env_steps, "losses": losses}
+
+
+def work_llm(seconds: float) -> dict:
+    import autorl.progress
+    from autorl.llm.config import load_train_config
+    from autorl.llm.embedded import build_spec
+    from autorl.llm.embedded.train import Trainer
+
+    spec = build_spec(load_train_config(Path("train.toml"), "embedded").model)
+    spec = spec.model_copy(update={"model_path": str(HERE / "models" / "tiny-default"), "max_steps": None})
+    started: list[float] = []
+    emit = autorl.progress.emit
+
+    def on_event(event: str, **fields) -> None:  # the training clock starts at `ready`, as in a trial
+        if event == "ready":
+            started.append(time.perf_counter())
+        emit(event, **fields)
+
+    autorl.progress.emit = on_event
+    with tempfile.TemporaryDirectory() as run_dir:
+        trainer = Trainer(spec, Path(run_dir), SEED)
+        def arm() -> None:
+            while not started:
+                time.sleep(0.01)
+            time.sleep(seconds)
+            trainer.request_stop()
+
+        timer = threading.Thread(target=arm, daemon=True)
+        timer.start()
+        with open(os.devnull, "w") as quiet, _redirect_stdout(quiet):
+            trainer.run()
+        elapsed = time.perf_counter() - started[0]
+        rows = [json.loads(line) for line in (Path(run_dir) / "metrics.jsonl").read_text().splitlines()]
+    return {"steps": trainer.step, "seconds": elapsed, "losses": [r["loss"] for r in rows]}
+
+
+class _redirect_stdout:
+    def __init__(self, f):
+        self.f, self.fd = f, None
+
+    def __enter__(self):
+        sys.stdout.flush()
+        self.fd = os.dup(1)
+        os.dup2(self.f.fileno(), 1)
+
+    def __exit__(self, *exc):
+        sys.stdout.flush()
+        os.dup2(self.fd, 1)
+        os.close(self.fd)
+
+
+def run_one(tree: Path, kind: str, seconds: float) -> dict:
+    env = {**os.environ, "PYTHONPATH": str(tree)}
+    cmd = [sys.executable, str(Path(__file__).resolve()), "--work", kind, "--seconds", str(seconds)]
+    out = subprocess.run(cmd, cwd=tree, env=env, capture_output=True, text=True, timeout=600)
+    if out.returncode != 0:
+        raise SystemExit(f"{kind} in {tree} failed:\n{out.stderr[-3000:]}")
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def compare(kind: str, runs: dict[str, list[dict]]) -> bool:
+    rates = {v: [r["steps"] / r["seconds"] for r in rs] for v, rs in runs.items()}
+    med = {v: statistics.median(x) for v, x in rates.items()}
+    print(
+        f"{kind}: steps/s old {[round(x, 2) for x in rates['old']]} median {med['old']:.2f}; "
+        f"new {[round(x, 2) for x in rates['new']]} median {med['new']:.2f}; ratio new/old "
+        f"{med['new'] / med['old']:.3f}"
+    )
+    if kind == "ppo":
+        sps = {v: statistics.median(r["env_steps"] / r["seconds"] for r in rs) for v, rs in runs.items()}
+        print(f"ppo: env steps/s median old {sps['old']:.0f} new {sps['new']:.0f}")
+    same = True
+    for old, new in zip(runs["old"], runs["new"], strict=True):
+        n = min(len(old["losses"]), len(new["losses"]))
+        if old["losses"][:n] != new["losses"][:n]:
+            print(f"{kind}: MISMATCH in the first {n} losses")
+            same = False
+    if same:
+        n = min(min(len(r["losses"]) for r in rs) for rs in runs.values())
+        print(f"{kind}: the losses of the first {n} steps are identical in old and new")
+    return same
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--old", type=Path, help="checkout of the code before the change")
+    p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--ppo-seconds", type=float, default=15.0)
+    p.add_argument("--llm-seconds", type=float, default=20.0)
+    p.add_argument("--only", choices=("ppo", "llm"))
+    p.add_argument("--work", choices=("ppo", "llm"), help=argparse.SUPPRESS)
+    p.add_argument("--seconds", type=float, help=argparse.SUPPRESS)
+    args = p.parse_args()
+    if args.work:
+        result = (work_ppo if args.work == "ppo" else work_llm)(args.seconds)
+        print(json.dumps(result))
+        return 0
+    if args.old is None:
+        p.error("--old is required")
+    kinds = [args.only] if args.only else ["ppo", "llm"]
+    ok = True
+    for kind in kinds:
+        seconds = args.ppo_seconds if kind == "ppo" else args.llm_seconds
+        runs: dict[str, list[dict]] = {"old": [], "new": []}
+        for i in range(args.rounds):
+            for version, tree in (("old", args.old.resolve()), ("new", HERE)):
+                r = run_one(tree, kind, seconds)
+                runs[version].append(r)
+                print(
+                    f"{kind} round {i + 1} {version}: {r['steps']} steps in {r['seconds']:.1f}s "
+                    f"= {r['steps'] / r['seconds']:.2f}/s",
+                    flush=True,
+                )
+        ok = compare(kind, runs) and ok
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
