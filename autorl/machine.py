@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import platform
+import resource
 import shutil
 import subprocess
 import sys
@@ -101,6 +102,12 @@ def own_cpu_ids() -> list[int]:
     if hasattr(os, "sched_getaffinity"):
         return sorted(os.sched_getaffinity(0))
     return list(range(os.cpu_count() or 1))
+
+
+def peak_rss_gb() -> float:
+    """This process's peak resident memory so far, in GiB (the children's own figure in their metrics)."""
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux, bytes on macOS
+    return rss / (1024**3 if sys.platform == "darwin" else 1024**2)
 
 
 def cpu_ids(machine: Machine) -> list[int]:
