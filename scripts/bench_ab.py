@@ -5,7 +5,8 @@
 For a refactoring of the trainers' loops (issue 29): `--old` is a checkout of the code before the change (e.g.
 `git worktree add /tmp/q-old main`), the new code is this checkout. Each round runs the old tree, then the
 new one (A B A B ...), each in a fresh `python` of this venv with the tree first on PYTHONPATH, so machine
-load hits both alike. Two trainers:
+load hits both alike (one process per version and round runs both trainers, one after the other). Two
+trainers:
 
 - ppo: autorl.classic.ppo.PPO on classic.toml (one torch thread), `--ppo-seconds` of `run()`: PPO updates
   per second and env steps per second;
@@ -73,6 +74,7 @@ def work_llm(seconds: float) -> dict:
     autorl.progress.emit = on_event
     with tempfile.TemporaryDirectory() as run_dir:
         trainer = Trainer(spec, Path(run_dir), SEED)
+
         def arm() -> None:
             while not started:
                 time.sleep(0.01)
@@ -103,12 +105,12 @@ class _redirect_stdout:
         os.close(self.fd)
 
 
-def run_one(tree: Path, kind: str, seconds: float) -> dict:
+def run_one(tree: Path, work: list[str]) -> dict:
     env = {**os.environ, "PYTHONPATH": str(tree)}
-    cmd = [sys.executable, str(Path(__file__).resolve()), "--work", kind, "--seconds", str(seconds)]
+    cmd = [sys.executable, str(Path(__file__).resolve()), "--work", *work]
     out = subprocess.run(cmd, cwd=tree, env=env, capture_output=True, text=True, timeout=600)
     if out.returncode != 0:
-        raise SystemExit(f"{kind} in {tree} failed:\n{out.stderr[-3000:]}")
+        raise SystemExit(f"{work} in {tree} failed:\n{out.stderr[-3000:]}")
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
@@ -142,30 +144,32 @@ def main() -> int:
     p.add_argument("--ppo-seconds", type=float, default=15.0)
     p.add_argument("--llm-seconds", type=float, default=20.0)
     p.add_argument("--only", choices=("ppo", "llm"))
-    p.add_argument("--work", choices=("ppo", "llm"), help=argparse.SUPPRESS)
-    p.add_argument("--seconds", type=float, help=argparse.SUPPRESS)
+    p.add_argument("--work", nargs="+", help=argparse.SUPPRESS)
     args = p.parse_args()
-    if args.work:
-        result = (work_ppo if args.work == "ppo" else work_llm)(args.seconds)
+    if args.work:  # kind=seconds ...: one process runs each trainer in turn
+        work = {"ppo": work_ppo, "llm": work_llm}
+        result = {kind: work[kind](float(sec)) for kind, sec in (w.split("=") for w in args.work)}
         print(json.dumps(result))
         return 0
     if args.old is None:
         p.error("--old is required")
     kinds = [args.only] if args.only else ["ppo", "llm"]
-    ok = True
-    for kind in kinds:
-        seconds = args.ppo_seconds if kind == "ppo" else args.llm_seconds
-        runs: dict[str, list[dict]] = {"old": [], "new": []}
-        for i in range(args.rounds):
-            for version, tree in (("old", args.old.resolve()), ("new", HERE)):
-                r = run_one(tree, kind, seconds)
-                runs[version].append(r)
+    work = [f"{kind}={args.ppo_seconds if kind == 'ppo' else args.llm_seconds}" for kind in kinds]
+    runs: dict[str, dict[str, list[dict]]] = {kind: {"old": [], "new": []} for kind in kinds}
+    for i in range(args.rounds):
+        for version, tree in (("old", args.old.resolve()), ("new", HERE)):
+            result = run_one(tree, work)
+            for kind in kinds:
+                r = result[kind]
+                runs[kind][version].append(r)
                 print(
                     f"{kind} round {i + 1} {version}: {r['steps']} steps in {r['seconds']:.1f}s "
                     f"= {r['steps'] / r['seconds']:.2f}/s",
                     flush=True,
                 )
-        ok = compare(kind, runs) and ok
+    ok = True
+    for kind in kinds:
+        ok = compare(kind, runs[kind]) and ok
     return 0 if ok else 1
 
 
