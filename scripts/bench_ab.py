@@ -1,6 +1,7 @@
 """Old vs new trainer code, side by side: steps per second over a short fixed budget, and the same numbers.
 
     uv run python scripts/bench_ab.py --old /tmp/q-old [--rounds 3] [--ppo-seconds 15] [--llm-seconds 20]
+        [--kinds ppo llm llm-hf]
 
 For a refactoring of the trainers' loops (issue 29): `--old` is a checkout of the code before the change (e.g.
 `git worktree add /tmp/q-old main`), the new code is this checkout. Each round runs the old tree, then the
@@ -11,7 +12,13 @@ trainers:
 - ppo: autorl.classic.ppo.PPO on classic.toml (one torch thread), `--ppo-seconds` of `run()`: PPO updates
   per second and env steps per second;
 - llm: the embedded GRPO Trainer on train.toml with the shipped tiny model (models/tiny-default), stopped
-  after `--llm-seconds` of training: optimizer steps per second.
+  after `--llm-seconds` of training: optimizer steps per second (the sampler train.toml picks: on 2 free
+  cores the hf-process sampler in a second process);
+- llm-hf (`--kinds ppo llm-hf`): the same with the in-process sampler, so that the CPU time is all in one
+  process.
+
+Wall-clock steps per second and steps per CPU-second of the process (robust when other jobs share the
+cores; for `llm` the sampler process's CPU is not counted).
 
 Prints every run, then per trainer the medians and the ratio new/old. Same seed in every run: the losses of
 the updates both versions reached must be equal (a refactoring changes no number); a difference is printed
@@ -46,16 +53,22 @@ def work_ppo(seconds: float) -> dict:
     ppo = PPO(cfg, SEED)
     losses: list[float] = []
     env_steps = 0
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     for u in ppo.run(stop=lambda: time.perf_counter() - start >= seconds):
         losses.append(u.loss)
         env_steps = u.env_steps
-    elapsed = time.perf_counter() - start
+    elapsed, cpu = time.perf_counter() - start, time.process_time() - cpu
     ppo.close()
-    return {"steps": len(losses), "seconds": elapsed, "env_steps": env_steps, "losses": losses}
+    return {
+        "steps": len(losses),
+        "seconds": elapsed,
+        "cpu": cpu,
+        "env_steps": env_steps,
+        "losses": losses,
+    }
 
 
-def work_llm(seconds: float) -> dict:
+def work_llm(seconds: float, sampler: str | None = None) -> dict:
     import autorl.progress
     from autorl.llm.config import load_train_config
     from autorl.llm.embedded import build_spec
@@ -63,12 +76,16 @@ def work_llm(seconds: float) -> dict:
 
     spec = build_spec(load_train_config(Path("train.toml"), "embedded").model)
     spec = spec.model_copy(update={"model_path": str(HERE / "models" / "tiny-default"), "max_steps": None})
+    if sampler:
+        spec = spec.model_copy(update={"sampler": sampler})
     started: list[float] = []
+    cpu: list[float] = []
     emit = autorl.progress.emit
 
     def on_event(event: str, **fields) -> None:  # the training clock starts at `ready`, as in a trial
         if event == "ready":
             started.append(time.perf_counter())
+            cpu.append(time.process_time())
         emit(event, **fields)
 
     autorl.progress.emit = on_event
@@ -85,9 +102,14 @@ def work_llm(seconds: float) -> dict:
         timer.start()
         with open(os.devnull, "w") as quiet, _redirect_stdout(quiet):
             trainer.run()
-        elapsed = time.perf_counter() - started[0]
+        elapsed, cpu_s = time.perf_counter() - started[0], time.process_time() - cpu[0]
         rows = [json.loads(line) for line in (Path(run_dir) / "metrics.jsonl").read_text().splitlines()]
-    return {"steps": trainer.step, "seconds": elapsed, "losses": [r["loss"] for r in rows]}
+    return {
+        "steps": trainer.step,
+        "seconds": elapsed,
+        "cpu": cpu_s,
+        "losses": [r["loss"] for r in rows],
+    }
 
 
 class _redirect_stdout:
@@ -115,13 +137,15 @@ def run_one(tree: Path, work: list[str]) -> dict:
 
 
 def compare(kind: str, runs: dict[str, list[dict]]) -> bool:
-    rates = {v: [r["steps"] / r["seconds"] for r in rs] for v, rs in runs.items()}
-    med = {v: statistics.median(x) for v, x in rates.items()}
-    print(
-        f"{kind}: steps/s old {[round(x, 2) for x in rates['old']]} median {med['old']:.2f}; "
-        f"new {[round(x, 2) for x in rates['new']]} median {med['new']:.2f}; ratio new/old "
-        f"{med['new'] / med['old']:.3f}"
-    )
+    for clock in ("seconds", "cpu"):
+        rates = {v: [r["steps"] / r[clock] for r in rs] for v, rs in runs.items()}
+        med = {v: statistics.median(x) for v, x in rates.items()}
+        unit = "steps/s" if clock == "seconds" else "steps per CPU-second"
+        print(
+            f"{kind}: {unit} old {[round(x, 2) for x in rates['old']]} median {med['old']:.2f}; "
+            f"new {[round(x, 2) for x in rates['new']]} median {med['new']:.2f}; ratio new/old "
+            f"{med['new'] / med['old']:.3f}"
+        )
     if kind == "ppo":
         sps = {v: statistics.median(r["env_steps"] / r["seconds"] for r in rs) for v, rs in runs.items()}
         print(f"ppo: env steps/s median old {sps['old']:.0f} new {sps['new']:.0f}")
@@ -143,17 +167,21 @@ def main() -> int:
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--ppo-seconds", type=float, default=15.0)
     p.add_argument("--llm-seconds", type=float, default=20.0)
-    p.add_argument("--only", choices=("ppo", "llm"))
+    p.add_argument("--kinds", nargs="+", choices=("ppo", "llm", "llm-hf"), default=["ppo", "llm"])
     p.add_argument("--work", nargs="+", help=argparse.SUPPRESS)
     args = p.parse_args()
     if args.work:  # kind=seconds ...: one process runs each trainer in turn
-        work = {"ppo": work_ppo, "llm": work_llm}
+        work = {
+            "ppo": work_ppo,
+            "llm": work_llm,
+            "llm-hf": lambda sec: work_llm(sec, "hf"),
+        }
         result = {kind: work[kind](float(sec)) for kind, sec in (w.split("=") for w in args.work)}
         print(json.dumps(result))
         return 0
     if args.old is None:
         p.error("--old is required")
-    kinds = [args.only] if args.only else ["ppo", "llm"]
+    kinds = args.kinds
     work = [f"{kind}={args.ppo_seconds if kind == 'ppo' else args.llm_seconds}" for kind in kinds]
     runs: dict[str, dict[str, list[dict]]] = {kind: {"old": [], "new": []} for kind in kinds}
     for i in range(args.rounds):
@@ -164,7 +192,7 @@ def main() -> int:
                 runs[kind][version].append(r)
                 print(
                     f"{kind} round {i + 1} {version}: {r['steps']} steps in {r['seconds']:.1f}s "
-                    f"= {r['steps'] / r['seconds']:.2f}/s",
+                    f"= {r['steps'] / r['seconds']:.2f}/s ({r['cpu']:.1f} CPU-s)",
                     flush=True,
                 )
     ok = True
