@@ -14,7 +14,7 @@ When the machine has more slots than one trial's seeds need (`--parallel-trials 
 candidates run at once (Optuna's ask/tell), each run.py pinned to its own share of the cores and writing its
 values into its own copy of the config under .autorl/tune/.
 
-space.toml (one table per parameter):
+space.toml (one table per parameter; validated like train.toml, each key's meaning in `ParamSpec`):
     [lr]
     key = "trainer.optim.lr"       # dotted key in the config
     low = 1e-6                     # float/int range ...
