@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import platform
+import resource
 import shutil
 import subprocess
 import sys
@@ -14,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import psutil
+from pydantic import ConfigDict, TypeAdapter, ValidationError
 
 from autorl import atomic, inputs, paths
 
@@ -42,13 +44,23 @@ class Machine:
     # the slots the prepared backend plans for the prepared model: how many seeds run at once (autorl.slots)
     slots: list[dict[str, Any]] = field(default_factory=list)
 
+    __pydantic_config__ = ConfigDict(extra="forbid")  # a key this version does not know: not its file
+
     def to_json(self) -> str:
         return json.dumps(asdict(self), indent=2)
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Machine:
-        gpus = [Gpu(**g) for g in data.get("gpus", [])]
-        return cls(**{**data, "gpus": gpus})
+    def from_json_data(cls, data: object) -> Machine:
+        """The machine file's parsed JSON validated (types, keys) into a Machine; ValueError if not one."""
+        try:
+            return _MACHINE.validate_python(data)
+        except ValidationError as e:
+            first = e.errors()[0]
+            where = ".".join(str(p) for p in first["loc"])
+            raise ValueError(f"{where + ': ' if where else ''}{first['msg']}") from None
+
+
+_MACHINE = TypeAdapter(Machine)
 
 
 def nvidia_smi(query: str, fields: Sequence[str]) -> list[list[str]] | None:
@@ -103,6 +115,12 @@ def own_cpu_ids() -> list[int]:
     return list(range(os.cpu_count() or 1))
 
 
+def peak_rss_gb() -> float:
+    """This process's peak resident memory so far, in GiB (the children's own figure in their metrics)."""
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux, bytes on macOS
+    return rss / (1024**3 if sys.platform == "darwin" else 1024**2)
+
+
 def cpu_ids(machine: Machine) -> list[int]:
     """The ids of the machine's cores, to pin seeds to: this process's CPU affinity when it has
     ``machine.cpus`` cores (the machine file was written here), else ``0..cpus-1`` (a described machine)."""
@@ -147,11 +165,8 @@ def load_machine(path: Path | None = None) -> Machine | None:
     if not path.exists():
         return None
     try:
-        data = inputs.read_json(path)
-        if not isinstance(data, dict):
-            raise TypeError("not a JSON object")
-        return Machine.from_dict(data)
-    except (OSError, inputs.InputError, TypeError, ValueError) as e:
+        return Machine.from_json_data(inputs.read_json(path))
+    except (OSError, inputs.InputError, ValueError) as e:
         raise MachineFileError(
             f"{path}: not a machine file ({e}); delete it and run again (prepare writes it anew)"
         ) from None

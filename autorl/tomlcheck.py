@@ -82,45 +82,59 @@ def key_lines(text: str) -> dict[KeyPath, int]:
     (`[a.b.c]` after `[[a.b]]` is a.b.<last>.c) and dotted keys inside a table (`optim.lr = ...`). Keys inside
     inline tables and multi-line values are not indexed; `line_of` falls back to the enclosing key's line.
     """
-    lines: dict[KeyPath, int] = {}
-    arrays: dict[KeyPath, int] = {}  # array-of-tables path -> index of its last item
-    table: KeyPath = ()
-    in_multiline: str | None = None
-
-    def resolve(segments: list[str]) -> KeyPath:
-        path: KeyPath = ()
-        for seg in segments:
-            path = (*path, seg)
-            if path in arrays:
-                path = (*path, str(arrays[path]))
-        return path
-
+    index = _KeyIndex()
     for lineno, line in enumerate(text.splitlines(), start=1):
-        if in_multiline is not None:  # inside a multi-line string: nothing here is a key
-            if line.count(in_multiline) % 2 == 1:
-                in_multiline = None
-            continue
-        if m := _HEADER_RE.match(line):
-            segments = _split_key(m.group(2))
-            if m.group(1) == "[[":
-                base = (*resolve(segments[:-1]), segments[-1])
-                arrays[base] = arrays.get(base, -1) + 1
-                table = (*base, str(arrays[base]))
-                lines.setdefault(base, lineno)
-            else:
-                table = resolve(segments)
-            for n in range(1, len(table) + 1):  # `[a.b.c]` also writes a.b and a (if not written before)
-                lines.setdefault(table[:n], lineno)
-            continue
-        if m := _ASSIGN_RE.match(line):
-            segments = _split_key(m.group(1))
-            for i in range(1, len(segments) + 1):
-                lines.setdefault(table + tuple(segments[:i]), lineno)
+        index.read(line, lineno)
+    return index.lines
+
+
+class _KeyIndex:
+    """`key_lines`'s reader: the keys seen so far and where the next key goes, fed one line at a time."""
+
+    def __init__(self) -> None:
+        self.lines: dict[KeyPath, int] = {}
+        self.arrays: dict[KeyPath, int] = {}  # array-of-tables path -> index of its last item
+        self.table: KeyPath = ()  # the table the next `key = value` is in
+        self.in_multiline: str | None = None  # the quote of the multi-line string a line is inside
+
+    def read(self, line: str, lineno: int) -> None:
+        if self.in_multiline is not None:  # inside a multi-line string: nothing here is a key
+            if line.count(self.in_multiline) % 2 == 1:
+                self.in_multiline = None
+        elif m := _HEADER_RE.match(line):
+            self.header(_split_key(m.group(2)), m.group(1) == "[[", lineno)
+        elif m := _ASSIGN_RE.match(line):
+            self.assignment(_split_key(m.group(1)), lineno)
             rest = line[m.end() :]
             for quote in ('"""', "'''"):
                 if rest.count(quote) % 2 == 1:
-                    in_multiline = quote
-    return lines
+                    self.in_multiline = quote
+
+    def header(self, segments: list[str], array_item: bool, lineno: int) -> None:
+        """`[a.b]` or `[[a.b]]` (a new item of the array a.b)."""
+        if array_item:
+            base = (*self.resolve(segments[:-1]), segments[-1])
+            self.arrays[base] = self.arrays.get(base, -1) + 1
+            self.table = (*base, str(self.arrays[base]))
+            self.lines.setdefault(base, lineno)
+        else:
+            self.table = self.resolve(segments)
+        for n in range(1, len(self.table) + 1):  # `[a.b.c]` also writes a.b and a (if not written before)
+            self.lines.setdefault(self.table[:n], lineno)
+
+    def assignment(self, segments: list[str], lineno: int) -> None:
+        """`a.b = ...` in the current table: writes a and a.b."""
+        for i in range(1, len(segments) + 1):
+            self.lines.setdefault(self.table + tuple(segments[:i]), lineno)
+
+    def resolve(self, segments: list[str]) -> KeyPath:
+        """A table path with the index of the last item after each array of tables it passes through."""
+        path: KeyPath = ()
+        for seg in segments:
+            path = (*path, seg)
+            if path in self.arrays:
+                path = (*path, str(self.arrays[path]))
+        return path
 
 
 def line_of(path: KeyPath, lines: dict[KeyPath, int]) -> int | None:
@@ -333,7 +347,7 @@ def _fmt_value(value: Any) -> str:
     return short(json.dumps(value)) if isinstance(value, str) else short(repr(value))
 
 
-def _toml_type(value: Any) -> str:
+def toml_type(value: Any) -> str:
     """What a TOML value is, in words."""
     for kind, name in ((bool, "a boolean"), (int, "an integer"), (float, "a float"), (str, "a string")):
         if isinstance(value, kind):
@@ -392,7 +406,7 @@ def _validation_problems(
         else:
             text = e["msg"].removeprefix("Value error, ").removeprefix("Assertion failed, ")
             if kind in _TYPE_ERRORS:  # strict mode: say what was written instead
-                text += f", not {_toml_type(e.get('input'))}"
+                text += f", not {toml_type(e.get('input'))}"
             if kind == "list_type" and isinstance(e.get("input"), dict):
                 text += f"; write each item as a [[{key}]] table"
             problems.append((path, f"`{key}`: {text} (got {_fmt_value(e.get('input'))})"))

@@ -14,7 +14,7 @@ When the machine has more slots than one trial's seeds need (`--parallel-trials 
 candidates run at once (Optuna's ask/tell), each run.py pinned to its own share of the cores and writing its
 values into its own copy of the config under .autorl/tune/.
 
-space.toml (one table per parameter):
+space.toml (one table per parameter; validated like train.toml, each key's meaning in `ParamSpec`):
     [lr]
     key = "trainer.optim.lr"       # dotted key in the config
     low = 1e-6                     # float/int range ...
@@ -31,6 +31,7 @@ space.toml (one table per parameter):
 
 from __future__ import annotations
 
+import difflib
 import json
 import math
 import os
@@ -41,22 +42,109 @@ import time
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import optuna
 import tomlkit
+from pydantic import BaseModel, ConfigDict, Field, PlainValidator, model_validator
 from tomlkit.items import Table
 
-from autorl import atomic, inputs, paths
+from autorl import atomic, paths
 from autorl.ledger import Ledger, LedgerError
 from autorl.machine import own_cpu_ids
+from autorl.tomlcheck import ConfigError, FieldProblem, load_toml, toml_type
 from autorl.track import get_track
 
 SUMMARY_LINE = re.compile(r"^([A-Za-z_][\w/.\-]*): (.*)$")
 
 
 class SpaceError(Exception):
-    pass
+    """space.toml is not a search space (one problem a line, `space.toml:line: ...`): exit 2."""
+
+
+def _number(value: Any) -> int | float:
+    """A TOML integer or float, kept as written (integers make an integer range); finite."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError(f"must be a number, not {toml_type(value)}")
+    if not math.isfinite(value):
+        raise ValueError("must be finite")
+    return value
+
+
+Number = Annotated[int | float, PlainValidator(_number)]
+
+
+class ParamSpec(BaseModel):
+    """One table of space.toml: the values one parameter takes and the config key they go to."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False, use_attribute_docstrings=True)
+
+    key: str = Field(min_length=1)
+    """The dotted config key the value is written to (`trainer.optim.lr`); tomlkit keeps the file's layout."""
+    low: Number | None = None
+    """Lower end of a numeric range (an integer range when `low` and `high` are both integers)."""
+    high: Number | None = None
+    """Upper end of the range."""
+    log: bool = False
+    """Sample the range on a log scale (needs `low > 0`)."""
+    step: int | None = Field(None, ge=1)
+    """Spacing of the values of an integer range."""
+    choices: list[int | float | str | bool] | None = Field(None, min_length=1)
+    """The values to choose from, instead of a range."""
+    multiple_of: str | None = None
+    """Another parameter that must divide this one: the value is rounded up to a multiple of it."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _has_key(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "key" not in data:
+            raise FieldProblem("", "needs a `key` (the dotted key in the config)")
+        return data
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> ParamSpec:
+        ranged = self.low is not None or self.high is not None
+        if self.choices is not None and ranged:
+            raise FieldProblem("choices", "or `low` and `high`, not both")
+        if self.choices is None and (self.low is None or self.high is None):
+            raise FieldProblem("", "needs `choices` or `low` and `high`")
+        if self.choices is None and not self.low < self.high:
+            raise FieldProblem("low", f"needs low < high (got {self.low} and {self.high})")
+        if self.log and self.choices is None and self.low <= 0:
+            raise FieldProblem("low", "needs low > 0 for a log range (log = true)")
+        if self.step is not None and self.kind != "int":
+            raise FieldProblem("step", "is for an integer range (`low` and `high` both integers)")
+        return self
+
+    @property
+    def kind(self) -> str:
+        if self.choices is not None:
+            return "categorical"
+        return "int" if isinstance(self.low, int) and isinstance(self.high, int) else "float"
+
+
+class SpaceFile(BaseModel):
+    """space.toml: one table per parameter, named as the parameter."""
+
+    model_config = ConfigDict(extra="allow", strict=True)
+    __pydantic_extra__: dict[str, ParamSpec] = Field(init=False)
+
+    @model_validator(mode="after")
+    def _multiples_known(self) -> SpaceFile:
+        params = self.model_extra or {}
+        for name, spec in params.items():
+            if spec.multiple_of is not None and spec.multiple_of not in params:
+                raise FieldProblem(f"{name}.multiple_of", f"names unknown parameter {spec.multiple_of!r}")
+        return self
+
+
+def _space_hint(key: str) -> str | None:
+    """Unknown keys in a parameter table: the nearest one and every key a table takes."""
+    name = key.rsplit(".", 1)[-1]
+    known = list(ParamSpec.model_fields)
+    near = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
+    guess = f"did you mean `{near[0]}`? " if near else ""
+    return f"{guess}a parameter table takes {', '.join(f'`{k}`' for k in known)}"
 
 
 @dataclass
@@ -73,39 +161,16 @@ class Param:
 
 
 def load_space(path: Path) -> list[Param]:
-    """Parse space.toml; errors name the parameter and the problem."""
+    """Read and validate space.toml like every config (autorl.tomlcheck.load_toml): unknown keys, types and
+    ranges are SpaceError lines `space.toml:line: ...` naming the parameter."""
     try:
-        data = inputs.read_toml(Path(path))
-    except OSError as exc:
-        raise SpaceError(f"{path}: {exc.strerror or exc}") from exc
-    except inputs.InputError as exc:
-        raise SpaceError(str(exc)) from exc
-    params = []
-    for name, spec in data.items():
-        if not isinstance(spec, dict) or "key" not in spec:
-            raise SpaceError(f"{path}: [{name}] needs a `key` (the dotted train.toml key)")
-        if "choices" in spec:
-            if not spec["choices"]:
-                raise SpaceError(f"{path}: [{name}] choices is empty")
-            params.append(Param(name, spec["key"], "categorical", choices=list(spec["choices"])))
-        elif "low" in spec and "high" in spec:
-            low, high = spec["low"], spec["high"]
-            if not low < high:
-                raise SpaceError(f"{path}: [{name}] needs low < high")
-            if spec.get("log") and low <= 0:
-                raise SpaceError(f"{path}: [{name}] log range needs low > 0")
-            kind = "int" if isinstance(low, int) and isinstance(high, int) else "float"
-            params.append(
-                Param(name, spec["key"], kind, low, high, bool(spec.get("log", False)), spec.get("step"))
-            )
-        else:
-            raise SpaceError(f"{path}: [{name}] needs `choices` or `low` and `high`")
-        params[-1].multiple_of = spec.get("multiple_of")
-    names = {p.name for p in params}
-    for p in params:
-        if p.multiple_of is not None and p.multiple_of not in names:
-            raise SpaceError(f"{path}: [{p.name}] multiple_of names unknown parameter {p.multiple_of!r}")
-    return params
+        _, _, model = load_toml(Path(path), SpaceFile, {}, hint=_space_hint)
+    except ConfigError as exc:
+        raise SpaceError(str(exc)) from None
+    return [
+        Param(name, p.key, p.kind, p.low, p.high, p.log, p.step, list(p.choices or []), p.multiple_of)
+        for name, p in (model.model_extra or {}).items()
+    ]
 
 
 def suggest(trial: optuna.Trial, params: list[Param]) -> dict[str, Any]:
@@ -261,42 +326,83 @@ def run_tune(
     space = space or root / "space.toml"
     config = config or root / get_track(track).default_config
     params = load_space(space)
-    original = config.read_text()
-    runner = runner or [sys.executable, str(root / "run.py")]
     extra = list(extra_args or [])
     seeds = int(extra[extra.index("--seeds") + 1]) if "--seeds" in extra[:-1] else None
     k = parallel_trials or auto_parallel_trials(track, config, seeds)
-    groups = cpu_groups(k)
-    work = paths.state_dir() / "tune"
-    work.mkdir(parents=True, exist_ok=True)
-    ledger = Ledger(paths.results_file())
-    optuna.logging.set_verbosity(optuna.logging.WARNING)
-    study = optuna.create_study(direction="maximize", sampler=optuna.samplers.TPESampler(seed=seed))
-    start = current_values(original, params)
-    if start:  # the first trial re-runs the current config: a baseline, or one more noise-floor repeat
-        study.enqueue_trial(start)
-    best: tuple[float, str, dict[str, Any]] | None = None  # best kept: (score, run_id, values)
+    runner = runner or [sys.executable, str(root / "run.py")]
+    tail = (["--budget", f"{budget:g}"] if budget is not None else []) + extra  # after each trial's own flags
+    tuner = _Tuner(params, config, (runner, track, tail), trials, k, seed)
     print(
         f"[tune] {trials} trials over {len(params)} parameters from {space}; config {config}; {k} at a time",
         flush=True,
     )
+    tuner.run(cpu_groups(k))
+    return 0
 
-    def launch(n: int, group: tuple[int, ...]) -> Running:
-        trial = study.ask()
-        values = suggest(trial, params)
-        candidate = work / f"candidate-{n}{config.suffix}" if k > 1 else config
-        atomic.write_text(candidate, render(original, params, values))
+
+class _Tuner:
+    """One `autorl tune` session: asks Optuna for candidates, runs each through run.py, tells the scores."""
+
+    def __init__(
+        self,
+        params: list[Param],
+        config: Path,
+        cmd: tuple[list[str], str, list[str]],  # the runner, the track, the flags after each trial's own
+        trials: int,
+        k: int,
+        seed: int,
+    ):
+        self.params, self.config, self.cmd, self.trials, self.k = params, config, cmd, trials, k
+        self.original = config.read_text()
+        self.work = paths.state_dir() / "tune"
+        self.work.mkdir(parents=True, exist_ok=True)
+        self.ledger = Ledger(paths.results_file())
+        optuna.logging.set_verbosity(optuna.logging.WARNING)
+        self.study = optuna.create_study(direction="maximize", sampler=optuna.samplers.TPESampler(seed=seed))
+        start = current_values(self.original, params)
+        if start:  # the first trial re-runs the current config: a baseline, or one more noise-floor repeat
+            self.study.enqueue_trial(start)
+        self.best: tuple[float, str, dict[str, Any]] | None = None  # best kept: (score, run_id, values)
+
+    def run(self, groups: list[tuple[int, ...]]) -> None:
+        """Every trial, k at a time on their core groups; the config holds the best improved trial at the
+        end (the original when none improved, or when interrupted)."""
+        running: list[Running] = []
+        free = list(groups)
+        try:
+            n = 0
+            while n < self.trials or running:
+                while n < self.trials and free:
+                    running.append(self.launch(n, free.pop(0)))
+                    n += 1
+                done = next((r for r in running if r.proc.poll() is not None), None)
+                if done is None:
+                    time.sleep(0.2)
+                    continue
+                running.remove(done)
+                free.append(done.group)
+                self.finish(done)
+        except BaseException:
+            for r in running:
+                r.proc.terminate()
+            atomic.write_text(self.config, self.original)  # never leave a half-tuned config behind
+            raise
+        self.conclude()
+
+    def launch(self, n: int, group: tuple[int, ...]) -> Running:
+        trial = self.study.ask()
+        values = suggest(trial, self.params)
+        config = self.config
+        candidate = self.work / f"candidate-{n}{config.suffix}" if self.k > 1 else config
+        atomic.write_text(candidate, render(self.original, self.params, values))
         desc = describe(values)
-        cmd = [*runner, "--config", str(candidate), "--track", track, "--description", desc]
-        if budget is not None:
-            cmd += ["--budget", f"{budget:g}"]
-        cmd += extra
-        log = work / f"trial-{n + 1}.log"
-        print(f"[tune] trial {n + 1}/{trials}: {desc} (output: {log})", flush=True)
+        log = self.work / f"trial-{n + 1}.log"
+        runner, track, tail = self.cmd
+        print(f"[tune] trial {n + 1}/{self.trials}: {desc} (output: {log})", flush=True)
         with open(log, "wb") as out:  # the child holds its own copy of the descriptor
             proc = subprocess.Popen(
-                cmd,
-                cwd=root,
+                [*runner, "--config", str(candidate), "--track", track, "--description", desc, *tail],
+                cwd=paths.repo_root(),
                 stdin=subprocess.DEVNULL,
                 stdout=out,
                 stderr=subprocess.STDOUT,
@@ -304,62 +410,43 @@ def run_tune(
             )
         return Running(n, trial, values, desc, proc, group, log)
 
-    def finish(r: Running) -> None:
-        nonlocal best
+    def finish(self, r: Running) -> None:
+        """Tell Optuna the trial's score (from its result.json), mark its row keep/discard/crash."""
         r.proc.wait()
         text = r.log.read_text(encoding="utf-8", errors="replace")
         row = trial_result(text)
         if r.proc.returncode == 2 or row is None:  # invalid config, or nothing recorded
             tail = text.strip().splitlines()[-3:]
             print(f"[tune]   no result (exit {r.proc.returncode}): {' | '.join(tail)}", flush=True)
-            study.tell(r.trial, state=optuna.trial.TrialState.FAIL)
+            self.study.tell(r.trial, state=optuna.trial.TrialState.FAIL)
             return
         score, status = _float(row.get("eval_score")), str(row.get("status") or "crash")
         verdict, run_id = str(row.get("verdict") or ""), str(row.get("run_id") or "")
         if status != "ok" or score is None:
-            study.tell(r.trial, state=optuna.trial.TrialState.FAIL)
+            self.study.tell(r.trial, state=optuna.trial.TrialState.FAIL)
             decision = "crash"
         else:
-            study.tell(r.trial, score)
+            self.study.tell(r.trial, score)
             decision = "keep" if verdict in ("improved", "baseline") else "discard"
-        _mark(ledger, decision, run_id, f"tune trial {r.n + 1}: verdict {verdict or '-'}")
+        _mark(self.ledger, decision, run_id, f"tune trial {r.n + 1}: verdict {verdict or '-'}")
         print(
             f"[tune]   trial {r.n + 1}: eval_score {'-' if score is None else f'{score:.4f}'} "
             f"verdict {verdict or '-'} "
             f"status {status} -> {decision} ({run_id})",
             flush=True,
         )
-        if verdict == "improved" and (best is None or score > best[0]):
-            best = (score, run_id, r.values)
+        if verdict == "improved" and score is not None and (self.best is None or score > self.best[0]):
+            self.best = (score, run_id, r.values)
 
-    running: list[Running] = []
-    free = list(groups)
-    try:
-        n = 0
-        while n < trials or running:
-            while n < trials and free:
-                running.append(launch(n, free.pop(0)))
-                n += 1
-            done = next((r for r in running if r.proc.poll() is not None), None)
-            if done is None:
-                time.sleep(0.2)
-                continue
-            running.remove(done)
-            free.append(done.group)
-            finish(done)
-    except BaseException:
-        for r in running:
-            r.proc.terminate()
-        atomic.write_text(config, original)  # never leave a half-tuned config behind
-        raise
-    if best is None:
-        atomic.write_text(config, original)
-        print("[tune] no trial beat the reference (verdict improved): the original config is restored")
-    else:
-        atomic.write_text(config, render(original, params, best[2]))
-        print(f"[tune] best improved trial {best[1]}: eval_score {best[0]:.4f}; {config.name} now holds:")
-        print("       " + describe(best[2]))
-    return 0
+    def conclude(self) -> None:
+        if self.best is None:
+            atomic.write_text(self.config, self.original)
+            print("[tune] no trial beat the reference (verdict improved): the original config is restored")
+            return
+        score, run_id, values = self.best
+        atomic.write_text(self.config, render(self.original, self.params, values))
+        print(f"[tune] best improved trial {run_id}: eval_score {score:.4f}; {self.config.name} now holds:")
+        print("       " + describe(values))
 
 
 def _mark(ledger: Ledger, decision: str, run_id: str, lesson: str) -> None:

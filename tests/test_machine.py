@@ -36,3 +36,27 @@ def test_machine_file_roundtrip(tmp_path):
     path = save_machine(machine, tmp_path / "machine.json")
     assert load_machine(path) == machine
     assert load_machine(tmp_path / "missing.json") is None
+
+
+def test_machine_file_is_read_into_the_typed_model(tmp_path):
+    """The machine file is validated, types and keys, by the Machine dataclass itself (no hand parsing)."""
+    import json
+
+    import pytest
+
+    from autorl.machine import MachineFileError
+
+    good = json.loads(Machine(python="3", platform="p", torch=None, cpus=2, ram_gb=1.0).to_json())
+    good["gpus"] = [{"index": 0, "name": "H100", "memory_gb": 80, "free_gb": None}]
+    path = tmp_path / "machine.json"
+    path.write_text(json.dumps(good))
+    machine = load_machine(path)
+    assert machine.gpus == [Gpu(0, "H100", 80.0)] and isinstance(machine.gpus[0], Gpu)
+    for change, words in [
+        ({"cpus": "many"}, "cpus: Input should be a valid integer"),
+        ({"gpus": [{"index": 0}]}, "gpus.0.name: Field required"),
+        ({"slotz": []}, "slotz: Unexpected keyword argument"),
+    ]:
+        path.write_text(json.dumps(good | change))
+        with pytest.raises(MachineFileError, match=f"not a machine file \\({words}"):
+            load_machine(path)

@@ -253,6 +253,40 @@ def test_space_errors_name_the_parameter(tmp_path: Path) -> None:
             tune.load_space(bad)
 
 
+def test_space_is_validated_like_every_config(tmp_path: Path) -> None:
+    """An unknown key or a wrong type in space.toml: file:line, the parameter, the keys a table takes."""
+    bad = tmp_path / "space.toml"
+    bad.write_text('[lr]\nkey = "trainer.optim.lr"\nlow = 1e-6\nhigh = 1e-3\nlogg = true\n')
+    with pytest.raises(tune.SpaceError) as err:
+        tune.load_space(bad)
+    assert str(err.value).startswith("space.toml:5: unknown key `lr.logg`: did you mean `log`?")
+    assert "`key`, `low`, `high`, `log`, `step`, `choices`, `multiple_of`" in str(err.value)
+    for text, line, words in [
+        ('[lr]\nkey = "a"\nlow = "x"\nhigh = 1.0\n', 3, "`lr.low`: must be a number, not a string"),
+        (
+            '[lr]\nkey = "a"\nlow = 1e-6\nhigh = 1.0\nlog = 1\n',
+            5,
+            "`lr.log`: Input should be a valid boolean",
+        ),
+        ('[g]\nkey = "a"\nchoices = [4, 8]\nlow = 1\n', 3, "`g.choices` or `low` and `high`, not both"),
+        ('[g]\nkey = "a"\nlow = 0.5\nhigh = 1.0\nstep = 1\n', 5, "`g.step` is for an integer range"),
+        ('[lr]\nkey = "a"\nhigh = inf\nlow = 1.0\n', 3, "`lr.high`: must be finite"),
+    ]:
+        bad.write_text(text)
+        with pytest.raises(tune.SpaceError, match=f"^space.toml:{line}: .*{words}"):
+            tune.load_space(bad)
+    bad.write_text('[lr]\nkey = "a"\nlow = 1\nhigh = 8\nstep = 2\n')
+    assert tune.load_space(bad) == [tune.Param("lr", "a", "int", 1, 8, step=2)]
+
+
+def test_autorl_tune_refuses_a_bad_space_with_exit_2(root: Path, capsys: pytest.CaptureFixture) -> None:
+    (root / "space.toml").write_text('[lr]\nkey = "trainer.optim.lr"\nlow = 1e-6\nhigh = 1e-3\nlogg = true\n')
+    assert cli.main(["tune", "--trials", "1"]) == 2
+    err = capsys.readouterr().err
+    assert "space.toml:5: unknown key `lr.logg`" in err
+    assert not (root / "results.tsv").exists() and not (root / "runs").exists()
+
+
 def test_tune_runs_trials_through_the_runner(root: Path) -> None:
     (root / "train.toml").write_text(TRAIN)
     (root / "space.toml").write_text(

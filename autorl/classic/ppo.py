@@ -20,7 +20,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import gymnasium as gym
@@ -241,6 +241,67 @@ class Update:
     update_s: float
 
 
+@dataclass
+class _EnvState:
+    """What carries over from one rollout to the next: the envs' last observation and episode state."""
+
+    next_obs: torch.Tensor
+    prev_done: np.ndarray  # the last vector step ended these envs' episodes (the next one is an autoreset)
+    ep_return: np.ndarray  # raw return of the running episode of each env
+    disc_return: np.ndarray  # discounted return, for reward scaling
+    env_steps: int = 0
+    next_value: np.ndarray | None = None  # V(next_obs) after the last rollout, GAE's bootstrap
+
+    @classmethod
+    def start(cls, envs: gym.vector.VectorEnv, seed: int, num_envs: int) -> _EnvState:
+        obs = torch.from_numpy(np.asarray(envs.reset(seed=seed)[0], dtype=np.float32))
+        return cls(obs, np.zeros(num_envs, dtype=bool), np.zeros(num_envs), np.zeros(num_envs))
+
+
+@dataclass
+class _Batch:
+    """One rollout's real transitions, flattened: what the optimisation epochs sample minibatches from."""
+
+    obs: torch.Tensor
+    actions: torch.Tensor
+    logprobs: torch.Tensor
+    advantages: torch.Tensor
+    returns: torch.Tensor
+    values: torch.Tensor
+
+    @property
+    def size(self) -> int:
+        return self.returns.numel()
+
+    def explained_var(self) -> float:
+        var_y = self.returns.var().item() if self.size > 1 else 0.0
+        return float("nan") if var_y == 0 else 1.0 - (self.returns - self.values).var().item() / var_y
+
+
+@dataclass
+class _Losses:
+    """The last minibatch's losses, the clip fractions of all, the epochs run (an Update's figures)."""
+
+    loss: torch.Tensor = field(default_factory=lambda: torch.zeros(()))
+    pg_loss: torch.Tensor = field(default_factory=lambda: torch.zeros(()))
+    v_loss: torch.Tensor = field(default_factory=lambda: torch.zeros(()))
+    entropy: torch.Tensor = field(default_factory=lambda: torch.zeros(()))
+    approx_kl: torch.Tensor = field(default_factory=lambda: torch.zeros(()))
+    clipfracs: list[torch.Tensor] = field(default_factory=list)
+    epochs: int = 0
+
+    def report(self) -> dict[str, Any]:
+        return {
+            "loss": self.loss.item(),
+            "pg_loss": self.pg_loss.item(),
+            "v_loss": self.v_loss.item(),
+            "entropy": self.entropy.item(),
+            "approx_kl": self.approx_kl.item(),
+            "clipfrac": torch.stack(self.clipfracs).mean().item() if self.clipfracs else 0.0,
+            "epochs": self.epochs,
+        }
+
+
 class PPO:
     """Holds the envs, agent, optimiser and rollout buffers; `run()` yields after every update."""
 
@@ -291,154 +352,167 @@ class PPO:
         return make_act_fn(self.agent, self.obs_norm.state(), self.discrete, self.act_low, self.act_high)
 
     def run(self, stop: Callable[[], bool] = lambda: False) -> Iterator[Update]:
-        cfg, agent, envs = self.cfg, self.agent, self.envs
-        T, N = cfg.num_steps, cfg.num_envs
-        num_updates = cfg.num_updates
-        next_obs = torch.from_numpy(np.asarray(envs.reset(seed=self.seed)[0], dtype=np.float32))
-        prev_done = np.zeros(N, dtype=bool)
-        ep_return = np.zeros(N)  # raw return of the running episode of each env
-        disc_return = np.zeros(N)  # discounted return, for reward scaling
-        env_steps = 0
-
-        for update in range(1, num_updates + 1):
-            lr = cfg.learning_rate
-            if cfg.lr_schedule == "linear":
-                lr *= 1.0 - (update - 1) / num_updates
-            for group in self.optimizer.param_groups:
-                group["lr"] = lr
-
-            # --- rollout: num_steps vector steps, no per-env Python ------------------------------
+        """Rollout, GAE, optimisation, num_updates times; yields after each update. `stop()` is asked
+        between vector steps: a stop request ends the run with the weights of the last complete update."""
+        cfg = self.cfg
+        state = _EnvState.start(self.envs, self.seed, cfg.num_envs)
+        for update in range(1, cfg.num_updates + 1):
+            lr = self._set_lr(update)
             t0 = time.perf_counter()
-            finished: list[np.ndarray] = []
-            with torch.inference_mode():
-                for t in range(T):
-                    if stop():
-                        return  # weights are those of the last complete update
-                    x = self.obs_norm(next_obs, update=True)
-                    self.obs[t] = x
-                    self.valid[t] = ~prev_done
-                    action, logp, value = agent.sample(x)
-                    self.actions[t] = action
-                    self.logprobs[t] = logp
-                    self.values[t] = value
-                    if self.discrete:
-                        env_action = action.numpy()
-                    else:
-                        env_action = np.clip(action.numpy(), self.act_low, self.act_high)
-                    obs, reward, term, trunc, _ = envs.step(env_action)
-                    reward = np.asarray(reward, dtype=np.float64)
-                    done = np.logical_or(term, trunc)
-
-                    ep_return += reward
-                    if done.any():
-                        finished.append(ep_return[done].copy())
-                        ep_return[done] = 0.0
-                    if cfg.norm_reward:  # scale by the std of the discounted return (not centred)
-                        disc_return = disc_return * cfg.gamma + reward
-                        self.return_rms.update(torch.from_numpy(disc_return[~prev_done]))
-                        disc_return[done] = 0.0
-                        reward = np.clip(
-                            reward / math.sqrt(self.return_rms.var.item() + 1e-8),
-                            -cfg.clip_reward,
-                            cfg.clip_reward,
-                        )
-                    self.rewards[t] = reward
-                    self.terminated[t] = term
-                    self.dones[t] = done
-                    prev_done = done
-                    next_obs = torch.from_numpy(np.asarray(obs, dtype=np.float32))
-                env_steps += T * N
-
-                next_value = agent.value(self.obs_norm(next_obs)).numpy()
-
-            # --- GAE(lambda), bootstrapping truncated episodes from the final observation -----------
-            values = self.values.numpy()
-            advantages = np.zeros((T, N), dtype=np.float32)
-            last = np.zeros(N, dtype=np.float32)
-            for t in reversed(range(T)):
-                v_next = next_value if t == T - 1 else values[t + 1]
-                delta = self.rewards[t] + cfg.gamma * v_next * (1.0 - self.terminated[t]) - values[t]
-                last = delta + cfg.gamma * cfg.gae_lambda * (1.0 - self.dones[t]) * last
-                advantages[t] = last
-            returns = advantages + values
-
-            # --- flatten the real transitions ---------------------------------------------------
-            idx = torch.from_numpy(np.flatnonzero(self.valid))
-            b_obs = self.obs.flatten(0, 1)[idx]
-            b_actions = self.actions.flatten(0, 1)[idx]
-            b_logprobs = self.logprobs.flatten()[idx]
-            b_adv = torch.from_numpy(advantages).flatten()[idx]
-            b_returns = torch.from_numpy(returns).flatten()[idx]
-            b_values = self.values.flatten()[idx]
+            finished = self._rollout(state, stop)
+            if finished is None:
+                return
+            batch = self._batch(self._advantages(state.next_value))
             t1 = time.perf_counter()
-
-            # --- optimise the clipped surrogate for update_epochs over minibatches ---------------
-            B = idx.numel()
-            mb_size = max(1, math.ceil(B / cfg.num_minibatches))
-            clipfracs, epochs = [], 0
-            approx_kl = pg_loss = v_loss = entropy = loss = torch.zeros(())
-            for _epoch in range(cfg.update_epochs):
-                epochs += 1
-                perm = torch.randperm(B)
-                for start in range(0, B, mb_size):
-                    mb = perm[start : start + mb_size]
-                    new_logp, ent, new_value = agent.evaluate(b_obs[mb], b_actions[mb])
-                    logratio = new_logp - b_logprobs[mb]
-                    ratio = logratio.exp()
-                    with torch.no_grad():
-                        approx_kl = ((ratio - 1) - logratio).mean()  # the low-variance k3 estimator
-                        clipfracs.append(((ratio - 1.0).abs() > cfg.clip_coef).float().mean())
-
-                    adv = b_adv[mb]
-                    if cfg.norm_adv and adv.numel() > 1:
-                        adv = (adv - adv.mean()) / (adv.std() + 1e-8)
-                    pg_loss = torch.max(
-                        -adv * ratio, -adv * ratio.clamp(1 - cfg.clip_coef, 1 + cfg.clip_coef)
-                    ).mean()
-
-                    if cfg.clip_vloss:
-                        v_clipped = b_values[mb] + (new_value - b_values[mb]).clamp(
-                            -cfg.clip_coef, cfg.clip_coef
-                        )
-                        v_loss = (
-                            0.5
-                            * torch.max(
-                                (new_value - b_returns[mb]).square(), (v_clipped - b_returns[mb]).square()
-                            ).mean()
-                        )
-                    else:
-                        v_loss = 0.5 * (new_value - b_returns[mb]).square().mean()
-
-                    entropy = ent.mean()
-                    loss = pg_loss - cfg.ent_coef * entropy + cfg.vf_coef * v_loss
-                    self.optimizer.zero_grad(set_to_none=True)
-                    loss.backward()
-                    nn.utils.clip_grad_norm_(self.params, cfg.max_grad_norm, foreach=True)
-                    self.optimizer.step()
-                if cfg.target_kl > 0 and approx_kl.item() > cfg.target_kl:
-                    break  # the policy moved far enough from the one that collected the data
-
-            var_y = b_returns.var().item() if B > 1 else 0.0
-            explained_var = float("nan") if var_y == 0 else 1.0 - (b_returns - b_values).var().item() / var_y
+            losses = self._optimise(batch)
             t2 = time.perf_counter()
             returns_done = np.concatenate(finished) if finished else np.zeros(0)
             yield Update(
                 update=update,
-                env_steps=env_steps,
+                env_steps=state.env_steps,
                 episodic_return=float(returns_done.mean()) if returns_done.size else None,
                 episodes=int(returns_done.size),
-                loss=loss.item(),
-                pg_loss=pg_loss.item(),
-                v_loss=v_loss.item(),
-                entropy=entropy.item(),
-                approx_kl=approx_kl.item(),
-                clipfrac=torch.stack(clipfracs).mean().item() if clipfracs else 0.0,
-                explained_var=explained_var,
+                **losses.report(),
+                explained_var=batch.explained_var(),
                 lr=lr,
-                epochs=epochs,
                 rollout_s=t1 - t0,
                 update_s=t2 - t1,
             )
+
+    def _set_lr(self, update: int) -> float:
+        """This update's learning rate (linear: annealed to 0 over num_updates), set on the optimiser."""
+        cfg = self.cfg
+        lr = cfg.learning_rate
+        if cfg.lr_schedule == "linear":
+            lr *= 1.0 - (update - 1) / cfg.num_updates
+        for group in self.optimizer.param_groups:
+            group["lr"] = lr
+        return lr
+
+    def _rollout(self, state: _EnvState, stop: Callable[[], bool]) -> list[np.ndarray] | None:
+        """num_steps vector steps into the buffers, no per-env Python; the raw returns of the episodes
+        that ended (one array per vector step where some did). None when `stop()` said so."""
+        agent, envs = self.agent, self.envs
+        finished: list[np.ndarray] = []
+        with torch.inference_mode():
+            for t in range(self.cfg.num_steps):
+                if stop():
+                    return None  # weights are those of the last complete update
+                x = self.obs_norm(state.next_obs, update=True)
+                self.obs[t] = x
+                self.valid[t] = ~state.prev_done
+                action, logp, value = agent.sample(x)
+                self.actions[t] = action
+                self.logprobs[t] = logp
+                self.values[t] = value
+                if self.discrete:
+                    env_action = action.numpy()
+                else:
+                    env_action = np.clip(action.numpy(), self.act_low, self.act_high)
+                obs, reward, term, trunc, _ = envs.step(env_action)
+                reward = np.asarray(reward, dtype=np.float64)
+                done = np.logical_or(term, trunc)
+
+                state.ep_return += reward
+                if done.any():
+                    finished.append(state.ep_return[done].copy())
+                    state.ep_return[done] = 0.0
+                self.rewards[t] = self._scaled_reward(state, reward, done)
+                self.terminated[t] = term
+                self.dones[t] = done
+                state.prev_done = done
+                state.next_obs = torch.from_numpy(np.asarray(obs, dtype=np.float32))
+            state.env_steps += self.cfg.num_steps * self.cfg.num_envs
+            state.next_value = agent.value(self.obs_norm(state.next_obs)).numpy()
+        return finished
+
+    def _scaled_reward(self, state: _EnvState, reward: np.ndarray, done: np.ndarray) -> np.ndarray:
+        """norm_reward: the reward over the std of the discounted return (not centred), clipped."""
+        cfg = self.cfg
+        if not cfg.norm_reward:
+            return reward
+        state.disc_return = state.disc_return * cfg.gamma + reward
+        self.return_rms.update(torch.from_numpy(state.disc_return[~state.prev_done]))
+        state.disc_return[done] = 0.0
+        return np.clip(
+            reward / math.sqrt(self.return_rms.var.item() + 1e-8), -cfg.clip_reward, cfg.clip_reward
+        )
+
+    def _advantages(self, next_value: np.ndarray) -> np.ndarray:
+        """GAE(lambda) over the rollout, bootstrapping truncated episodes from the final observation."""
+        cfg = self.cfg
+        T, N = cfg.num_steps, cfg.num_envs
+        values = self.values.numpy()
+        advantages = np.zeros((T, N), dtype=np.float32)
+        last = np.zeros(N, dtype=np.float32)
+        for t in reversed(range(T)):
+            v_next = next_value if t == T - 1 else values[t + 1]
+            delta = self.rewards[t] + cfg.gamma * v_next * (1.0 - self.terminated[t]) - values[t]
+            last = delta + cfg.gamma * cfg.gae_lambda * (1.0 - self.dones[t]) * last
+            advantages[t] = last
+        return advantages
+
+    def _batch(self, advantages: np.ndarray) -> _Batch:
+        """The real transitions of the rollout (autoreset ones left out), flattened."""
+        returns = advantages + self.values.numpy()
+        idx = torch.from_numpy(np.flatnonzero(self.valid))
+        return _Batch(
+            obs=self.obs.flatten(0, 1)[idx],
+            actions=self.actions.flatten(0, 1)[idx],
+            logprobs=self.logprobs.flatten()[idx],
+            advantages=torch.from_numpy(advantages).flatten()[idx],
+            returns=torch.from_numpy(returns).flatten()[idx],
+            values=self.values.flatten()[idx],
+        )
+
+    def _optimise(self, b: _Batch) -> _Losses:
+        """The clipped surrogate for update_epochs over minibatches; stops early past target_kl."""
+        cfg = self.cfg
+        B = b.size
+        mb_size = max(1, math.ceil(B / cfg.num_minibatches))
+        losses = _Losses()
+        for _epoch in range(cfg.update_epochs):
+            losses.epochs += 1
+            perm = torch.randperm(B)
+            for start in range(0, B, mb_size):
+                self._minibatch_step(b, perm[start : start + mb_size], losses)
+            if cfg.target_kl > 0 and losses.approx_kl.item() > cfg.target_kl:
+                break  # the policy moved far enough from the one that collected the data
+        return losses
+
+    def _minibatch_step(self, b: _Batch, mb: torch.Tensor, losses: _Losses) -> None:
+        """One gradient step on the minibatch `mb` (indices into the batch); its figures into `losses`."""
+        cfg = self.cfg
+        new_logp, ent, new_value = self.agent.evaluate(b.obs[mb], b.actions[mb])
+        logratio = new_logp - b.logprobs[mb]
+        ratio = logratio.exp()
+        with torch.no_grad():
+            losses.approx_kl = ((ratio - 1) - logratio).mean()  # the low-variance k3 estimator
+            losses.clipfracs.append(((ratio - 1.0).abs() > cfg.clip_coef).float().mean())
+
+        adv = b.advantages[mb]
+        if cfg.norm_adv and adv.numel() > 1:
+            adv = (adv - adv.mean()) / (adv.std() + 1e-8)
+        losses.pg_loss = torch.max(
+            -adv * ratio, -adv * ratio.clamp(1 - cfg.clip_coef, 1 + cfg.clip_coef)
+        ).mean()
+        losses.v_loss = self._value_loss(new_value, b.values[mb], b.returns[mb])
+        losses.entropy = ent.mean()
+        losses.loss = losses.pg_loss - cfg.ent_coef * losses.entropy + cfg.vf_coef * losses.v_loss
+        self.optimizer.zero_grad(set_to_none=True)
+        losses.loss.backward()
+        nn.utils.clip_grad_norm_(self.params, cfg.max_grad_norm, foreach=True)
+        self.optimizer.step()
+
+    def _value_loss(
+        self, new_value: torch.Tensor, old_value: torch.Tensor, returns: torch.Tensor
+    ) -> torch.Tensor:
+        """0.5 * squared error to the returns; clip_vloss: the larger of it and the clipped value's."""
+        cfg = self.cfg
+        if not cfg.clip_vloss:
+            return 0.5 * (new_value - returns).square().mean()
+        v_clipped = old_value + (new_value - old_value).clamp(-cfg.clip_coef, cfg.clip_coef)
+        return 0.5 * torch.max((new_value - returns).square(), (v_clipped - returns).square()).mean()
 
     def close(self) -> None:
         self.envs.close()

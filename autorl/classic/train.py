@@ -20,16 +20,21 @@ from __future__ import annotations
 import argparse
 import io
 import json
-import resource
 import signal
 import sys
+import threading
 import time
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from autorl import atomic, progress
 from autorl.classic.config import ClassicConfig
 from autorl.classic.evaluate import SCORE_STEPS, SOLVED_AT, due_eval, train_eval, train_eval_envs
+from autorl.machine import peak_rss_gb
+
+if TYPE_CHECKING:
+    from autorl.classic.ppo import Update
 
 SAVE_EVERY_S = 5.0  # training-clock seconds between periodic saves (a save costs about a millisecond)
 
@@ -56,9 +61,145 @@ class TrainingClock:
         return time.monotonic() - self.t0 - self.paused_total
 
 
-def peak_rss_gb() -> float:
-    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux, bytes on macOS
-    return rss / (1024**3 if sys.platform == "darwin" else 1024**2)
+@dataclass(kw_only=True)
+class TrainState:
+    """run_dir/train_state.json: the figures the backend and the evaluator read (rewritten at each save)."""
+
+    seed: int
+    env_id: str
+    updates: int = 0
+    env_steps: int = 0
+    seconds: float = 0.0  # training-clock seconds
+    finished: bool = False  # reached its last update (not stopped by SIGTERM)
+    solved_threshold: float
+    time_to_solve_seconds: float | None = None  # the first in-training evaluation at the threshold
+    env_steps_to_solve: int | None = None
+    evals: list[list[float]] = field(default_factory=list)  # [training seconds, env steps, mean return]
+    peak_memory_gb: float | None = None
+    weights: str | None = None  # relative to the run directory
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), indent=1)
+
+
+class ClassicRun:
+    """One seed's training: PPO updates on the training clock, the in-training evaluations off it, saves."""
+
+    def __init__(self, cfg: ClassicConfig, seed: int, run_dir: Path, stop: threading.Event):
+        from autorl.classic.ppo import PPO
+
+        self.cfg, self.run_dir, self.stop = cfg, run_dir, stop
+        self.weights = run_dir / "weights" / "policy.pt"
+        self.weights.parent.mkdir(parents=True, exist_ok=True)
+        self.ppo = PPO(cfg, seed)
+        self.eval_envs = train_eval_envs(cfg.env_id)
+        self.state = TrainState(seed=seed, env_id=cfg.env_id, solved_threshold=SOLVED_AT[cfg.env_id])
+        self.clock = TrainingClock()
+        self.last_step = min(cfg.total_env_steps, SCORE_STEPS[cfg.env_id])  # the score covers no more
+        self.last_return: float | None = None  # mean return of the last rollout in which episodes ended
+
+    def save(self, update: int, env_steps: int) -> None:
+        import torch
+
+        buffer = io.BytesIO()
+        torch.save(self.ppo.policy_state(update, env_steps), buffer)
+        atomic.write_bytes(self.weights, buffer.getvalue())  # the evaluator never sees a half-written file
+        self.state.weights = str(self.weights.relative_to(self.run_dir))
+        self.state.peak_memory_gb = round(peak_rss_gb(), 3)
+        atomic.write_text(self.run_dir / "train_state.json", self.state.to_json())
+        progress.emit("saved", step=update, path=str(self.weights))
+
+    def evaluate_now(self, update: int, env_steps: int, seconds: float) -> float:
+        """The in-training evaluation of the current policy, off the clock; one point of the curve."""
+        self.clock.pause()
+        mean_return = train_eval(self.cfg.env_id, self.eval_envs, self.ppo.act_fn())
+        self.clock.resume()
+        state = self.state
+        state.evals.append([round(seconds, 4), env_steps, round(mean_return, 3)])
+        if mean_return >= state.solved_threshold and state.time_to_solve_seconds is None:
+            state.time_to_solve_seconds = round(seconds, 4)
+            state.env_steps_to_solve = env_steps
+            progress.emit("solved", step=update, seconds=round(seconds, 4), eval_return=mean_return)
+        return mean_return
+
+    def run(self) -> int:
+        cfg = self.cfg
+        progress.emit("ready", env_id=cfg.env_id, num_updates=cfg.num_updates, batch_size=cfg.batch_size)
+        self.clock.start()
+        if due_eval(cfg.env_id, 0, cfg.batch_size):
+            self.evaluate_now(0, 0, 0.0)
+        update, env_steps = self.train()
+        if not self.state.evals or self.state.evals[-1][1] != env_steps:  # stopped early: the policy now
+            self.evaluate_now(update, env_steps, self.clock.seconds())
+        self.state.finished = not self.stop.is_set()
+        self.state.seconds = round(self.clock.seconds(), 4)
+        self.save(update, env_steps)
+        self.ppo.close()
+        self.eval_envs.close()
+        progress.emit(
+            "done", step=update, env_steps=env_steps, time_to_solve_seconds=self.state.time_to_solve_seconds
+        )
+        return 0
+
+    def train(self) -> tuple[int, int]:
+        """PPO updates until the last step, PPO's last update or a stop; the (update, env steps) reached."""
+        update = env_steps = 0
+        last_save = 0.0
+        with open(self.run_dir / "metrics.jsonl", "a") as metrics:
+            for u in self.ppo.run(stop=self.stop.is_set):
+                update, env_steps = u.update, u.env_steps
+                seconds = self.clock.seconds()
+                done = env_steps + self.cfg.batch_size > self.last_step
+                row = self.record(u, seconds, done)
+                metrics.write(json.dumps(row) + "\n")
+                metrics.flush()
+                self.emit_step(row)
+                if seconds - last_save >= SAVE_EVERY_S:
+                    self.save(update, env_steps)
+                    last_save = seconds
+                if self.stop.is_set() or done:
+                    break
+        return update, env_steps
+
+    def record(self, u: Update, seconds: float, done: bool) -> dict[str, Any]:
+        """The metrics.jsonl row of update `u` (with the in-training evaluation when one is due)."""
+        cfg = self.cfg
+        if u.episodic_return is not None:
+            self.last_return = u.episodic_return
+        sps = cfg.batch_size / max(u.rollout_s + u.update_s, 1e-9)  # env steps per second of this update
+        row: dict[str, Any] = {
+            "step": u.update,
+            "reward_mean": self.last_return,
+            "loss": u.loss,
+            "lr": u.lr,
+            "seconds": round(seconds, 4),
+            "samples_per_s": round(sps, 1),
+            "env_steps": u.env_steps,
+            "episodes": u.episodes,
+            "pg_loss": u.pg_loss,
+            "v_loss": u.v_loss,
+            "entropy": u.entropy,
+            "approx_kl": u.approx_kl,
+            "clipfrac": u.clipfrac,
+            "explained_var": u.explained_var,
+            "epochs": u.epochs,
+        }
+        self.state.updates, self.state.env_steps, self.state.seconds = (
+            u.update,
+            u.env_steps,
+            round(seconds, 4),
+        )
+        if not self.stop.is_set() and (due_eval(cfg.env_id, u.env_steps, cfg.batch_size) or done):
+            row["eval_return"] = self.evaluate_now(u.update, u.env_steps, seconds)
+        return row
+
+    def emit_step(self, row: dict[str, Any]) -> None:
+        event = {k: row[k] for k in ("loss", "lr", "seconds", "samples_per_s", "env_steps")}
+        if self.last_return is not None:
+            event["reward"] = round(self.last_return, 3)
+        if "eval_return" in row:
+            event["eval_return"] = round(row["eval_return"], 3)
+        progress.emit("step", step=row["step"], **event)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -68,130 +209,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seed", type=int, required=True)
     args = p.parse_args(argv)
 
-    stop_requested = False
-
-    def on_sigterm(signum: int, frame: Any) -> None:
-        nonlocal stop_requested
-        stop_requested = True  # acted on between vector steps: the weights saved are a complete update's
-
-    signal.signal(signal.SIGTERM, on_sigterm)
-
-    resolved = json.loads(args.config.read_text())
-    cfg = ClassicConfig.model_validate(resolved["ppo"])
+    stop = threading.Event()  # acted on between vector steps: the weights saved are a complete update's
+    signal.signal(signal.SIGTERM, lambda signum, frame: stop.set())
+    cfg = ClassicConfig.model_validate(json.loads(args.config.read_text())["ppo"])
 
     import torch
 
-    from autorl.classic.ppo import PPO
-
     torch.set_num_threads(cfg.torch_threads)
-    run_dir = args.run_dir
-    weights_dir = run_dir / "weights"
-    weights_dir.mkdir(parents=True, exist_ok=True)
-    ppo = PPO(cfg, args.seed)
-    eval_envs = train_eval_envs(cfg.env_id)
-    threshold = SOLVED_AT[cfg.env_id]
-
-    state: dict[str, Any] = {
-        "seed": args.seed,
-        "env_id": cfg.env_id,
-        "updates": 0,
-        "env_steps": 0,
-        "seconds": 0.0,
-        "finished": False,
-        "solved_threshold": threshold,
-        "time_to_solve_seconds": None,
-        "env_steps_to_solve": None,
-        "evals": [],  # [training seconds, env steps, mean return]
-        "peak_memory_gb": None,
-        "weights": None,
-    }
-
-    def save(update: int, env_steps: int) -> None:
-        path = weights_dir / "policy.pt"
-        buffer = io.BytesIO()
-        torch.save(ppo.policy_state(update, env_steps), buffer)
-        atomic.write_bytes(path, buffer.getvalue())  # the evaluator never sees a half-written file
-        state.update(weights=str(path.relative_to(run_dir)), peak_memory_gb=round(peak_rss_gb(), 3))
-        atomic.write_text(run_dir / "train_state.json", json.dumps(state, indent=1))
-        progress.emit("saved", step=update, path=str(path))
-
-    clock = TrainingClock()
-    last_step = min(cfg.total_env_steps, SCORE_STEPS[cfg.env_id])  # the score covers no more env steps
-
-    def evaluate_now(update: int, env_steps: int, seconds: float) -> float:
-        """The in-training evaluation of the current policy, off the clock; one point of the curve."""
-        clock.pause()
-        mean_return = train_eval(cfg.env_id, eval_envs, ppo.act_fn())
-        clock.resume()
-        state["evals"].append([round(seconds, 4), env_steps, round(mean_return, 3)])
-        if mean_return >= threshold and state["time_to_solve_seconds"] is None:
-            state["time_to_solve_seconds"] = round(seconds, 4)
-            state["env_steps_to_solve"] = env_steps
-            progress.emit("solved", step=update, seconds=round(seconds, 4), eval_return=mean_return)
-        return mean_return
-
-    progress.emit("ready", env_id=cfg.env_id, num_updates=cfg.num_updates, batch_size=cfg.batch_size)
-    clock.start()
-    update = env_steps = 0
-    last_save = 0.0
-    if due_eval(cfg.env_id, 0, cfg.batch_size):
-        evaluate_now(0, 0, 0.0)
-    last_return: float | None = None
-    with open(run_dir / "metrics.jsonl", "a") as metrics:
-        for u in ppo.run(stop=lambda: stop_requested):
-            update, env_steps = u.update, u.env_steps
-            seconds = clock.seconds()
-            if u.episodic_return is not None:
-                last_return = u.episodic_return
-            sps = cfg.batch_size / max(u.rollout_s + u.update_s, 1e-9)  # env steps per second of this update
-            row: dict[str, Any] = {
-                "step": update,
-                "reward_mean": last_return,
-                "loss": u.loss,
-                "lr": u.lr,
-                "seconds": round(seconds, 4),
-                "samples_per_s": round(sps, 1),
-                "env_steps": env_steps,
-                "episodes": u.episodes,
-                "pg_loss": u.pg_loss,
-                "v_loss": u.v_loss,
-                "entropy": u.entropy,
-                "approx_kl": u.approx_kl,
-                "clipfrac": u.clipfrac,
-                "explained_var": u.explained_var,
-                "epochs": u.epochs,
-            }
-            state.update(updates=update, env_steps=env_steps, seconds=round(seconds, 4))
-            done = env_steps + cfg.batch_size > last_step
-            if not stop_requested and (due_eval(cfg.env_id, env_steps, cfg.batch_size) or done):
-                row["eval_return"] = evaluate_now(update, env_steps, seconds)
-
-            metrics.write(json.dumps(row) + "\n")
-            metrics.flush()
-            event = {k: row[k] for k in ("loss", "lr", "seconds", "samples_per_s", "env_steps")}
-            if last_return is not None:
-                event["reward"] = round(last_return, 3)
-            if "eval_return" in row:
-                event["eval_return"] = round(row["eval_return"], 3)
-            progress.emit("step", step=update, **event)
-
-            if seconds - last_save >= SAVE_EVERY_S:
-                save(update, env_steps)
-                last_save = seconds
-            if stop_requested or done:
-                break
-
-    if not state["evals"] or state["evals"][-1][1] != env_steps:  # stopped early: the policy as it is now
-        evaluate_now(update, env_steps, clock.seconds())
-    state["finished"] = not stop_requested
-    state["seconds"] = round(clock.seconds(), 4)
-    save(update, env_steps)
-    ppo.close()
-    eval_envs.close()
-    progress.emit(
-        "done", step=update, env_steps=env_steps, time_to_solve_seconds=state["time_to_solve_seconds"]
-    )
-    return 0
+    return ClassicRun(cfg, args.seed, args.run_dir, stop).run()
 
 
 if __name__ == "__main__":

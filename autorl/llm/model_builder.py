@@ -365,6 +365,74 @@ def build_recipe(
     }
 
 
+def _warm_start(
+    model: Qwen2ForCausalLM,
+    tokenizer: PreTrainedTokenizerFast,
+    steps: int,
+    seed: int,
+    batch_size: int,
+    target: float | None,
+    progress: bool,
+    start: float,
+) -> tuple[int, float | None]:
+    """At most ``steps`` SFT steps on the warm-start stream, stopping at the first probe accuracy >=
+    ``target`` (None: no probe); returns the steps taken and the last probe accuracy."""
+    decay = [p for n, p in model.named_parameters() if p.dim() >= 2]
+    no_decay = [p for n, p in model.named_parameters() if p.dim() < 2]
+    optim = torch.optim.AdamW(
+        [{"params": decay, "weight_decay": SFT_WEIGHT_DECAY}, {"params": no_decay, "weight_decay": 0.0}],
+        lr=SFT_LR,
+        betas=(0.9, 0.98),
+    )
+    stream = warm_start_pairs(seed)
+    probe = probe_sets() if target is not None else []
+    probe_accuracy: float | None = None
+    reached = False
+    warmup = min(SFT_WARMUP_STEPS, max(1, steps // 10))
+    model.train()
+    done = 0
+    while done < steps and not reached:
+        ids, labels, mask = _batch(tokenizer, list(itertools.islice(stream, batch_size)))
+        for group in optim.param_groups:
+            group["lr"] = _lr(done, steps, warmup)
+        loss = model(input_ids=ids, attention_mask=mask, labels=labels).loss
+        optim.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optim.step()
+        done += 1
+        if probe and done % PROBE_EVERY == 0:
+            probe_accuracy = probe_accuracy_of(model, tokenizer, probe)
+            reached = probe_accuracy >= target
+        if progress and (done % 50 == 0 or done == 1 or done == steps or reached):
+            shown = "" if probe_accuracy is None else f"  probe {probe_accuracy:.3f}"
+            elapsed = time.perf_counter() - start
+            print(
+                f"  step {done:>5}/{steps}  loss {loss.item():.4f}{shown}  {elapsed:5.1f}s", file=sys.stderr
+            )
+    if probe and not reached and progress:
+        print(
+            f"base model: warning: the probe never reached {target:.2f} in {steps} steps "
+            f"(last {probe_accuracy}); the model is less competent than intended",
+            file=sys.stderr,
+        )
+    return done, probe_accuracy
+
+
+def _save(model: Qwen2ForCausalLM, tokenizer: PreTrainedTokenizerFast, out_dir: Path) -> None:
+    """Weights and tokenizer into a fresh ``out_dir``; the caller writes the marker last, so an interrupted
+    build leaves no marker and is redone."""
+    if out_dir.exists():
+        shutil.rmtree(out_dir)
+    out_dir.mkdir(parents=True)
+    model.eval()
+    model.generation_config.pad_token_id = tokenizer.pad_token_id
+    model.generation_config.eos_token_id = tokenizer.eos_token_id
+    model.generation_config.bos_token_id = None
+    model.save_pretrained(out_dir)
+    tokenizer.save_pretrained(out_dir, save_jinja_files=False)  # the template inside tokenizer_config.json
+
+
 def build_base_model(
     out_dir: Path | None = None,
     steps: int | None = None,
@@ -409,57 +477,8 @@ def build_base_model(
             file=sys.stderr,
         )
 
-    decay = [p for n, p in model.named_parameters() if p.dim() >= 2]
-    no_decay = [p for n, p in model.named_parameters() if p.dim() < 2]
-    optim = torch.optim.AdamW(
-        [{"params": decay, "weight_decay": SFT_WEIGHT_DECAY}, {"params": no_decay, "weight_decay": 0.0}],
-        lr=SFT_LR,
-        betas=(0.9, 0.98),
-    )
-    stream = warm_start_pairs(seed)
-    probe = probe_sets() if target is not None else []
-    probe_accuracy: float | None = None
-    reached = False
-    warmup = min(SFT_WARMUP_STEPS, max(1, steps // 10))
-    model.train()
-    done = 0
-    while done < steps:
-        ids, labels, mask = _batch(tokenizer, list(itertools.islice(stream, batch_size)))
-        for group in optim.param_groups:
-            group["lr"] = _lr(done, steps, warmup)
-        loss = model(input_ids=ids, attention_mask=mask, labels=labels).loss
-        optim.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        optim.step()
-        done += 1
-        if probe and done % PROBE_EVERY == 0:
-            probe_accuracy = probe_accuracy_of(model, tokenizer, probe)
-            reached = probe_accuracy >= target
-        if progress and (done % 50 == 0 or done == 1 or done == steps or reached):
-            shown = "" if probe_accuracy is None else f"  probe {probe_accuracy:.3f}"
-            elapsed = time.perf_counter() - start
-            line = f"  step {done:>5}/{steps}  loss {loss.item():.4f}{shown}  {elapsed:5.1f}s"
-            print(line, file=sys.stderr)
-        if reached:
-            break
-    if probe and not reached and progress:
-        print(
-            f"base model: warning: the probe never reached {target:.2f} in {steps} steps "
-            f"(last {probe_accuracy}); the model is less competent than intended",
-            file=sys.stderr,
-        )
-
-    # Write to a fresh directory, marker last: an interrupted build leaves no marker and is redone.
-    if out_dir.exists():
-        shutil.rmtree(out_dir)
-    out_dir.mkdir(parents=True)
-    model.eval()
-    model.generation_config.pad_token_id = tokenizer.pad_token_id
-    model.generation_config.eos_token_id = tokenizer.eos_token_id
-    model.generation_config.bos_token_id = None
-    model.save_pretrained(out_dir)
-    tokenizer.save_pretrained(out_dir, save_jinja_files=False)  # the template inside tokenizer_config.json
+    done, probe_accuracy = _warm_start(model, tokenizer, steps, seed, batch_size, target, progress, start)
+    _save(model, tokenizer, out_dir)
     seconds = time.perf_counter() - start
     info = {
         "recipe": recipe,

@@ -55,7 +55,6 @@ import argparse
 import contextlib
 import importlib.util
 import json
-import resource
 import shutil
 import signal
 import sys
@@ -77,7 +76,7 @@ from autorl.llm.embedded.sampler_process import ProcessSampler
 from autorl.llm.embedded.scheduler import build_scheduler
 from autorl.llm.embedded.slots import SMALL_MODEL_PARAMS
 from autorl.llm.eval import load_tokenizer
-from autorl.machine import own_cpu_ids
+from autorl.machine import own_cpu_ids, peak_rss_gb
 
 # prime-rl's orchestrator aborts after this many consecutive empty train batches (orchestrator.py).
 MAX_CONSECUTIVE_EMPTY_BATCHES = 10
@@ -93,11 +92,10 @@ def cpu_threads(requested: int, n_params: int) -> int:
 
 
 def peak_memory_gb(device: torch.device) -> float:
+    """Peak GPU memory allocated on a GPU, else this process's peak RSS (GiB)."""
     if device.type == "cuda":
         return torch.cuda.max_memory_allocated(device) / 1024**3
-    # ru_maxrss is in KiB on Linux (bytes on macOS).
-    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    return rss / (1024**3 if sys.platform == "darwin" else 1024**2)
+    return peak_rss_gb()
 
 
 def attention_implementation(device: torch.device) -> str:
@@ -422,32 +420,15 @@ class Trainer:
 
     def _train(self) -> int:
         spec = self.spec
-        signal.signal(signal.SIGTERM, self.request_stop)
-        signal.signal(signal.SIGINT, self.request_stop)
-        n_params = sum(p.numel() for p in self.model.parameters())
-        print(
-            f"embedded trainer: model {spec.model_path} on {self.device} ({n_params / 1e6:.2f}M params), "
-            f"sampler {self.sampler_name}, {torch.get_num_threads()} threads, lag {self.lag}, "
-            f"seed {self.seed}",
-            flush=True,
-        )
-        progress.emit("ready")
-        start = time.perf_counter()
-        self.last_save = start
+        self._start()
+        start = self.last_save = time.perf_counter()
         # With the process sampler the next batch is sampled while this step trains (same lag, same rollouts).
         overlapped = self.process_sampler is not None and self.lag == 1
         queued = spec.batch_size * (1 if overlapped else 1 + self.lag)
         while not self.stop_requested and (spec.max_steps is None or self.step < spec.max_steps):
             t0 = time.perf_counter()
-            aborted = False
             # Keep one extra batch queued (or being sampled) when reproducing prime-rl's one-step lag.
-            while len(self.queue) < queued:
-                samples = self.sample_batch()
-                if samples is None:
-                    aborted = True
-                    break
-                self.queue.extend(samples)
-            if aborted:
+            if not self._fill_queue(queued):
                 break
             pending = self.submit_batch() if overlapped else None
             t1 = time.perf_counter()
@@ -456,51 +437,86 @@ class Trainer:
             t2 = time.perf_counter()
             if stats is None:
                 break
-            if pending is not None:
-                assert self.process_sampler is not None
-                rollouts = self.process_sampler.collect(self._stopping)
-                if rollouts is None:
-                    aborted = True  # the step itself is complete and is recorded below
-                else:
-                    self.queue.extend(self.batches.finish(pending, rollouts))
+            # A stop while collecting the next batch: the step itself is complete and is recorded below.
+            aborted = pending is not None and not self._collect(pending)
             if stats.get("empty"):
-                self.empty_batches += 1
-                print(f"empty train batch (no RL token), consecutive: {self.empty_batches}", flush=True)
-                if self.empty_batches >= MAX_CONSECUTIVE_EMPTY_BATCHES:
-                    raise RuntimeError(
-                        f"{self.empty_batches} consecutive empty train batches (every group had equal "
-                        "rewards): check the task difficulty and the sampling temperature"
-                    )
-                if aborted:
-                    break
-                continue
-            self.empty_batches = 0
-            self.step += 1
-            t3 = time.perf_counter()
-            seconds = t3 - t0
-            row = {
-                "step": self.step,
-                **stats,
-                "reward": stats["reward_mean"],
-                "seconds": seconds,
-                "gen_seconds": seconds - (t2 - t1),  # sampling the step waited for (not overlapped)
-                "train_seconds": t2 - t1,
-                "samples_per_s": len(batch) / seconds if seconds > 0 else 0.0,
-                "elapsed_s": t3 - start,
-                "peak_memory_gb": peak_memory_gb(self.device),
-            }
-            row = {k: (round(v, 6) if isinstance(v, float) else v) for k, v in row.items()}
-            with open(self.metrics_path, "a") as f:
-                f.write(json.dumps(row) + "\n")
-            progress.emit("step", **row)
-            if self._save_due():
-                self.save()
+                self._count_empty_batch()
+            else:
+                self._record_step(stats, len(batch), t0, t2 - t1, start)
             if aborted:
                 break
         if self.step > self.saved_step:
             self.save()
         progress.emit("done", step=self.step, stopped=self.stop_requested)
         return 0
+
+    def _start(self) -> None:
+        """Take over SIGTERM/SIGINT (a stop request from here on), say what runs, then `ready`."""
+        signal.signal(signal.SIGTERM, self.request_stop)
+        signal.signal(signal.SIGINT, self.request_stop)
+        n_params = sum(p.numel() for p in self.model.parameters())
+        print(
+            f"embedded trainer: model {self.spec.model_path} on {self.device} "
+            f"({n_params / 1e6:.2f}M params), "
+            f"sampler {self.sampler_name}, {torch.get_num_threads()} threads, lag {self.lag}, "
+            f"seed {self.seed}",
+            flush=True,
+        )
+        progress.emit("ready")
+
+    def _fill_queue(self, queued: int) -> bool:
+        """Sample batches until ``queued`` rollouts wait; False when a stop request arrived meanwhile."""
+        while len(self.queue) < queued:
+            samples = self.sample_batch()
+            if samples is None:
+                return False
+            self.queue.extend(samples)
+        return True
+
+    def _collect(self, pending: BatchPlan) -> bool:
+        """Queue the batch the process sampler sampled during the step; False when a stop request came."""
+        assert self.process_sampler is not None
+        rollouts = self.process_sampler.collect(self._stopping)
+        if rollouts is None:
+            return False
+        self.queue.extend(self.batches.finish(pending, rollouts))
+        return True
+
+    def _count_empty_batch(self) -> None:
+        """A batch without RL tokens took no step; too many in a row end the run as prime-rl does."""
+        self.empty_batches += 1
+        print(f"empty train batch (no RL token), consecutive: {self.empty_batches}", flush=True)
+        if self.empty_batches >= MAX_CONSECUTIVE_EMPTY_BATCHES:
+            raise RuntimeError(
+                f"{self.empty_batches} consecutive empty train batches (every group had equal "
+                "rewards): check the task difficulty and the sampling temperature"
+            )
+
+    def _record_step(
+        self, stats: dict[str, Any], n_samples: int, t0: float, train_seconds: float, start: float
+    ) -> None:
+        """Count the step, append its metrics row (``step`` event too), save when a save is due."""
+        self.empty_batches = 0
+        self.step += 1
+        t3 = time.perf_counter()
+        seconds = t3 - t0
+        row = {
+            "step": self.step,
+            **stats,
+            "reward": stats["reward_mean"],
+            "seconds": seconds,
+            "gen_seconds": seconds - train_seconds,  # sampling the step waited for (not overlapped)
+            "train_seconds": train_seconds,
+            "samples_per_s": n_samples / seconds if seconds > 0 else 0.0,
+            "elapsed_s": t3 - start,
+            "peak_memory_gb": peak_memory_gb(self.device),
+        }
+        row = {k: (round(v, 6) if isinstance(v, float) else v) for k, v in row.items()}
+        with open(self.metrics_path, "a") as f:
+            f.write(json.dumps(row) + "\n")
+        progress.emit("step", **row)
+        if self._save_due():
+            self.save()
 
 
 def main(argv: list[str] | None = None) -> int:
