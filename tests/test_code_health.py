@@ -1,9 +1,12 @@
-"""Readable code on the trial path: no function of run.py -> trial -> seed -> process -> pool/ray_pool ->
-result -> ledger is longer than a reader can hold at once (issue 29)."""
+"""Readable code: no function of the project above McCabe complexity 12 (ruff's C90 rule, configured in
+pyproject.toml, run here so CI enforces it), and no function of run.py -> trial -> seed -> process ->
+pool/ray_pool -> result -> ledger longer than a reader can hold at once (issue 29)."""
 
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -45,3 +48,21 @@ def test_no_function_on_the_trial_path_is_over_80_lines():
         if length > MAX_LINES
     ]
     assert too_long == [], f"split by responsibility (at most {MAX_LINES} lines each): {too_long}"
+
+
+def test_no_function_is_above_complexity_12():
+    """The lint rule of pyproject.toml ([tool.ruff.lint] C90, mccabe max-complexity 12), run by CI."""
+    ruff = Path(sys.executable).with_name("ruff")
+    cmd = [str(ruff), "check", "--select", "C90", "--output-format", "concise", "--no-cache", "."]
+    run = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True)
+    assert run.returncode == 0, f"split these by responsibility:\n{run.stdout}{run.stderr}"
+
+
+def test_the_complexity_rule_finds_a_complex_function(tmp_path):
+    """The check above can fail: ruff with the project's settings flags a function of complexity 13."""
+    branches = "".join(f"    if x == {i}:\n        return {i}\n" for i in range(13))
+    (tmp_path / "m.py").write_text(f"def f(x):\n{branches}    return -1\n")
+    ruff = Path(sys.executable).with_name("ruff")
+    cmd = [str(ruff), "check", "--config", str(REPO / "pyproject.toml"), "--select", "C90", "--no-cache"]
+    run = subprocess.run([*cmd, str(tmp_path / "m.py")], capture_output=True, text=True)
+    assert run.returncode == 1 and "C901 `f` is too complex (14 > 12)" in run.stdout
