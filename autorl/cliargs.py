@@ -26,6 +26,7 @@ MAX_SEEDS = 64
 # A trial's training budget per seed, in seconds: from a tenth of a second (tests' doubles; the budget clock
 # polls every 0.05 s, so less is no budget at all) to a week (a typo guard: a night is 28,800 s).
 MIN_BUDGET_S = 0.1
+DEFAULT_BUDGET_S = 600.0  # a track's first baseline, when --budget is not given
 MAX_BUDGET_S = 7 * 86_400.0
 
 

@@ -44,11 +44,19 @@ class RunOptions:
         None, "config file (default train.toml; classic.toml)", type=config_path
     )
     track: str = flag("llm", "llm (default) or classic PPO", choices=tuple(track_names()))
-    budget: float = flag(600.0, "training seconds per seed (default 600)", type=budget_seconds)
+    budget: float | None = flag(  # None: the budget of the track's baseline (its research context), else 600
+        None,
+        "training seconds per seed (default: the track's baseline's, else 600)",
+        type=budget_seconds,
+    )
     seeds: int | None = flag(  # None: the track's default
         None,
         f"trainings with harness-chosen seeds (llm 6, classic 5; at most {MAX_SEEDS})",
         type=positive_int(MAX_SEEDS),
+    )
+    new_context: bool = flag(  # without it, a --budget other than the baseline's is refused
+        False,
+        "start a new baseline at a --budget other than the track's baseline's (trials compare only at one)",
     )
     all_seeds: bool = flag(  # no early stop
         False, "run every seed even when the candidate is behind the reference after some (no early stop)"
@@ -92,6 +100,7 @@ class RunOptions:
     )
 
     def budget_spec(self) -> BudgetSpec:
+        assert self.budget is not None, "the budget is resolved before any seed runs (trial.context_defaults)"
         return BudgetSpec(
             budget_s=self.budget, startup_cap_s=self.startup_cap, hang_s=self.hang_timeout, grace_s=self.grace
         )

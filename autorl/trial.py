@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from autorl import atomic, paths
 from autorl.backend import Backend
-from autorl.cliargs import add_flags, from_args
+from autorl.cliargs import DEFAULT_BUDGET_S, add_flags, from_args
 from autorl.harness import commit_short, dirty_harness_files, harness_hash
 from autorl.jsonl import eval_rows_problem, read_jsonl
 from autorl.machine import Machine, MachineFileError, load_machine
@@ -202,7 +202,7 @@ def _validated(opts: RunOptions) -> tuple[Setup, Machine | None]:
     root = paths.repo_root()
     track = get_track(opts.track)
     config_path = opts.config or root / track.default_config
-    opts = replace(opts, config=config_path, seeds=opts.seeds or track.default_seeds)
+    opts = replace(opts, config=config_path)
     if not config_path.exists():
         raise Invalid(f"config file {config_path} not found")
     try:
@@ -215,7 +215,64 @@ def _validated(opts: RunOptions) -> tuple[Setup, Machine | None]:
         cfg, backend = _load(track, config_path, backend_name, prepared_model)
     except ConfigError as exc:
         raise Invalid(str(exc)) from None
+    opts = context_defaults(opts, track, track.eval_hash(cfg))
     return Setup(opts, track, backend_name, backend, cfg, root), machine
+
+
+def context_defaults(opts: RunOptions, track: Track, eval_hash: str) -> RunOptions:
+    """The budget, seeds and parallelism not given on the command line, from the research context: the
+    track's latest baseline on this eval set (a trial compares only under its budget), else the defaults.
+    A --budget other than the baseline's needs --new-context (it starts a new baseline). Raises Invalid."""
+    base = None if opts.new_context else context_baseline(track.name, eval_hash)
+    if base is None:
+        return replace(opts, budget=opts.budget or DEFAULT_BUDGET_S, seeds=opts.seeds or track.default_seeds)
+    budget, seeds, parallel = base.budget, base.seeds or track.default_seeds, base.parallel
+    if opts.budget is not None and f"{opts.budget:g}" != f"{budget:g}":
+        raise Invalid(
+            f"--budget {opts.budget:g}: the {track.name} track's baseline {base.run_id} ran at {budget:g} s, "
+            f"and trials compare only under one budget; leave --budget out (it defaults to {budget:g}), "
+            "or add --new-context to start a new baseline at this budget"
+        )
+    taken = [
+        text
+        for given, text in (
+            (opts.budget, f"budget {budget:g} s"),
+            (opts.seeds, f"{seeds} seeds"),
+            (opts.parallel or not parallel, f"{parallel} at a time"),
+        )
+        if not given
+    ]
+    if taken:
+        say(f"{', '.join(taken)}: from the baseline {base.run_id}, the research context (flags override)")
+    return replace(opts, budget=budget, seeds=opts.seeds or seeds, parallel=opts.parallel or parallel)
+
+
+@dataclass(frozen=True)
+class Baseline:
+    """What a research context fixes: its baseline's budget, seeds and parallelism (None: not recorded)."""
+
+    run_id: str
+    budget: float
+    seeds: int | None
+    parallel: int | None
+
+
+def context_baseline(track: str, eval_hash: str) -> Baseline | None:
+    """The latest ok baseline of `track` on this eval set in results.tsv; None when there is none yet."""
+    from autorl.ledger import Ledger, LedgerError, as_float
+
+    try:
+        rows = Ledger(paths.results_file()).rows()
+    except LedgerError as exc:
+        raise Invalid(str(exc)) from None
+    for r in reversed(rows):
+        same = r["track"] == track and r["eval_hash"] == eval_hash
+        if same and r["verdict"] == "baseline" and r["status"] == "ok" and (b := as_float(r, "budget")):
+            seeds, parallel = as_float(r, "seeds_planned"), as_float(r, "parallel")
+            return Baseline(
+                r["run_id"], b, int(seeds) if seeds else None, int(parallel) if parallel else None
+            )
+    return None
 
 
 def _load(track: Track, config_path: Path, backend_name: str, model: str | None) -> tuple[Any, Backend]:

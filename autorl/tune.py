@@ -330,7 +330,8 @@ def run_tune(
     seeds = int(extra[extra.index("--seeds") + 1]) if "--seeds" in extra[:-1] else None
     k = parallel_trials or auto_parallel_trials(track, config, seeds)
     runner = runner or [sys.executable, str(root / "run.py")]
-    tail = (["--budget", f"{budget:g}"] if budget is not None else []) + extra  # after each trial's own flags
+    # after each trial's own flags; a --budget of its own is tune's context (its first trial the baseline)
+    tail = (["--budget", f"{budget:g}", "--new-context"] if budget is not None else []) + extra
     tuner = _Tuner(params, config, (runner, track, tail), trials, k, seed)
     print(
         f"[tune] {trials} trials over {len(params)} parameters from {space}; config {config}; {k} at a time",

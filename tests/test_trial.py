@@ -312,12 +312,13 @@ def test_each_run_py_flag_sets_its_option():
     assert trial.parse_options([]) == RunOptions()
     argv = "--config x.toml --track classic --budget 5 --seeds 3 --all-seeds --parallel 2 --ray h:1"
     argv += " --ray-start-timeout 7 --description d --dry-run --explain k --backend embedded"
-    argv += " --allow-dirty-harness --hang-timeout 9 --startup-cap 11 --grace 0.5"
+    argv += " --allow-dirty-harness --hang-timeout 9 --startup-cap 11 --grace 0.5 --new-context"
     assert trial.parse_options(argv.split()) == RunOptions(
         config=Path("x.toml"),
         track="classic",
         budget=5.0,
         seeds=3,
+        new_context=True,
         all_seeds=True,
         parallel=2,
         ray="h:1",
@@ -332,3 +333,33 @@ def test_each_run_py_flag_sets_its_option():
         grace=0.5,
     )
     assert trial.parse_options(["--parallel", "auto"]).parallel is None
+
+
+def test_the_research_context_fixes_budget_seeds_and_parallelism_after_the_baseline(
+    root, monkeypatch, capsys
+):
+    """Once the track has a baseline, a trial without --budget/--seeds/--parallel takes the baseline's (and
+    says so); another --budget is exit 2 with nothing recorded, unless --new-context starts a new baseline."""
+    use_backend(monkeypatch, root)
+    assert trial.main(["--budget", "0.5", "--seeds", "1", "--parallel", "1"]) == 0
+    capsys.readouterr()
+    assert trial.main([]) == 0  # no flag: the context's budget, seeds and parallelism
+    out = capsys.readouterr().out
+    first, second = Ledger(root / "results.tsv").rows()
+    assert f"budget 0.5 s, 1 seeds, 1 at a time: from the baseline {first['run_id']}" in out
+    assert (second["budget"], second["seeds_planned"], second["parallel"]) == ("0.5", "1", "1")
+    assert second["reference_run"] == first["run_id"]  # compared: the same context
+    # another budget: refused before anything runs, with the way out
+    assert trial.main(["--budget", "2"]) == 2
+    err = capsys.readouterr().err
+    assert f"--budget 2: the llm track's baseline {first['run_id']} ran at 0.5 s" in err
+    assert "--new-context" in err
+    assert len(Ledger(root / "results.tsv").rows()) == 2
+    # the same budget given explicitly is fine; --new-context starts a new baseline at another budget
+    assert trial.main(["--budget", "0.5", "--seeds", "1"]) == 0
+    assert trial.main(["--budget", "0.7", "--seeds", "1", "--new-context"]) == 0
+    newest = Ledger(root / "results.tsv").rows()[-1]
+    assert newest["budget"] == "0.7" and newest["verdict"] == "baseline"
+    capsys.readouterr()
+    assert trial.main(["--seeds", "1"]) == 0  # the new context's budget now
+    assert Ledger(root / "results.tsv").rows()[-1]["budget"] == "0.7"

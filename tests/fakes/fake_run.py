@@ -38,6 +38,7 @@ def main() -> int:
     p.add_argument("--config", type=Path, default=paths.repo_root() / "train.toml")
     p.add_argument("--description", default="")
     p.add_argument("--budget", type=float, default=600.0)
+    p.add_argument("--new-context", action="store_true")  # run.py's: tune passes it with its own --budget
     p.add_argument("--track", default="llm")
     args = p.parse_args()
     try:
