@@ -55,8 +55,7 @@ class RunOptions:
         type=positive_int(MAX_SEEDS),
     )
     new_context: bool = flag(  # without it, a --budget other than the baseline's is refused
-        False,
-        "start a new baseline at a --budget other than the track's baseline's (trials compare only at one)",
+        False, "leave the baseline's context: another --budget (a new baseline, or that budget's context)"
     )
     all_seeds: bool = flag(  # no early stop
         False, "run every seed even when the candidate is behind the reference after some (no early stop)"

@@ -24,10 +24,11 @@ SHIPPED_CLASSIC = REPO / "classic.toml"
 
 
 def fake_trial(monkeypatch, root: Path, capsys, *argv: str, mode: str = "ok", quality: float = 0.6) -> dict:
-    """A trial through the real runner with the test-double backend (tests/fakes/fake_backend.py)."""
+    """A trial through the real runner with the test-double backend (tests/fakes/fake_backend.py), at its
+    own --budget (--new-context: these tests set budgets side by side in one ledger)."""
     backend = FakeBackend(mode, quality, scripts_dir=root)
     monkeypatch.setattr(LLMTrack, "make_backend", lambda self, name: backend)
-    trial.main(["--seeds", "1", *argv])
+    trial.main(["--seeds", "1", "--new-context", *argv])
     return parse_summary(capsys.readouterr().out)
 
 

@@ -162,13 +162,13 @@ def test_a_tampered_reference_is_refused_before_anything_runs(fake_root, capsys)
     assert trial.main(["--budget", "0.3", "--seeds", "1"]) == 0
     (ref,) = Ledger(fake_root / "results.tsv").rows()
     capsys.readouterr()
-    # Another budget: not comparable, so the trial runs and is a baseline of its own.
-    assert trial.main(["--budget", "0.4", "--seeds", "1"]) == 0
+    # Another budget (a new context): not comparable, so the trial runs and is a baseline of its own.
+    assert trial.main(["--budget", "0.4", "--seeds", "1", "--new-context"]) == 0
     assert "verdict: baseline" in capsys.readouterr().out
     eval_jsonl = fake_root / "runs" / ref["run_id"] / "eval.jsonl"
     eval_jsonl.write_text(eval_jsonl.read_text().replace('"score": 0.0', '"score": 1.0', 1))
     runs_before = sorted(p.name for p in (fake_root / "runs").iterdir())
-    assert trial.main(["--budget", "0.3", "--seeds", "1"]) == 2
+    assert trial.main(["--budget", "0.3", "--seeds", "1", "--new-context"]) == 2
     err = capsys.readouterr().err
     assert f"the reference {ref['run_id']} cannot be used" in err and "has changed" in err
     assert sorted(p.name for p in (fake_root / "runs").iterdir()) == runs_before
