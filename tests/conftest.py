@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import shutil
+import signal
 from pathlib import Path
 
 import pytest
@@ -12,6 +14,13 @@ from autorl.machine import Machine, save_machine
 from autorl.seed import write_resolved as write_resolved_json
 
 REPO = Path(__file__).resolve().parent.parent
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """A pytest-xdist worker starts with SIGINT ignored (execnet), and the children a test starts inherit
+    that: give it back a terminal's disposition, so Ctrl-C tests see what a user's run.py sees."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture

@@ -186,7 +186,7 @@ def test_shipped_program_md_has_the_loop_prompt() -> None:
     prompt = loop.loop_prompt(REPO)
     assert prompt != loop.DEFAULT_PROMPT and "autorl status" in prompt
     text = (REPO / "program.md").read_text()
-    keys = "eval_score|eval_ci|delta|p_value|verdict|seeds_needed|status|eval/.*|health/.*"
+    keys = "eval_score|eval_ci|delta|p_value|verdict|seeds_needed|stopped_early|status|eval/.*|health/.*"
     assert f'grep -E "^({keys}):" run.log' in text
     assert "autorl mark keep" in text and "git reset --hard HEAD~1" in text
 

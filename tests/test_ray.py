@@ -14,6 +14,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import uuid
@@ -108,7 +109,10 @@ def cluster(tmp_path_factory):
     (home / ".ray" / "auth_token").write_text(uuid.uuid4().hex * 2)
     port = free_port()
     fast_death = {"RAY_health_check_period_ms": "1000", "RAY_health_check_failure_threshold": "3"}
-    head_args = ["--head", "--port", str(port), "--include-dashboard", "false", "--temp-dir", str(tmp / "t")]
+    # Ray's sockets live under its temp dir, and an AF_UNIX path holds at most 107 bytes: a short directory,
+    # not one under pytest's (longer still on a pytest-xdist worker)
+    ray_tmp = Path(tempfile.mkdtemp(prefix="rt-", dir="/tmp"))
+    head_args = ["--head", "--port", str(port), "--include-dashboard", "false", "--temp-dir", str(ray_tmp)]
     head = start_node(tmp, "head", user_env(home, checkout(tmp / "A"), **fast_death), head_args)
     address = f"127.0.0.1:{port}"
     try:
@@ -117,10 +121,12 @@ def cluster(tmp_path_factory):
         )
     except BaseException:
         head.kill()
+        shutil.rmtree(ray_tmp, ignore_errors=True)
         raise
     yield ClusterInfo(address, home, head, worker, tmp)
     worker.kill()
     head.kill()
+    shutil.rmtree(ray_tmp, ignore_errors=True)
 
 
 @dataclass
