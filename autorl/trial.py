@@ -215,63 +215,64 @@ def _validated(opts: RunOptions) -> tuple[Setup, Machine | None]:
         cfg, backend = _load(track, config_path, backend_name, prepared_model)
     except ConfigError as exc:
         raise Invalid(str(exc)) from None
-    opts = context_defaults(opts, track, track.eval_hash(cfg))
+    opts = context_defaults(opts, track, cfg)
     return Setup(opts, track, backend_name, backend, cfg, root), machine
 
 
-def context_defaults(opts: RunOptions, track: Track, eval_hash: str) -> RunOptions:
-    """The budget, seeds and parallelism not given on the command line, from the research context: the
-    track's latest baseline on this eval set (a trial compares only under its budget), else the defaults.
-    A --budget other than the baseline's needs --new-context (it starts a new baseline). Raises Invalid."""
-    base = None if opts.new_context else context_baseline(track.name, eval_hash)
+def context_defaults(opts: RunOptions, track: Track, cfg: Any) -> RunOptions:
+    """The budget and seeds not given on the command line, from the research context: the track's latest
+    baseline on this eval set (a trial compares only under its budget), else the defaults. A --budget other
+    than the baseline's needs --new-context. Parallelism stays `auto` unless given: on the same machine it is
+    the baseline's, and a difference is noted in the summary. Raises Invalid."""
+    base = None if opts.new_context else context_baseline(track, cfg)
     if base is None:
         return replace(opts, budget=opts.budget or DEFAULT_BUDGET_S, seeds=opts.seeds or track.default_seeds)
-    budget, seeds, parallel = base.budget, base.seeds or track.default_seeds, base.parallel
+    budget, seeds = base.budget, base.seeds or track.default_seeds
     if opts.budget is not None and f"{opts.budget:g}" != f"{budget:g}":
         raise Invalid(
             f"--budget {opts.budget:g}: the {track.name} track's baseline {base.run_id} ran at {budget:g} s, "
             f"and trials compare only under one budget; leave --budget out (it defaults to {budget:g}), "
             "or add --new-context to start a new baseline at this budget"
         )
-    taken = [
-        text
-        for given, text in (
-            (opts.budget, f"budget {budget:g} s"),
-            (opts.seeds, f"{seeds} seeds"),
-            (opts.parallel or not parallel, f"{parallel} at a time"),
-        )
-        if not given
-    ]
+    named = ((opts.budget, f"budget {budget:g} s"), (opts.seeds, f"{seeds} seeds"))
+    taken = [text for given, text in named if not given]
     if taken:
-        say(f"{', '.join(taken)}: from the baseline {base.run_id}, the research context (flags override)")
-    return replace(opts, budget=budget, seeds=opts.seeds or seeds, parallel=opts.parallel or parallel)
+        say(f"{' and '.join(taken)}: from the baseline {base.run_id}, the research context (flags override)")
+    return replace(opts, budget=budget, seeds=opts.seeds or seeds)
 
 
 @dataclass(frozen=True)
 class Baseline:
-    """What a research context fixes: its baseline's budget, seeds and parallelism (None: not recorded)."""
+    """What a research context fixes: its baseline's budget and seeds (None: not recorded)."""
 
     run_id: str
     budget: float
     seeds: int | None
-    parallel: int | None
 
 
-def context_baseline(track: str, eval_hash: str) -> Baseline | None:
-    """The latest ok baseline of `track` on this eval set in results.tsv; None when there is none yet."""
+def context_baseline(track: Track, cfg: Any) -> Baseline | None:
+    """The latest ok baseline of `track` on this config's eval set in results.tsv; None when there is none
+    (or the eval set cannot be read here: the trial's own checks say why)."""
+    from autorl.inputs import InputError
     from autorl.ledger import Ledger, LedgerError, as_float
 
     try:
         rows = Ledger(paths.results_file()).rows()
     except LedgerError as exc:
         raise Invalid(str(exc)) from None
-    for r in reversed(rows):
-        same = r["track"] == track and r["eval_hash"] == eval_hash
-        if same and r["verdict"] == "baseline" and r["status"] == "ok" and (b := as_float(r, "budget")):
-            seeds, parallel = as_float(r, "seeds_planned"), as_float(r, "parallel")
-            return Baseline(
-                r["run_id"], b, int(seeds) if seeds else None, int(parallel) if parallel else None
-            )
+    baselines = [
+        r for r in rows if r["track"] == track.name and r["verdict"] == "baseline" and r["status"] == "ok"
+    ]
+    if not baselines:
+        return None
+    try:
+        eval_hash = track.eval_hash(cfg)
+    except (OSError, ConfigError, InputError):
+        return None
+    for r in reversed(baselines):
+        if r["eval_hash"] == eval_hash and (budget := as_float(r, "budget")):
+            seeds = as_float(r, "seeds_planned")
+            return Baseline(r["run_id"], budget, int(seeds) if seeds else None)
     return None
 
 

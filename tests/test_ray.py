@@ -329,6 +329,7 @@ def test_a_node_lost_mid_trial_costs_only_its_seed(cluster, tmp_path):
             "3",
             "--budget",
             "15",
+            "--new-context",  # the shared checkout's baseline ran at 20 s
             "--all-seeds",
             "--ray",
             cluster.address,

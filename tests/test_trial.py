@@ -335,19 +335,17 @@ def test_each_run_py_flag_sets_its_option():
     assert trial.parse_options(["--parallel", "auto"]).parallel is None
 
 
-def test_the_research_context_fixes_budget_seeds_and_parallelism_after_the_baseline(
-    root, monkeypatch, capsys
-):
-    """Once the track has a baseline, a trial without --budget/--seeds/--parallel takes the baseline's (and
-    says so); another --budget is exit 2 with nothing recorded, unless --new-context starts a new baseline."""
+def test_the_research_context_fixes_budget_and_seeds_after_the_baseline(root, monkeypatch, capsys):
+    """Once the track has a baseline, a trial without --budget/--seeds takes the baseline's (and says so);
+    another --budget is exit 2 with nothing recorded, unless --new-context starts a new baseline."""
     use_backend(monkeypatch, root)
-    assert trial.main(["--budget", "0.5", "--seeds", "1", "--parallel", "1"]) == 0
+    assert trial.main(["--budget", "0.5", "--seeds", "1"]) == 0
     capsys.readouterr()
-    assert trial.main([]) == 0  # no flag: the context's budget, seeds and parallelism
+    assert trial.main([]) == 0  # no flag: the context's budget and seeds
     out = capsys.readouterr().out
     first, second = Ledger(root / "results.tsv").rows()
-    assert f"budget 0.5 s, 1 seeds, 1 at a time: from the baseline {first['run_id']}" in out
-    assert (second["budget"], second["seeds_planned"], second["parallel"]) == ("0.5", "1", "1")
+    assert f"budget 0.5 s and 1 seeds: from the baseline {first['run_id']}" in out
+    assert (second["budget"], second["seeds_planned"]) == ("0.5", "1")
     assert second["reference_run"] == first["run_id"]  # compared: the same context
     # another budget: refused before anything runs, with the way out
     assert trial.main(["--budget", "2"]) == 2
