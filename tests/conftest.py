@@ -16,12 +16,6 @@ from autorl.seed import write_resolved as write_resolved_json
 REPO = Path(__file__).resolve().parent.parent
 
 
-def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
-    """`-n auto` (pyproject's addopts): one worker more than the CPUs, since many tests mostly wait (Ray
-    clusters, budget clocks, child processes) while the CPU-bound ones keep the cores busy."""
-    return (os.cpu_count() or 1) + 1
-
-
 def pytest_configure(config: pytest.Config) -> None:
     """A pytest-xdist worker starts with SIGINT ignored (execnet), and the children a test starts inherit
     that: give it back a terminal's disposition, so Ctrl-C tests see what a user's run.py sees."""
