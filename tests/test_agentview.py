@@ -23,6 +23,10 @@ REPO = Path(__file__).resolve().parent.parent
 SHIPPED_CLASSIC = REPO / "classic.toml"
 
 
+# One pytest-xdist worker runs this module, in order: the module-scoped classic_runs fixture runs once
+pytestmark = pytest.mark.xdist_group("agentview")
+
+
 def fake_trial(monkeypatch, root: Path, capsys, *argv: str, mode: str = "ok", quality: float = 0.6) -> dict:
     """A trial through the real runner with the test-double backend (tests/fakes/fake_backend.py), at its
     own --budget (--new-context: these tests set budgets side by side in one ledger)."""
@@ -71,7 +75,6 @@ def _run_captured(argv: list[str]) -> tuple[int, str]:
     return code, buf.getvalue()
 
 
-@pytest.mark.xdist_group("classic_runs")  # one worker: the module fixture runs once
 def test_show_reads_a_real_classic_trial_against_its_reference(classic_runs, tmp_path, monkeypatch, capsys):
     root, base, cand = classic_runs
     monkeypatch.setenv("AUTORL_ROOT", str(root))
@@ -102,7 +105,6 @@ def test_show_reads_a_real_classic_trial_against_its_reference(classic_runs, tmp
     assert "reference" not in capsys.readouterr().out.splitlines()[1]
 
 
-@pytest.mark.xdist_group("classic_runs")  # one worker: the module fixture runs once
 def test_a_real_classic_trial_has_its_outcome_and_the_few_steps_flag_only_when_short(classic_runs):
     root, _, cand = classic_runs
     seeds = show.load_seeds(root / cand["run_dir"])
@@ -118,7 +120,6 @@ def test_a_real_classic_trial_has_its_outcome_and_the_few_steps_flag_only_when_s
     assert texts == [f"only {most} steps fit the budget (fewer than {most + 1}): it hardly trained"]
 
 
-@pytest.mark.xdist_group("classic_runs")  # one worker: the module fixture runs once
 def test_status_remembers_the_key_tried_with_its_value_and_outcome(classic_runs, monkeypatch, capsys):
     root, _, cand = classic_runs
     monkeypatch.setenv("AUTORL_ROOT", str(root))
@@ -135,7 +136,6 @@ def test_status_remembers_the_key_tried_with_its_value_and_outcome(classic_runs,
     assert f"  learning_rate (was 0.0005): 0.001 -> {cand['verdict']}" in out
 
 
-@pytest.mark.xdist_group("classic_runs")  # one worker: the module fixture runs once
 def test_status_shows_what_the_next_decisions_cost_from_the_trials_measured_here(
     classic_runs, monkeypatch, capsys
 ):
@@ -179,7 +179,6 @@ def test_a_trial_says_its_expected_wall_time_from_the_comparable_trials_before_i
     assert f"expected: <= {2 * seed_s:.0f} s (a seed " in line and "median of the 1 latest comparable" in line
 
 
-@pytest.mark.xdist_group("classic_runs")  # one worker: the module fixture runs once
 def test_confirm_runs_both_sides_on_the_slots_and_reports_the_interval_of_its_test(
     classic_runs, monkeypatch, capsys
 ):
