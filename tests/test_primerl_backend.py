@@ -627,10 +627,7 @@ def test_budgeted_run_picks_latest_weights_and_leaves_no_process(tmp_path, fake_
 
     outcome = backend.collect(cfg, run_dir)
     assert outcome.failed_component is None
-    # the weights are those of the last logged step or the one before; a stop that lands between a step's
-    # weight broadcast and its log line (seen under a loaded CI) leaves weights one step ahead of the log
     assert outcome.steps >= steps[-1]["step"] and outcome.extras["weights_step"] in (
-        outcome.steps + 1,
         outcome.steps,
         outcome.steps - 1,
     )

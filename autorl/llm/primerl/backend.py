@@ -263,6 +263,7 @@ class PrimeRLBackend(Backend):
             what = "the untrained base model" if step == 0 else f"after trainer step {step}"
             notes.append(f"weights: {broadcast} ({what}) -> {weights_dir}")
             extras["weights_step"] = step
+            steps = max(steps, step)  # a broadcast of step N means step N ran, logged or not (a stop between)
 
         # Crash attribution.
         failed = attribute_crash(prime_dir, run_dir / "run.log")
