@@ -293,13 +293,13 @@ def _minutes(seconds: float) -> str:
 def cost_line(cost: Mapping[str, Any] | None) -> str | None:
     if cost is None:
         return None
-    s, mins = cost["seed"], _minutes
+    s = cost["seed"]
     return (
         f"cost here (median of {cost['trials']} trials): a seed {s['startup']:.0f} s start-up + "
         f"{s['training']:.0f} s training + {s['eval']:.0f} s eval, {cost['parallel']} at a time; next trial "
-        f"({cost['next_trial']['seeds']} seeds) <= {mins(cost['next_trial']['seconds'])}, a "
-        f"{cost['rerun']['seeds']}-seed re-run {mins(cost['rerun']['seconds'])}, a confirm "
-        f"({cost['confirm']['seeds']} seeds) {mins(cost['confirm']['seconds'])}"
+        f"({cost['next_trial']['seeds']} seeds) <= {_minutes(cost['next_trial']['seconds'])}, a "
+        f"{cost['rerun']['seeds']}-seed re-run {_minutes(cost['rerun']['seconds'])}, a confirm "
+        f"({cost['confirm']['seeds']} seeds) {_minutes(cost['confirm']['seconds'])}"
     )
 
 
