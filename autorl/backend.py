@@ -27,6 +27,9 @@ class Launch:
     # A stdout line -> progress event (see autorl.progress), or None for a plain log line.
     parse_line: Callable[[str], dict[str, Any] | None] = progress.parse
     cpus: tuple[int, ...] = ()  # CPU affinity of the child (its slot's cores); () = not pinned
+    # Modules a `python -m` child imports that a warm starter may import once for every launch of the
+    # trial (autorl/warm.py); () = always a cold start. Launches of one backend share the tuple (one starter).
+    warm: tuple[str, ...] = ()
 
 
 @dataclass

@@ -23,7 +23,7 @@ from typing import Any
 
 import scipy.stats as sps
 
-from autorl import inputs, paths, stats
+from autorl import inputs, paths, stats, warm
 from autorl.ledger import Context, Ledger, LedgerError, as_float, best_kept, clean, comparable, format_cell
 from autorl.seed import RunOptions, SeedResult, worst_status
 
@@ -192,7 +192,7 @@ def run_confirm(run_id: str | None = None, n_seeds: int | None = None, ledger: L
             print(result.error, flush=True)
 
     stop = Stop()
-    with _Signals(stop), LiveView(budget) as view:
+    with _Signals(stop), LiveView(budget) as view, warm.starters():
         run = PoolRun(backend, None, jobs, opts.budget_spec(), the_plan, stop, lambda done: "", report)
         results, _ = run_local(run, view)
     if stop:

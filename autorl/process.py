@@ -26,10 +26,13 @@ from typing import Any, TextIO
 
 import psutil
 
+from autorl import warm
 from autorl.backend import Launch
+from autorl.warm import WarmChild
 
 LOG_TAIL_LINES = 40
 PR_SET_PDEATHSIG = 1  # prctl option: the signal a process gets when its parent dies (Linux)
+Child = subprocess.Popen[str] | WarmChild  # started cold, or forked from a warm starter (autorl/warm.py)
 
 
 class Stop:
@@ -301,7 +304,7 @@ class _Stopper:
     stop request (a second signal): SIGKILL at once. At the end, `finish` kills whatever is left.
     """
 
-    def __init__(self, proc: subprocess.Popen[str], spec: BudgetSpec, stop: Stop) -> None:
+    def __init__(self, proc: Child, spec: BudgetSpec, stop: Stop) -> None:
         self.proc, self.pgid, self.spec, self.stop = proc, proc.pid, spec, stop
         self.reason: str | None = None  # exited (None) | budget | hang | startup_cap | interrupted
         self.term_sent_at: float | None = None
@@ -366,9 +369,15 @@ class _Stopper:
         return len(survivors)
 
 
-def _spawn(launch: Launch) -> subprocess.Popen[str]:
+def _spawn(launch: Launch, spec: BudgetSpec, stop: Stop) -> Child:
     """launch.argv in its own session and process group (one killpg reaches the whole trial), output merged
-    into one pipe, pinned to launch.cpus, dying with the runner."""
+    into one pipe, pinned to launch.cpus, dying with the runner: forked from a warm starter when one serves
+    the launch (autorl/warm.py; waiting for its imports counts as start-up), else a new interpreter."""
+    if (pool := warm.active_for(launch)) is not None:
+        try:
+            return pool.spawn(launch, ready_timeout_s=spec.startup_cap_s, give_up=stop.graceful.is_set)
+        except warm.StarterError:
+            pass  # launched cold: a fault of the modules shows in the child's own log
     return subprocess.Popen(
         launch.argv,
         cwd=launch.cwd,
@@ -384,9 +393,7 @@ def _spawn(launch: Launch) -> subprocess.Popen[str]:
     )
 
 
-def _watch(
-    proc: subprocess.Popen[str], output: _Output, progress: _Progress, stopper: _Stopper, tree: _Tree
-) -> None:
+def _watch(proc: Child, output: _Output, progress: _Progress, stopper: _Stopper, tree: _Tree) -> None:
     """The running loop: take output, stop at a limit, return once the child is gone and its output read."""
     exited_at: float | None = None
     while True:
@@ -419,9 +426,10 @@ def run_budgeted(
     """
     log_path.parent.mkdir(parents=True, exist_ok=True)
     clock = _Clock(time.monotonic())
-    proc = _spawn(launch)
+    stop = stop if stop is not None else Stop()  # Stop is falsy until set
+    proc = _spawn(launch, spec, stop)
     tree = _Tree(proc.pid)
-    stopper = _Stopper(proc, spec, stop if stop is not None else Stop())  # Stop is falsy until set
+    stopper = _Stopper(proc, spec, stop)
     progress = _Progress(launch.parse_line, clock, on_event)
     with open(log_path, "a", encoding="utf-8") as log:
         assert proc.stdout is not None

@@ -24,7 +24,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from autorl import atomic, paths
+from autorl import atomic, paths, warm
 from autorl.backend import Backend
 from autorl.cliargs import DEFAULT_BUDGET_S, add_flags, from_args
 from autorl.harness import commit_short, dirty_harness_files, harness_hash
@@ -532,27 +532,28 @@ def _train(
     same = [r for r in ref.ledger_rows if comparable(r, *here)]
     if estimate := trial_estimate(same, len(seeds), the_plan.parallel):
         say(estimate)
-    base_rows = _base_eval(setup, ctx, stop)
-    if stop:
-        return Trained(base_rows)
-    run = PoolRun(
-        backend=setup.backend,
-        cfg=setup.cfg,
-        jobs=[SeedJob(k, seed, run_dir / f"seed-{k}") for k, seed in enumerate(seeds)],
-        spec=opts.budget_spec(),
-        plan=the_plan,
-        stop=stop,
-        after_wave=functools.partial(interim_look, opts, the_plan, ref),
-        report=report_seed,
-    )
-    with LiveView(opts.budget) as view:
-        if cluster is not None:
-            from autorl.ray_pool import run_ray
+    with warm.starters():  # the children fork from processes that imported torch once (autorl/warm.py)
+        base_rows = _base_eval(setup, ctx, stop)
+        if stop:
+            return Trained(base_rows)
+        run = PoolRun(
+            backend=setup.backend,
+            cfg=setup.cfg,
+            jobs=[SeedJob(k, seed, run_dir / f"seed-{k}") for k, seed in enumerate(seeds)],
+            spec=opts.budget_spec(),
+            plan=the_plan,
+            stop=stop,
+            after_wave=functools.partial(interim_look, opts, the_plan, ref),
+            report=report_seed,
+        )
+        with LiveView(opts.budget) as view:
+            if cluster is not None:
+                from autorl.ray_pool import run_ray
 
-            results, stopped_early = run_ray(cluster, run)
-        else:
-            results, stopped_early = run_local(run, view)
-    return Trained(base_rows, results, stopped_early)
+                results, stopped_early = run_ray(cluster, run)
+            else:
+                results, stopped_early = run_local(run, view)
+        return Trained(base_rows, results, stopped_early)
 
 
 def _base_eval(setup: Setup, ctx: TrialContext, stop: Stop) -> list[dict[str, Any]]:

@@ -36,6 +36,9 @@ FINAL_EVAL = "final_eval.jsonl"  # in the seed's directory: the final policy's 1
 # One thread per process: small MLPs run fastest single-threaded, and torch's thread pool would otherwise
 # fight the env stepping for the cores.
 CHILD_ENV = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OMP_WAIT_POLICY": "PASSIVE"}
+# What the training and eval children import, once per trial in a warm starter (autorl/warm.py); the
+# first optimizer step imports torch._dynamo (half of torch's import time).
+WARM = ("torch", "torch._dynamo", "gymnasium", "autorl.classic.train", "autorl.classic.evaluate")
 
 
 class ClassicBackend(Backend):
@@ -76,7 +79,7 @@ class ClassicBackend(Backend):
             str(seed),
         ]
         # The child runs the config's torch_threads; plan_slots gave the slot that many cores.
-        return Launch(argv=argv, cwd=paths.repo_root(), env=dict(CHILD_ENV), cpus=slot.cpus)
+        return Launch(argv=argv, cwd=paths.repo_root(), env=dict(CHILD_ENV), cpus=slot.cpus, warm=WARM)
 
     def plan_slots(self, cfg: Any, machine: Machine) -> list[Slot]:
         """One seed per `torch_threads` cores (one core by default), each pinned to its own cores."""
@@ -138,7 +141,7 @@ class ClassicBackend(Backend):
             argv += ["--curve", str(seed_dir / "train_state.json")]
             argv += ["--out", str(seed_dir / FINAL_EVAL)]
         argv += ["--score-out", str(out_path)]
-        return Launch(argv=argv, cwd=paths.repo_root(), env=dict(CHILD_ENV), cpus=slot.cpus)
+        return Launch(argv=argv, cwd=paths.repo_root(), env=dict(CHILD_ENV), cpus=slot.cpus, warm=WARM)
 
     def summary_extras(
         self, cfg: Any, outcomes: list[TrainOutcome], eval_rows: list[dict[str, Any]]

@@ -48,6 +48,17 @@ from autorl.llm.schema import GRPOAlgo, LengthPenalty, LossConfig, OptimConfig, 
 if TYPE_CHECKING:
     from autorl.machine import Machine
 
+# What the training and eval children import, once per trial in a warm starter (autorl/warm.py): torch, the
+# torch._dynamo its optimizer pulls in, transformers and the shipped tiny model's architecture (another
+# architecture's module is imported by its children).
+WARM = (
+    "torch",
+    "torch._dynamo",
+    "transformers",
+    "transformers.models.qwen2.modeling_qwen2",
+    "autorl.llm.embedded.train",
+    "autorl.llm.eval",
+)
 COMPLETE_MARKER = "STABLE"  # written last into a weights dir (prime-rl's broadcast convention)
 
 
@@ -230,7 +241,7 @@ class EmbeddedBackend(Backend):
         env = {"OMP_WAIT_POLICY": "PASSIVE", "TOKENIZERS_PARALLELISM": "false"}
         if slot.gpus:
             env["CUDA_VISIBLE_DEVICES"] = ",".join(map(str, slot.gpus))
-        return Launch(argv=argv, cwd=paths.repo_root(), env=env, cpus=slot.cpus)
+        return Launch(argv=argv, cwd=paths.repo_root(), env=env, cpus=slot.cpus, warm=WARM)
 
     def collect(self, cfg: Any, run_dir: Path) -> TrainOutcome:
         rows = read_jsonl(Path(run_dir) / "metrics.jsonl")
@@ -262,7 +273,7 @@ class EmbeddedBackend(Backend):
         env = {"OMP_WAIT_POLICY": "PASSIVE", "TOKENIZERS_PARALLELISM": "false"}
         if slot.gpus:
             env["CUDA_VISIBLE_DEVICES"] = ",".join(map(str, slot.gpus))
-        return Launch(argv=argv, cwd=paths.repo_root(), env=env, cpus=slot.cpus)
+        return Launch(argv=argv, cwd=paths.repo_root(), env=env, cpus=slot.cpus, warm=WARM)
 
     def plan_slots(self, cfg: Any, machine: Machine) -> list[Slot]:
         return plan_slots(read_param_count(resolve_model_path(cfg.model.model.name)), machine)

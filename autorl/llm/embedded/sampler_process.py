@@ -35,6 +35,7 @@ Request = tuple[list[list[int]], float, int]
 
 def _serve(
     conn: Connection,
+    parent_end: Connection,
     model_path: str,
     shared: dict[str, torch.Tensor],
     pad_id: int,
@@ -45,6 +46,7 @@ def _serve(
     from autorl.process import die_with_parent
 
     die_with_parent()  # a SIGKILLed trainer takes its sampler along (no wait for a broken pipe)
+    parent_end.close()  # the fork's copy of the trainer's end: the pipe must close when the trainer closes it
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     torch.set_num_threads(1)
@@ -77,19 +79,24 @@ def _serve(
 
 
 class ProcessSampler:
-    """HF sampling in a spawned child process; ``submit`` returns at once, ``collect`` waits."""
+    """HF sampling in a forked child process; ``submit`` returns at once, ``collect`` waits.
+
+    Forked, not spawned: a spawned child imports torch and transformers again (about 12 s on a 2-core CPU,
+    most of a seed's start-up). The fork inherits the imports and the shared parameters; it runs one torch
+    thread (the trainer runs one too when this sampler is used), loads its own copy of the model as a
+    spawned child would, and touches no CUDA (CPU training only)."""
 
     def __init__(
         self, model: torch.nn.Module, model_path: str, pad_id: int, eos_ids: Sequence[int], seed: int
     ):
-        ctx = torch.multiprocessing.get_context("spawn")
+        ctx = torch.multiprocessing.get_context("fork")
         with torch.no_grad():
             self.shared = {n: p.detach().clone().share_memory_() for n, p in model.named_parameters()}
         self.params = dict(model.named_parameters())
         self.conn, child_conn = ctx.Pipe()
         self.process = ctx.Process(
             target=_serve,
-            args=(child_conn, model_path, self.shared, pad_id, list(eos_ids), seed),
+            args=(child_conn, self.conn, model_path, self.shared, pad_id, list(eos_ids), seed),
             name="autorl-sampler",
             daemon=True,
         )
