@@ -215,6 +215,7 @@ class Starters:
 
     def __init__(self) -> None:
         self.starters: dict[tuple[Any, ...], _Starter] = {}
+        self.forked = 0  # children forked so far (launches that did not fall back to a cold start)
         self.lock = threading.Lock()
         # The parent-death signal follows the *thread* that started a process: starters are started from
         # this one thread, which lives as long as the trial, not from a seed's thread that ends before them.
@@ -232,7 +233,10 @@ class Starters:
         module, args = _module_args(launch)
         starter = self._starter(launch)
         starter.wait_ready(ready_timeout_s, give_up)
-        return starter.fork(module, args, launch)
+        child = starter.fork(module, args, launch)
+        with self.lock:
+            self.forked += 1
+        return child
 
     def close(self) -> None:
         with self.lock:

@@ -337,6 +337,9 @@ def test_process_sampler_stop_mid_run_saves_the_last_step(tiny_model, tmp_path):
     assert [r["step"] for r in metrics(tmp_path)] == [1, 2, 3]
     assert json.loads((tmp_path / "weights" / COMPLETE_MARKER).read_text())["step"] == 3
     assert not trainer.process_sampler.process.is_alive()
+    # It ended on its own when the trainer closed the pipe (its fork's copy of the trainer's end closed),
+    # not SIGKILLed after the close's 5 s wait.
+    assert trainer.process_sampler.process.exitcode == 0
 
 
 def test_weights_saved_atomically_with_marker(tiny_model, tmp_path):

@@ -12,6 +12,7 @@ from pathlib import Path
 import psutil
 import pytest
 
+from autorl import warm
 from autorl.backend import Launch
 from autorl.process import BudgetSpec, Stop, run_budgeted
 
@@ -22,9 +23,29 @@ def emit(event, **kw):
 """
 
 
+WARM = False  # set per test by the `start` fixture
+
+
+@pytest.fixture(autouse=True, params=["cold", "warm"])
+def start(request):
+    """Every test runs twice: its child started as a new interpreter, and forked from a warm starter
+    (autorl/warm.py) that imported the child's modules, with the same assertions."""
+    global WARM
+    WARM = request.param == "warm"
+    if not WARM:
+        yield
+        return
+    with warm.starters() as pool:
+        yield
+        assert pool is not None and pool.forked > 0  # the children were forked, not started cold
+    WARM = False
+
+
 def launch(tmp_path: Path, body: str) -> Launch:
     script = tmp_path / "child.py"
     script.write_text(PRELUDE + textwrap.dedent(body))
+    if WARM:  # `python -m child`, its imports done once by the starter
+        return Launch(argv=[sys.executable, "-m", "child"], cwd=tmp_path, warm=("json", "subprocess"))
     return Launch(argv=[sys.executable, str(script)], cwd=tmp_path)
 
 

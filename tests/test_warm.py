@@ -1,0 +1,177 @@
+"""Warm starts (autorl/warm.py): a child forked from a starter is the `python -m` child it replaces.
+
+tests/test_process.py runs every budget, stop, hang and crash test both cold and warm; here are the
+properties only a fork can get wrong: where the imports happened, the child's session, cores, environment,
+input and random state, a starter that fails or dies, and nothing left running afterwards.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+import textwrap
+import threading
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from autorl import warm
+from autorl.backend import Launch
+from autorl.process import BudgetSpec, run_budgeted
+
+# The child reports what a test checks, as one JSON line; `probe_dep` is the module a starter preloads.
+PROBE = """
+import json, os, random, sys
+import probe_dep
+what = sys.argv[1] if len(sys.argv) > 1 else "report"
+if what == "crash":
+    raise RuntimeError("probe crashed on purpose")
+if what == "exit":
+    sys.exit(int(sys.argv[2]))
+if what == "sleep":
+    print("@@autorl " + json.dumps({"event": "ready"}), flush=True)
+    import time
+    time.sleep(600)
+print("to stderr", file=sys.stderr, flush=True)
+print(json.dumps({
+    "pid": os.getpid(), "ppid": os.getppid(), "sid": os.getsid(0), "pgid": os.getpgid(0),
+    "dep_imported_in": probe_dep.IMPORTED_IN, "argv": sys.argv[1:], "name": __name__,
+    "env": os.environ.get("PROBE_ENV"), "cwd": os.getcwd(), "cpus": sorted(os.sched_getaffinity(0)),
+    "stdin": sys.stdin.read(), "random": random.random(),
+}), flush=True)
+"""
+
+
+def spec(**kw) -> BudgetSpec:
+    return BudgetSpec(**{**dict(budget_s=5.0, startup_cap_s=60.0, hang_s=60.0, grace_s=2.0), **kw})
+
+
+@pytest.fixture
+def probe(tmp_path: Path):
+    (tmp_path / "probe.py").write_text(PROBE)
+    (tmp_path / "probe_dep.py").write_text("import os\nIMPORTED_IN = os.getpid()\n")
+
+    def make(*args: str, deps: tuple[str, ...] = ("probe_dep",)) -> Launch:
+        return Launch(
+            argv=[sys.executable, "-m", "probe", *args],
+            cwd=tmp_path,
+            env={"PROBE_ENV": "from-the-launch"},
+            cpus=(0,),
+            warm=deps,
+        )
+
+    return make
+
+
+def report(log: Path) -> dict:
+    lines = [line for line in log.read_text().splitlines() if line.startswith("{")]
+    assert len(lines) == 1, log.read_text()
+    return json.loads(lines[0])
+
+
+def test_a_warm_child_is_the_python_m_child_without_its_imports(probe, tmp_path):
+    with warm.starters() as pool:
+        result = run_budgeted(probe("report", "x y"), tmp_path / "warm.log", spec())
+        assert pool is not None and pool.forked == 1
+    assert result.status == "ok" and result.returncode == 0
+    hot = report(tmp_path / "warm.log")
+    cold_result = run_budgeted(probe("report", "x y"), tmp_path / "cold.log", spec())
+    cold = report(tmp_path / "cold.log")
+    assert cold_result.status == "ok"
+    # The imports happened once, in the starter (the child's parent); cold, in the child itself.
+    assert hot["dep_imported_in"] == hot["ppid"] != hot["pid"]
+    assert cold["dep_imported_in"] == cold["pid"]
+    for r in (hot, cold):
+        assert r["argv"] == ["report", "x y"] and r["name"] == "__main__"
+        assert r["sid"] == r["pgid"] == r["pid"]  # its own session and process group
+        assert r["env"] == "from-the-launch" and r["cwd"] == str(tmp_path)
+        assert r["cpus"] == [0] and r["stdin"] == ""
+    assert "to stderr" in (tmp_path / "warm.log").read_text()  # stderr merged into the log
+    assert "RuntimeWarning" not in (tmp_path / "warm.log").read_text()  # runpy found no preloaded probe
+
+
+def test_warm_children_do_not_share_the_starters_random_state(probe, tmp_path):
+    with warm.starters():
+        for name in ("a", "b"):
+            run_budgeted(probe(), tmp_path / f"{name}.log", spec())
+    assert report(tmp_path / "a.log")["random"] != report(tmp_path / "b.log")["random"]
+
+
+@pytest.mark.parametrize(
+    ("args", "code"), [(("crash",), 1), (("exit", "3"), 3)], ids=["exception", "exit-code"]
+)
+def test_a_warm_crash_is_attributed_like_a_cold_one(probe, tmp_path, args, code):
+    with warm.starters() as pool:
+        result = run_budgeted(probe(*args), tmp_path / "run.log", spec())
+        assert pool is not None and pool.forked == 1
+    assert (result.status, result.returncode) == ("crash", code)
+    if args[0] == "crash":
+        assert "RuntimeError: probe crashed on purpose" in "\n".join(result.log_tail)
+
+
+def test_a_starter_whose_imports_fail_falls_back_to_a_cold_start(probe, tmp_path):
+    with warm.starters() as pool:
+        result = run_budgeted(probe(deps=("no_such_module_xyz",)), tmp_path / "run.log", spec())
+        assert pool is not None and pool.forked == 0
+    assert result.status == "ok"
+    r = report(tmp_path / "run.log")
+    assert r["dep_imported_in"] == r["pid"]  # started cold
+
+
+def test_a_dead_starter_takes_its_child_along_and_the_seed_crashes(probe, tmp_path):
+    """A starter killed mid-run (OOM killer): its child dies with it, the run ends as a crash, no hang."""
+    with warm.starters() as pool:
+        assert pool is not None
+        killer_done = threading.Event()
+
+        def kill_the_starter() -> None:
+            deadline = time.monotonic() + 60
+            while not pool.starters and time.monotonic() < deadline:
+                time.sleep(0.05)
+            time.sleep(1.0)  # the child is running (it printed ready and sleeps)
+            for starter in pool.starters.values():
+                starter.proc.send_signal(signal.SIGKILL)
+            killer_done.set()
+
+        threading.Thread(target=kill_the_starter, daemon=True).start()
+        started = time.monotonic()
+        result = run_budgeted(probe("sleep"), tmp_path / "run.log", spec(budget_s=120))
+        assert killer_done.is_set()
+    assert time.monotonic() - started < 30
+    assert (result.status, result.returncode) == ("crash", -signal.SIGKILL)
+
+
+def test_leaving_the_context_ends_every_starter(probe, tmp_path):
+    with warm.starters() as pool:
+        run_budgeted(probe(), tmp_path / "run.log", spec())
+        assert pool is not None
+        starters = [s.proc.pid for s in pool.starters.values()]
+    assert len(starters) == 1
+    for pid in starters:
+        assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+
+
+def test_autorl_warm_0_starts_every_child_cold(probe, tmp_path, monkeypatch):
+    monkeypatch.setenv(warm.ENV_SWITCH, "0")
+    with warm.starters() as pool:
+        assert pool is None
+        run_budgeted(probe(), tmp_path / "run.log", spec())
+    r = report(tmp_path / "run.log")
+    assert r["dep_imported_in"] == r["pid"]
+
+
+def test_a_launch_without_modules_or_not_python_m_stays_cold(tmp_path):
+    script = tmp_path / "plain.py"
+    script.write_text(textwrap.dedent("import os; print(os.getppid())"))
+    with warm.starters() as pool:
+        plain = Launch(argv=[sys.executable, str(script)], cwd=tmp_path, warm=("json",))
+        no_modules = Launch(argv=[sys.executable, "-c", "print(1)"], cwd=tmp_path)
+        assert warm.active_for(plain) is None and warm.active_for(no_modules) is None
+        result = run_budgeted(plain, tmp_path / "run.log", spec())
+        assert pool is not None and pool.forked == 0 and not pool.starters
+    assert result.status == "ok"
+    assert int((tmp_path / "run.log").read_text().split()[0]) == os.getpid()
