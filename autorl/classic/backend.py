@@ -26,6 +26,7 @@ from autorl.classic.evaluate import (
     SOLVED_AT,
     TRAIN_EVAL_EPISODES,
     TRAIN_EVAL_SEED,
+    episode_seeds,
     eval_hash,
 )
 from autorl.jsonl import read_jsonl
@@ -39,6 +40,13 @@ CHILD_ENV = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OMP_WAIT_POLICY": 
 # What the training and eval children import, once per trial in a warm starter (autorl/warm.py); the
 # first optimizer step imports torch._dynamo (half of torch's import time).
 WARM = ("torch", "torch._dynamo", "gymnasium", "autorl.classic.train", "autorl.classic.evaluate")
+
+
+def _seeds_text(seeds: int | list[int]) -> str:
+    """How the evaluation's episodes are seeded, for the resolved config."""
+    if isinstance(seeds, int):
+        return f"{seeds} (one RNG for every episode's start state)"
+    return f"{seeds[0]}..{seeds[-1]}"
 
 
 class ClassicBackend(Backend):
@@ -55,7 +63,7 @@ class ClassicBackend(Backend):
             "ppo": cfg.model.model_dump(),
             "harness": {  # fixed by autorl/classic/evaluate.py, shown so a dry run tells the whole story
                 "eval_episodes": EVAL_EPISODES,
-                "eval_seeds": f"{EVAL_SEED}..{EVAL_SEED + EVAL_EPISODES - 1}",
+                "eval_seeds": _seeds_text(episode_seeds(env_id, EVAL_SEED, EVAL_EPISODES)),
                 "solved_threshold": SOLVED_AT[env_id],
                 "normaliser": NORMALISER[env_id],
                 "score_env_steps": SCORE_STEPS[env_id],  # training stops here at the latest
