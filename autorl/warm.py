@@ -10,7 +10,8 @@ fresh interpreter would, without the imports.
 What a forked child keeps from a cold one: its own session and process group (the runner's killpg reaches
 it and only it), its merged stdout/stderr on a pipe the runner reads, stdin from /dev/null, its slot's
 cores, the launch's environment, death with its parent (the starter, which dies with the runner), a fresh
-`random` state, and an exit code reported as Popen reports one (-N for signal N). The runner follows it
+`random` state, and an exit code reported as Popen reports one (-N for signal N). It ends without the
+interpreter's teardown of its modules (`_run`). The runner follows it
 through `WarmChild`, which answers the part of Popen that autorl.process uses. The budget clock, the
 start-up figure (from the launch to the child's `ready`, the starter's one-time imports included for the
 first child) and everything recorded keep their meaning.
@@ -28,6 +29,7 @@ Protocol, on a SOCK_SEQPACKET socket pair, one JSON message per packet:
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import json
 import os
@@ -363,12 +365,51 @@ def _become(sock: socket.socket, request: dict[str, Any], out_fd: int) -> None:
     sys.modules.pop(request["module"], None)  # as under `python -m`: run as __main__, not imported first
 
 
+def _run(module: str) -> None:
+    """Run the module as `python -m` would, then exit without the interpreter's teardown.
+
+    The exit code is the one Python gives (SystemExit's code, 1 after an uncaught exception, death by SIGINT
+    after an uncaught KeyboardInterrupt). Non-daemon threads are joined and the atexit handlers run (e.g.
+    multiprocessing ending its children), then stdout/stderr are flushed and the process ends: tearing down
+    torch's modules costs about 1 s per child here, and the modules run warm write their files in with-blocks.
+    """
+    code = 0
+    try:
+        runpy.run_module(module, run_name="__main__", alter_sys=True)
+    except SystemExit as exc:
+        if exc.code is None or isinstance(exc.code, int):
+            code = exc.code or 0
+        else:
+            print(exc.code, file=sys.stderr)
+            code = 1
+    except KeyboardInterrupt:
+        traceback.print_exc()
+        _flush()
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGINT)
+    except BaseException:
+        traceback.print_exc()
+        code = 1
+    for thread in threading.enumerate():
+        if thread is not threading.main_thread() and not thread.daemon:
+            thread.join()
+    atexit._run_exitfuncs()
+    _flush()
+    os._exit(code)
+
+
+def _flush() -> None:
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+
+
 def main() -> None:
     sock = socket.socket(fileno=int(sys.argv[1]))
     _preload(sock, sys.argv[2:])
     request, out_fd = _serve(sock)
     _become(sock, request, out_fd)
-    runpy.run_module(request["module"], run_name="__main__", alter_sys=True)
+    _run(request["module"])
 
 
 if __name__ == "__main__":

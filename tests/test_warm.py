@@ -7,6 +7,7 @@ input and random state, a starter that fails or dies, and nothing left running a
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -32,6 +33,12 @@ if what == "crash":
     raise RuntimeError("probe crashed on purpose")
 if what == "exit":
     sys.exit(int(sys.argv[2]))
+if what == "at-exit":  # what the interpreter's exit would do: join threads, run atexit, keep the code
+    import atexit, threading, time
+    out = sys.argv[2]
+    atexit.register(lambda: open(out, "a").write("atexit\\n"))
+    threading.Thread(target=lambda: (time.sleep(0.5), open(out, "a").write("thread\\n"))).start()
+    sys.exit("a message, exit 1")
 if what == "sleep":
     print("@@autorl " + json.dumps({"event": "ready"}), flush=True)
     import time
@@ -111,6 +118,17 @@ def test_a_warm_crash_is_attributed_like_a_cold_one(probe, tmp_path, args, code)
     assert (result.status, result.returncode) == ("crash", code)
     if args[0] == "crash":
         assert "RuntimeError: probe crashed on purpose" in "\n".join(result.log_tail)
+
+
+def test_a_warm_child_ends_like_an_interpreter(probe, tmp_path):
+    """Without the interpreter's teardown, the exit still waits for threads, runs atexit, keeps the code."""
+    for mode in ("warm", "cold"):
+        out = tmp_path / f"{mode}.txt"
+        with warm.starters() if mode == "warm" else contextlib.nullcontext():
+            result = run_budgeted(probe("at-exit", str(out)), tmp_path / f"{mode}.log", spec())
+        assert (result.status, result.returncode) == ("crash", 1)
+        assert out.read_text() == "thread\natexit\n"
+        assert "a message, exit 1" in (tmp_path / f"{mode}.log").read_text()
 
 
 def test_a_starter_whose_imports_fail_falls_back_to_a_cold_start(probe, tmp_path):
