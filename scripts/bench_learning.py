@@ -8,7 +8,7 @@ Runs each seed exactly as ``run.py`` does (``autorl.seed.run_seed``: budgeted ch
 the fixed eval of eval.toml), without touching results.tsv: for each seed it trains for ``--budget`` seconds
 of training (model loading excluded, as in a trial), stops the child with SIGTERM, evaluates the saved
 weights, and finally prints base_score, each seed's eval_score, their mean and spread, and the gain over
-the base.
+the base, with each seed's training reward (start -> peak@step -> end; COLLAPSED as the health flag says).
 Needs the base model (``uv run prepare.py``). Prints the machine load next to the figures: other work on the
 CPU slows training down and so lowers what a fixed budget reaches. On a CPU with 2+ cores each trainer
 already uses two (it samples in a second process, the ``hf-process`` sampler), so ``--jobs 2`` on a 2-core
@@ -29,12 +29,24 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from autorl import stats  # noqa: E402
+from autorl import stats, warm  # noqa: E402
+from autorl.jsonl import read_jsonl  # noqa: E402
 from autorl.llm.config import load_train_config  # noqa: E402
 from autorl.llm.embedded import EmbeddedBackend, build_spec  # noqa: E402
 from autorl.prepare import require_model  # noqa: E402
 from autorl.process import BudgetSpec  # noqa: E402
 from autorl.seed import run_eval, run_seed  # noqa: E402
+from autorl.show import Curve  # noqa: E402
+
+
+def reward_curve(seed_dir: Path) -> str:
+    """The seed's training reward, smoothed: start -> peak@step -> end, and whether it collapsed (the
+    health flag's rule, autorl/show.py)."""
+    rows = [r for r in read_jsonl(seed_dir / "metrics.jsonl") if isinstance(r.get("reward_mean"), int | float)]
+    curve = Curve.of("reward", [int(r["step"]) for r in rows], [r["reward_mean"] for r in rows])
+    if curve is None:
+        return "reward: no steps"
+    return f"reward {curve.text()}" + (" COLLAPSED" if curve.collapsed else "")
 
 
 def eval_score(backend: EmbeddedBackend, cfg, weights: Path | None, out: Path) -> float:
@@ -65,7 +77,8 @@ def main() -> None:
         flush=True,
     )
 
-    base = eval_score(backend, cfg, None, out / "base_eval.jsonl")
+    with warm.starters():
+        base = eval_score(backend, cfg, None, out / "base_eval.jsonl")
     print(f"base_score {base:.4f}", flush=True)
 
     def one_seed(seed: int) -> float:
@@ -79,14 +92,14 @@ def main() -> None:
         print(
             f"seed {seed}: eval_score {score:.4f} (gain {score - base:+.4f}), {result.steps} steps in "
             f"{result.child.training_seconds:.0f} s of training ({time.monotonic() - start:.0f} s wall), "
-            f"load {load_before:.1f} -> {os.getloadavg()[0]:.1f}",
+            f"load {load_before:.1f} -> {os.getloadavg()[0]:.1f}; {reward_curve(out / f'seed-{seed}')}",
             flush=True,
         )
         return score
 
     # --jobs > 1 trains several seeds at once, each child in its own processes (on a CPU with 2+ cores a
     # trainer and its sampling process: N cores fit N/2 seeds at about the speed of one alone).
-    with ThreadPoolExecutor(max_workers=args.jobs) as pool:
+    with ThreadPoolExecutor(max_workers=args.jobs) as pool, warm.starters():
         scores = list(pool.map(one_seed, args.seeds))
     mean = statistics.fmean(scores)
     spread = statistics.stdev(scores) if len(scores) > 1 else 0.0
