@@ -9,7 +9,7 @@ from autorl.backend import Backend
 from autorl.machine import Machine
 
 # The score is a normalised area under the learning curve (0..1). Seed-to-seed sd measured on CartPole
-# (README, classic track): 0.109 for the shipped classic.toml (12 seeds, score 0.68), 0.022-0.097 for seven
+# (docs/classic.md): 0.109 for the shipped classic.toml (12 seeds, score 0.68), 0.022-0.097 for seven
 # faster configs (8-12 seeds each, 0.70-0.90). The prior takes the upper end, whatever the reference scored.
 SEED_SD_PRIOR = 0.11
 
