@@ -182,7 +182,7 @@ def _taskset_fields(taskset) -> dict:
     return fields
 
 
-def main(argv: list[str] | None = None) -> int:
+def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="prepare.py", description=__doc__)
     parser.add_argument(
         "--config", type=Path, default=Path("train.toml"), help="the train config (default train.toml)"
@@ -190,7 +190,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--prime-rl", dest="prime_rl", default=None, help="path to a prime-rl checkout with its venv"
     )
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
     try:
         prepare(args.config, args.prime_rl)
     except ConfigError as exc:
