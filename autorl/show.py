@@ -29,7 +29,8 @@ TREND_KEYS = ("loss", "mismatch_kl", "approx_kl", "entropy")  # shown where the 
 class Thresholds:
     """The health flags' thresholds: the one place they are set (the summary and `autorl show` use them)."""
 
-    collapse_share: float = 0.5  # a seed's smoothed reward fell back by this share of its rise (or more)...
+    collapse_share: float = 0.5  # a seed's smoothed reward fell back by this share of its rise (its size when
+    # it never rose) or more...
     collapse_min_fall: float = 0.1  # ...and by at least this share of its peak's size: a collapse
     zero_advantage: float = 0.5  # mean share of groups whose rewards were all equal: no learning signal
     truncated: float = 0.3  # mean share of completions cut at max_completion_tokens
@@ -63,7 +64,11 @@ class Curve:
     def collapsed(self) -> bool:
         rise, fall = self.peak - self.start, self.peak - self.end
         t = THRESHOLDS
-        return rise > 0 and fall >= t.collapse_share * rise and fall >= t.collapse_min_fall * abs(self.peak)
+        if fall < t.collapse_min_fall * abs(self.peak):
+            return False
+        # A reward that rose gave back a share of its rise; one that fell from its first steps (an lr past the
+        # cliff: smoothing folds the early fall into the start) lost that share of its own size.
+        return fall >= t.collapse_share * (rise if rise > 0 else abs(self.peak))
 
     def text(self) -> str:
         return f"{_g(self.start)}→{_g(self.peak)}@{self.peak_step}→{_g(self.end)}"

@@ -46,8 +46,8 @@ MIN_SEEDS_WELCH = 3
 # spending), on top of the final verdict's ALPHA: half of it, so the added false keeps stay small (measured
 # with scripts/simulate_decisions.py: docs/statistics.md).
 EFFICACY_ALPHA = ALPHA / 2
-# The power the default seed count was chosen for (docs/statistics.md: 6 seeds detect +0.05 80-90% of the time): the
-# `seeds_needed` figure of an inconclusive trial is for this power at ALPHA.
+# The power the default seed count was chosen for (docs/statistics.md: 6 seeds detect +0.05 80-90% of the
+# time): the `seeds_needed` figure of an inconclusive trial is for this power at ALPHA.
 POWER = 0.80
 MAX_SEEDS_NEEDED = 64  # run.py's --seeds limit: beyond it the figure says "more than"
 

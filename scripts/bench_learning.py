@@ -42,7 +42,8 @@ from autorl.show import Curve  # noqa: E402
 def reward_curve(seed_dir: Path) -> str:
     """The seed's training reward, smoothed: start -> peak@step -> end, and whether it collapsed (the
     health flag's rule, autorl/show.py)."""
-    rows = [r for r in read_jsonl(seed_dir / "metrics.jsonl") if isinstance(r.get("reward_mean"), int | float)]
+    rows = read_jsonl(seed_dir / "metrics.jsonl")
+    rows = [r for r in rows if isinstance(r.get("reward_mean"), int | float)]
     curve = Curve.of("reward", [int(r["step"]) for r in rows], [r["reward_mean"] for r in rows])
     if curve is None:
         return "reward: no steps"

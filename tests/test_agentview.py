@@ -211,6 +211,18 @@ def test_reward_collapse_is_flagged_on_a_run_that_collapses_only(root, monkeypat
     assert "reward_collapse" not in flag_names(steady)
 
 
+def test_a_reward_that_falls_from_its_first_steps_is_a_collapse():
+    """lr 5e-4 on the default (docs/train-toml.md): the reward fell within ~60 steps and never rose; the
+    smoothed curve starts at its peak. A flat noisy reward, and a small decline, are not collapses."""
+    steps = list(range(1, 1201))
+    cliff = [0.3 * 0.97**s + 0.02 for s in steps]
+    assert show.Curve.of("reward", steps, cliff).collapsed
+    flat = [0.35 + 0.02 * ((s * 7919) % 11 - 5) / 5 for s in steps]
+    assert not show.Curve.of("reward", steps, flat).collapsed
+    slow = [0.35 - 0.03 * s / 1200 for s in steps]
+    assert not show.Curve.of("reward", steps, slow).collapsed
+
+
 def test_few_steps_is_flagged_when_the_budget_holds_only_a_handful(root, monkeypatch, capsys):
     short = fake_trial(monkeypatch, root, capsys, "--budget", "0.2")
     assert int(short["steps"]) < show.THRESHOLDS.min_steps
