@@ -373,11 +373,8 @@ def _spawn(launch: Launch, spec: BudgetSpec, stop: Stop) -> Child:
     """launch.argv in its own session and process group (one killpg reaches the whole trial), output merged
     into one pipe, pinned to launch.cpus, dying with the runner: forked from a warm starter when one serves
     the launch (autorl/warm.py; waiting for its imports counts as start-up), else a new interpreter."""
-    if (pool := warm.active_for(launch)) is not None:
-        try:
-            return pool.spawn(launch, ready_timeout_s=spec.startup_cap_s, give_up=stop.graceful.is_set)
-        except warm.StarterError:
-            pass  # launched cold: a fault of the modules shows in the child's own log
+    if (child := warm.fork(launch, spec.startup_cap_s, stop.graceful.is_set)) is not None:
+        return child
     return subprocess.Popen(
         launch.argv,
         cwd=launch.cwd,

@@ -231,7 +231,7 @@ class Starters:
             return self.starters[key]
 
     def spawn(self, launch: Launch, ready_timeout_s: float, give_up: Callable[[], bool]) -> WarmChild:
-        """Fork `launch` from its starter; raises StarterError when it cannot (the caller launches cold)."""
+        """Fork `launch` (a `python -m` launch) from its starter; raises StarterError when it cannot."""
         module, args = _module_args(launch)
         starter = self._starter(launch)
         starter.wait_ready(ready_timeout_s, give_up)
@@ -266,11 +266,16 @@ def starters() -> Iterator[Starters | None]:
         pool.close()
 
 
-def active_for(launch: Launch) -> Starters | None:
-    """The starters to fork `launch` from, or None to launch it cold."""
-    if _ACTIVE is None or not launch.warm or _module_args(launch)[0] == "":
+def fork(launch: Launch, ready_timeout_s: float, give_up: Callable[[], bool]) -> WarmChild | None:
+    """`launch` forked from its starter, or None to start it cold: no starters active, a launch that names no
+    modules or is not `python -m`, or a starter that cannot serve (a fault of the modules then shows in the
+    cold child's own log). Waiting for the starter's imports ends after ready_timeout_s or once give_up()."""
+    if _ACTIVE is None or not launch.warm or not _module_args(launch)[0]:
         return None
-    return _ACTIVE
+    try:
+        return _ACTIVE.spawn(launch, ready_timeout_s, give_up)
+    except StarterError:
+        return None
 
 
 def _module_args(launch: Launch) -> tuple[str, list[str]]:

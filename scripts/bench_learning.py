@@ -78,10 +78,6 @@ def main() -> None:
         flush=True,
     )
 
-    with warm.starters():
-        base = eval_score(backend, cfg, None, out / "base_eval.jsonl")
-    print(f"base_score {base:.4f}", flush=True)
-
     def one_seed(seed: int) -> float:
         load_before = os.getloadavg()[0]
         start = time.monotonic()
@@ -98,10 +94,14 @@ def main() -> None:
         )
         return score
 
+    # The base eval and every seed's children fork from one warm starter (autorl/warm.py), as in a trial.
     # --jobs > 1 trains several seeds at once, each child in its own processes (on a CPU with 2+ cores a
     # trainer and its sampling process: N cores fit N/2 seeds at about the speed of one alone).
-    with ThreadPoolExecutor(max_workers=args.jobs) as pool, warm.starters():
-        scores = list(pool.map(one_seed, args.seeds))
+    with warm.starters():
+        base = eval_score(backend, cfg, None, out / "base_eval.jsonl")
+        print(f"base_score {base:.4f}", flush=True)
+        with ThreadPoolExecutor(max_workers=args.jobs) as pool:
+            scores = list(pool.map(one_seed, args.seeds))
     mean = statistics.fmean(scores)
     spread = statistics.stdev(scores) if len(scores) > 1 else 0.0
     print("---")

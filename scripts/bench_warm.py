@@ -4,11 +4,11 @@
     uv run python scripts/bench_warm.py --rounds 3 --tracks classic
     uv run python scripts/bench_warm.py --llm-budget 60 --llm-seeds 2
 
-Runs whole trials the way a user starts them (`python run.py ...` in a scratch clone of this checkout, so
-results.tsv here is not touched), alternating AUTORL_WARM=0 (every child a new interpreter: the old way)
-and AUTORL_WARM=1 (children forked from a starter), cold then warm in each round. One unrecorded trial per
-track first fills the base-model eval cache, so every measured trial starts the same way. `--all-seeds`
-keeps the early stop from ending a trial after its first wave.
+Runs whole trials the way a user starts them (`python run.py ...`, in a temporary AUTORL_ROOT made as
+scripts/bench_parallel.py makes it, so results.tsv here is not touched), alternating AUTORL_WARM=0 (every
+child a new interpreter: the old way) and AUTORL_WARM=1 (children forked from a starter), cold then warm
+in each round. One trial per track, not counted, first fills the base-model eval cache, so every measured
+trial starts the same way. `--all-seeds` keeps the early stop from ending a trial after its first wave.
 
 Prints, per trial, the summary's figures: startup_seconds, training_seconds and eval_seconds are sums over
 the seeds; total_seconds is the trial's wall time inside the runner; `wall` is the whole command (the
@@ -20,37 +20,29 @@ from __future__ import annotations
 
 import argparse
 import os
-import shutil
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
+from bench_parallel import make_root  # scripts/ is this script's directory, first on sys.path
+
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from autorl.tune import parse_summary  # noqa: E402
+
 FIELDS = ("startup_seconds", "training_seconds", "eval_seconds", "total_seconds")
 
 
-def scratch_clone() -> Path:
-    """A clone of HEAD with this checkout's prepared .autorl/ (model, machine file, caches)."""
-    where = Path(tempfile.mkdtemp(prefix="bench-warm-")) / "repo"
-    subprocess.run(["git", "clone", "--quiet", str(REPO), str(where)], check=True)
-    if (REPO / ".autorl").is_dir():
-        shutil.copytree(REPO / ".autorl", where / ".autorl", symlinks=True)
-    return where
-
-
-def trial(clone: Path, args: list[str], warm: bool) -> dict[str, float]:
-    env = {**os.environ, "AUTORL_WARM": "1" if warm else "0"}
+def trial(root: Path, args: list[str], warm: bool) -> dict[str, float]:
+    env = {**os.environ, "AUTORL_ROOT": str(root), "AUTORL_WARM": "1" if warm else "0"}
+    cmd = [sys.executable, str(REPO / "run.py"), "--all-seeds", "--allow-dirty-harness", *args]
     started = time.monotonic()
-    done = subprocess.run(
-        [sys.executable, "run.py", "--all-seeds", *args], cwd=clone, env=env, capture_output=True, text=True
-    )
+    done = subprocess.run(cmd, env=env, capture_output=True, text=True)
     wall = time.monotonic() - started
-    summary = dict(
-        line.split(": ", 1) for line in done.stdout.splitlines() if ": " in line and not line.startswith("[")
-    )
+    summary = parse_summary(done.stdout)
     if summary.get("status") != "ok":
         sys.exit(f"trial failed (exit {done.returncode}):\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
     return {**{f: float(summary[f]) for f in FIELDS}, "wall": wall}
@@ -73,8 +65,8 @@ def main() -> None:
     ap.add_argument("--llm-seeds", type=int, default=2, help="LLM seeds per trial (2)")
     args = ap.parse_args()
 
-    clone = scratch_clone()
-    print(f"# {clone}; {os.cpu_count()} CPUs; load {os.getloadavg()[0]:.2f}", flush=True)
+    root = make_root("llm" if "llm" in args.tracks else "classic")
+    print(f"# root {root}; {os.cpu_count()} CPUs; load {os.getloadavg()[0]:.2f}", flush=True)
     runs = {
         "classic": ["--track", "classic", "--seeds", "5"],  # the shipped default, named (see fill below)
         "llm": ["--budget", f"{args.llm_budget:g}", "--seeds", str(args.llm_seeds), "--new-context"],
@@ -82,10 +74,10 @@ def main() -> None:
     results: dict[tuple[str, str], list[dict[str, float]]] = {}
     for track in args.tracks:
         fill = [*runs[track][:-1], "1"] if track == "classic" else runs[track]
-        trial(clone, fill, True)  # fills the base-eval cache: every measured trial starts alike
+        trial(root, fill, True)  # fills the base-eval cache: every measured trial starts alike
         for _ in range(args.rounds):
             for mode, warm in (("cold", False), ("warm", True)):
-                r = trial(clone, runs[track], warm)
+                r = trial(root, runs[track], warm)
                 results.setdefault((track, mode), []).append(r)
                 show(track, mode, r)
     print("# medians")

@@ -188,7 +188,8 @@ def test_a_launch_without_modules_or_not_python_m_stays_cold(tmp_path):
     with warm.starters() as pool:
         plain = Launch(argv=[sys.executable, str(script)], cwd=tmp_path, warm=("json",))
         no_modules = Launch(argv=[sys.executable, "-c", "print(1)"], cwd=tmp_path)
-        assert warm.active_for(plain) is None and warm.active_for(no_modules) is None
+        never = lambda: False  # noqa: E731
+        assert warm.fork(plain, 5.0, never) is None and warm.fork(no_modules, 5.0, never) is None
         result = run_budgeted(plain, tmp_path / "run.log", spec())
         assert pool is not None and pool.forked == 0 and not pool.starters
     assert result.status == "ok"
