@@ -440,10 +440,13 @@ class Ledger:
         NUL byte or stray carriage return, the wrong number of fields, a value `row_problem` refuses, a
         second row of one run id) is moved to `results-rejected.tsv` as it was written. The original is kept
         as `results.tsv.bak-<time>`. Returns one line per change ([] when the file needed none); refuses a
-        file whose header is not a results.tsv header (that is not a ledger to repair).
+        file whose header is not a results.tsv header (that is not a ledger to repair). No file, or an empty
+        one, needs nothing (the first trial writes the header).
         """
         with self.locked():
             raw = self._raw()
+            if not raw:
+                return []
             lines = raw.split(b"\n")
             if lines and not lines[-1]:
                 lines.pop()

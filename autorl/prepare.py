@@ -118,7 +118,13 @@ def find_prime_rl(explicit: str | None) -> dict | None:
 
 def prepare(config: Path, prime_rl_dir: str | None = None, skip_model: bool = False) -> Machine:
     say(f"python {sys.version.split()[0]}, repo {paths.repo_root()}")
-    machine = inspect(prime_rl=find_prime_rl(prime_rl_dir or os.environ.get("PRIME_RL_DIR")))
+    prime_rl = find_prime_rl(prime_rl_dir or os.environ.get("PRIME_RL_DIR"))
+    if prime_rl_dir and prime_rl is None:  # asked for by name: not a fallback to the embedded backend
+        raise ConfigError(
+            f"--prime-rl {prime_rl_dir}: not a usable prime-rl checkout (a directory with .venv/bin/rl: "
+            "`uv sync --all-extras` in the checkout makes it)"
+        )
+    machine = inspect(prime_rl=prime_rl)
     say(f"torch {machine.torch}, {machine.cpus} CPUs, {machine.ram_gb} GB RAM, {machine.platform}")
     for gpu in machine.gpus:
         say(

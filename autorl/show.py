@@ -31,7 +31,9 @@ class Thresholds:
 
     collapse_share: float = 0.5  # a seed's smoothed reward fell back by this share of its rise (its size when
     # it never rose) or more...
-    collapse_min_fall: float = 0.1  # ...and by at least this share of its peak's size: a collapse
+    collapse_min_fall: float = 0.25  # ...and by at least this share of its peak's size: a collapse. Healthy
+    # seeds of the default at --budget 90 fall back 0-11% from their (noisy, smoothed) peak; past the lr
+    # cliff, 55-78% (docs/train-toml.md)
     zero_advantage: float = 0.5  # mean share of groups whose rewards were all equal: no learning signal
     truncated: float = 0.3  # mean share of completions cut at max_completion_tokens
     min_steps: int = 20  # fewer optimizer steps than this in the budget: the trial hardly trained

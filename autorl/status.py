@@ -229,24 +229,49 @@ RERUN_SEEDS = 12  # program.md's labelled re-run of a promising inconclusive
 
 
 def seed_cost(same: Sequence[Mapping[str, str]]) -> tuple[int, dict[str, float]] | None:
-    """The median seconds per seed (start-up, training, eval, total) over the context's latest ok trials,
-    with how many trials it is from; None before a trial finished."""
+    """The median seconds per seed (start-up, training, eval, total) over the context's latest ok trials, the
+    start-up a trial pays once (`once`: the first wave's wait for its warm starter's imports, autorl/warm.py),
+    and how many trials it is from; None before a trial finished."""
     per_seed: list[tuple[float, ...]] = []
-    for r in [r for r in same if r["status"] == "ok"][-COST_TRIALS:]:
+    firsts: list[float] = []  # per trial: the slowest start-up of its first wave
+    laters: list[float] = []  # the start-ups of seeds after the first wave
+    trials = [r for r in same if r["status"] == "ok"][-COST_TRIALS:]
+    for r in trials:
         n = len([s for s in (r.get("seeds") or "").split(",") if s])
         parts = [as_float(r, k) for k in ("startup_seconds", "training_seconds", "eval_seconds")]
         if n and None not in parts:
             per_seed.append(tuple(v / n for v in parts))  # type: ignore[operator]
+        if starts := _seed_startups(r["run_id"], n):
+            wave = max(1, int(as_float(r, "parallel") or 1))
+            firsts.append(max(starts[:wave]))
+            laters += starts[wave:]
     if not per_seed:
         return None
     startup, training, evaluation = (statistics.median(x) for x in zip(*per_seed, strict=True))
+    once = 0.0
+    if firsts and laters:  # the seeds' own files split the start-up into once a trial + per seed
+        startup = statistics.median(laters)
+        once = max(0.0, statistics.median(firsts) - startup)
     total = startup + training + evaluation
-    return len(per_seed), {"startup": startup, "training": training, "eval": evaluation, "total": total}
+    cost = {"startup": startup, "training": training, "eval": evaluation, "total": total, "once": once}
+    return len(per_seed), cost
 
 
-def waves_seconds(seed_s: float, seeds: int, parallel: int) -> float:
-    """Wall seconds of `seeds` seeds run `parallel` at a time, each taking `seed_s`."""
-    return -(-seeds // max(1, parallel)) * seed_s
+def _seed_startups(run_id: str, n: int) -> list[float]:
+    """Each seed's start-up (runs/<run_id>/seed-<k>/outcome.json), in seed order; [] when one is missing."""
+    out = []
+    for k in range(n):
+        try:
+            value = inputs.read_json(paths.runs_dir() / run_id / f"seed-{k}" / "outcome.json")
+            out.append(float(value["startup_seconds"]))  # type: ignore[index]
+        except (OSError, inputs.InputError, ValueError, KeyError, TypeError):
+            return []
+    return out
+
+
+def waves_seconds(seed: Mapping[str, float], seeds: int, parallel: int) -> float:
+    """Wall seconds of `seeds` seeds run `parallel` at a time: the start-up paid once, then each wave."""
+    return seed["once"] + -(-seeds // max(1, parallel)) * seed["total"]
 
 
 def expected_cost(same: Sequence[Mapping[str, str]], default_seeds: int) -> dict[str, Any] | None:
@@ -261,7 +286,7 @@ def expected_cost(same: Sequence[Mapping[str, str]], default_seeds: int) -> dict
     planned = int(as_float(latest, "seeds_planned") or default_seeds)
 
     def cost(seeds: int) -> dict[str, float]:
-        return {"seeds": seeds, "seconds": waves_seconds(seed["total"], seeds, parallel)}
+        return {"seeds": seeds, "seconds": waves_seconds(seed, seeds, parallel)}
 
     return {
         "trials": trials,
@@ -278,11 +303,18 @@ def trial_estimate(same: Sequence[Mapping[str, str]], seeds: int, parallel: int)
     if (measured := seed_cost(same)) is None:
         return None
     trials, seed = measured
-    wall = waves_seconds(seed["total"], seeds, parallel)
+    wall = waves_seconds(seed, seeds, parallel)
     return (
-        f"expected: <= {_minutes(wall)} (a seed {seed['startup']:.0f} s start-up + {seed['training']:.0f} s "
-        f"training + {seed['eval']:.0f} s eval, median of the {trials} latest comparable trials here; the "
-        "early stop can end it sooner)"
+        f"expected: <= {_minutes(wall)} ({_seed_text(seed)}, median of the {trials} latest comparable trials "
+        "here; the early stop can end it sooner)"
+    )
+
+
+def _seed_text(seed: Mapping[str, float]) -> str:
+    once = f" (+ {seed['once']:.0f} s once a trial)" if seed["once"] >= 1 else ""
+    return (
+        f"a seed {seed['startup']:.0f} s start-up + {seed['training']:.0f} s training + {seed['eval']:.0f} s "
+        f"eval{once}"
     )
 
 
@@ -293,10 +325,9 @@ def _minutes(seconds: float) -> str:
 def cost_line(cost: Mapping[str, Any] | None) -> str | None:
     if cost is None:
         return None
-    s = cost["seed"]
     return (
-        f"cost here (median of {cost['trials']} trials): a seed {s['startup']:.0f} s start-up + "
-        f"{s['training']:.0f} s training + {s['eval']:.0f} s eval, {cost['parallel']} at a time; next trial "
+        f"cost here (median of {cost['trials']} trials): {_seed_text(cost['seed'])}, {cost['parallel']} at a "
+        "time; next trial "
         f"({cost['next_trial']['seeds']} seeds) <= {_minutes(cost['next_trial']['seconds'])}, a "
         f"{cost['rerun']['seeds']}-seed re-run {_minutes(cost['rerun']['seconds'])}, a confirm "
         f"({cost['confirm']['seeds']} seeds) {_minutes(cost['confirm']['seconds'])}"

@@ -241,6 +241,17 @@ def test_ledger_repair_fixes_crlf_and_moves_bad_rows_aside_keeping_a_backup(root
     assert "nothing to repair" in capsys.readouterr().out
 
 
+def test_ledger_repair_before_any_trial_needs_nothing(root, capsys):
+    """No results.tsv yet, or an empty one: nothing to repair, exit 0 (it used to call the missing header
+    'not a results.tsv header' and exit 2)."""
+    assert cli.main(["ledger", "repair"]) == 0
+    assert "nothing to repair" in capsys.readouterr().out
+    assert not (root / "results.tsv").exists()
+    (root / "results.tsv").write_text("")
+    assert cli.main(["ledger", "repair"]) == 0
+    assert "nothing to repair" in capsys.readouterr().out
+
+
 def test_a_row_with_a_bad_value_is_never_appended(root):
     ledger = Ledger(root / "results.tsv")
     ledger.append(a_row("r1"))

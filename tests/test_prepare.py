@@ -83,6 +83,15 @@ def test_main_exits_1_with_the_message(root: Path, capsys) -> None:
     assert "prepare failed" in capsys.readouterr().err
 
 
+def test_a_prime_rl_path_that_is_no_checkout_is_refused_before_anything(root: Path, capsys) -> None:
+    """docs/prime-rl.md's `prepare.py --prime-rl /path/to/prime-rl` with a path that holds no prime-rl: exit 2
+    and why, no machine file (it used to warn, then prepare the embedded backend and exit 0)."""
+    assert prep.main(["--prime-rl", str(root / "nowhere")]) == 2
+    err = capsys.readouterr().err
+    assert f"--prime-rl {root / 'nowhere'}: not a usable prime-rl checkout" in err
+    assert not (root / ".autorl" / "machine.json").exists()
+
+
 def test_prepare_installs_the_shipped_model_without_a_warm_start(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys
 ) -> None:

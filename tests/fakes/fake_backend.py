@@ -44,6 +44,8 @@ def on_term(*_):
     save(); emit("saved"); sys.exit(0)
 signal.signal(signal.SIGTERM, signal.SIG_IGN if mode == "ignore_term" else on_term)
 print("loading model", flush=True)
+if mode == "slow_ready":  # a start-up like a first seed's wait for its warm starter (autorl/warm.py)
+    time.sleep(1.5)
 emit("ready")
 if mode == "crash":
     emit("step", step=1, reward=0.1)
