@@ -33,7 +33,7 @@ from pathlib import Path
 import pytest
 from fakes.fake_backend import FakeBackend
 
-from autorl import cli, prepare, trial
+from autorl import cli, prepare, trial, warm
 from autorl.ledger import Ledger
 from autorl.llm.track import LLMTrack
 
@@ -130,7 +130,7 @@ PARSED_ONLY = {
     "tests/test_classic.py::test_continuous_policy_runs_on_bipedalwalker trains and evaluates on it",
 }
 # A stand-in for the agent CLI the README's loop names: it ends the loop (what the loop does with a real
-# agent is tests/test_loop.py's).
+# agent is tests/test_protocol.py's).
 FAKE_AGENT = "#!/bin/sh\ntouch STOP\n"
 
 
@@ -203,7 +203,9 @@ def test_every_shown_command_runs(prepared, tmp_path, capsys):
     shutil.copytree(prepared, site)
     ran: set[tuple[str, ...]] = set()
     rows = 0
-    with at(site, tmp_path):
+    # One warm starter for the walk's classic trials (each trial's own context joins it): torch and gymnasium
+    # imported once, not once per trial (autorl/warm.py).
+    with at(site, tmp_path), warm.starters():
         for page in PAGES:
             name = page.relative_to(ROOT).as_posix()
             for line in page_commands(page):
