@@ -153,18 +153,19 @@ def at(site: Path, scratch: Path) -> Iterator[None]:
         yield
 
 
-@pytest.fixture(scope="module")
-def prepared(tmp_path_factory: pytest.TempPathFactory) -> Path:
+@pytest.fixture
+def prepared(tmp_path: Path) -> Path:
     """A root with the shipped configs (and the docs' ones, and my.toml: docs/classic.md's copy of
     classic.toml), prepared by the real `prepare.py` (machine file, the tiny model)."""
-    site = tmp_path_factory.mktemp("prepared")
+    site = tmp_path / "site"
+    site.mkdir()
     for name in ("train.toml", "classic.toml", "eval.toml"):
         shutil.copyfile(ROOT / name, site / name)
     shutil.copyfile(ROOT / "classic.toml", site / "my.toml")
     (site / "docs").mkdir()
     for config in (ROOT / "docs").glob("*.toml"):
         shutil.copyfile(config, site / "docs" / config.name)
-    with at(site, tmp_path_factory.mktemp("scratch")):
+    with at(site, tmp_path):
         assert prepare.main([]) == 0
     return site
 
@@ -199,8 +200,7 @@ def test_every_shown_command_runs(prepared, tmp_path, capsys):
     commands before did to it (the README's first trials are what docs/agent.md's `autorl show` shows). A
     command runs once (shown again on a later page, it is not run again; `uv run --no-sync run.py` is `uv run
     run.py`); each exits 0, or is refused as REFUSED says; every trial records its row."""
-    site = tmp_path / "site"
-    shutil.copytree(prepared, site)
+    site = prepared
     ran: set[tuple[str, ...]] = set()
     rows = 0
     # One warm starter for the walk's classic trials (each trial's own context joins it): torch and gymnasium
