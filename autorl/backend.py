@@ -6,6 +6,7 @@ Every backend subclasses `Backend` explicitly; the optional members (`preflight`
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,6 +31,10 @@ class Launch:
     # Modules a `python -m` child imports that a warm starter may import once for every launch of the
     # trial (autorl/warm.py); () = always a cold start. Launches of one backend share the tuple (one starter).
     warm: tuple[str, ...] = ()
+
+    def child_env(self) -> dict[str, str]:
+        """The child's environment, cold or warm: the runner's, then the launch's, and unbuffered output."""
+        return {**os.environ, **self.env, "PYTHONUNBUFFERED": "1"}
 
 
 @dataclass

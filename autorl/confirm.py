@@ -143,6 +143,8 @@ def run_confirm(run_id: str | None = None, n_seeds: int | None = None, ledger: L
     from autorl.track import get_track
     from autorl.trial import _Signals
 
+    if problem := warm.keep_problem():
+        raise ConfirmError(problem)
     ledger = ledger or Ledger()
     rows = ledger.rows()
     candidate, baseline, same = choose(rows, run_id, ledger)

@@ -378,7 +378,7 @@ def _spawn(launch: Launch, spec: BudgetSpec, stop: Stop) -> Child:
     return subprocess.Popen(
         launch.argv,
         cwd=launch.cwd,
-        env={**os.environ, **launch.env, "PYTHONUNBUFFERED": "1"},
+        env=launch.child_env(),
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,

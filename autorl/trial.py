@@ -197,7 +197,7 @@ def _main(opts: RunOptions) -> int:
 def _validated(opts: RunOptions) -> tuple[Setup, Machine | None]:
     """1. The config validated before anything heavy (no model loaded, no GPU touched), and the machine file
     it was validated against. Raises Invalid."""
-    if problem := paths.root_problem():
+    if problem := paths.root_problem() or warm.keep_problem():
         raise Invalid(problem)
     root = paths.repo_root()
     track = get_track(opts.track)

@@ -1,61 +1,111 @@
 """Warm starts: a trial's children forked from a process that has already imported torch and the harness.
 
 A cold child pays the interpreter and its imports on every launch: `import torch` and the `torch._dynamo`
-that the first optimizer pulls in take about 5-9 s on a 2-core CPU, transformers 2 s more, and a seed
+that the first optimizer pulls in take about 5-12 s on a 2-core CPU, transformers 2-3 s more, and a seed
 launches two children (training, then the fixed eval). On a classic trial that was most of a seed's wall
-time. Here one *starter* process per distinct (Python, working directory, environment, modules) imports
-the launch's `warm` modules once; each launch is then a fork of it that runs `python -m MODULE ARGS` as a
-fresh interpreter would, without the imports.
+time. Here a *starter* process per distinct (Python, working directory, environment, modules) imports the
+launch's `warm` modules once; each launch is then a fork of it that runs `python -m MODULE ARGS` as a fresh
+interpreter would, without the imports.
+
+A starter outlives its trial: it waits `AUTORL_WARM_KEEP` seconds (default 600) for the next trial's
+launches, so an agent's next `uv run run.py` in the same directory forks at once instead of waiting for the
+imports again; 0 ends it with its trial. It listens on a Linux abstract socket named after its key, answers
+only its own user (SO_PEERCRED), and replaces itself when a module it imported changed on disk (an edited
+harness or a `uv sync` never runs stale code). It holds no GPU, no file and no child between trials.
 
 What a forked child keeps from a cold one: its own session and process group (the runner's killpg reaches
 it and only it), its merged stdout/stderr on a pipe the runner reads, stdin from /dev/null, its slot's
-cores, the launch's environment, death with its parent (the starter, which dies with the runner), a fresh
-`random` state, and an exit code reported as Popen reports one (-N for signal N). It ends without the
-interpreter's teardown of its modules (`_run`). The runner follows it
-through `WarmChild`, which answers the part of Popen that autorl.process uses. The budget clock, the
-start-up figure (from the launch to the child's `ready`, the starter's one-time imports included for the
-first child) and everything recorded keep their meaning.
+cores, the runner's environment with the launch's, death with its parent (the starter), a fresh `random`
+state, and an exit code reported as Popen reports one (-N for signal N). When the runner's connection closes
+(the trial ended, or the runner was killed, even by SIGKILL) the starter kills what that runner still had
+running. It ends without the interpreter's teardown of its modules (`_run`). The runner follows it through
+`WarmChild`, which answers the part of Popen that autorl.process uses. The budget clock, the start-up figure
+(from the launch to the child's `ready`, including a new starter's one-time imports for the first child) and
+everything recorded keep their meaning.
 
-Warm starts are on inside `with starters():` (a trial's base eval and seeds, `autorl confirm`), for
-launches that name their modules (`Launch.warm`); anywhere else, or when a starter cannot start (its
+Warm starts are on inside `with starters():` (a trial's base eval and seeds, `autorl confirm`), on Linux,
+for launches that name their modules (`Launch.warm`); anywhere else, or when a starter cannot serve (its
 imports fail, or it would have touched CUDA, which a fork cannot inherit), the launch runs cold, as before.
 `AUTORL_WARM=0` turns them off.
 
-Protocol, on a SOCK_SEQPACKET socket pair, one JSON message per packet:
+Protocol, on a SOCK_SEQPACKET connection, one JSON message per packet:
+  starter -> runner: {"ready": true} or {"error": text} once, on accepting (after its imports)
   runner -> starter: {"module", "args", "cwd", "env", "cpus"} with the write end of the child's output pipe
-  starter -> runner: {"ready": true} or {"error": text} once, after the imports; then {"pid": N} per
-  request and {"exited": N, "code": C} when child N ends.
+  starter -> runner: {"pid": N} per request and {"exited": N, "code": C} when child N ends.
 """
 
 from __future__ import annotations
 
 import atexit
 import contextlib
+import hashlib
 import json
+import math
 import os
 import random
 import runpy
 import select
 import signal
 import socket
+import struct
 import subprocess
 import sys
 import threading
 import time
 import traceback
 from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from autorl.backend import Launch
 
 ENV_SWITCH = "AUTORL_WARM"  # "0": every launch cold
+KEEP_VAR = "AUTORL_WARM_KEEP"  # seconds a starter waits, idle, for the next trial; 0: it ends with its trial
+KEEP_DEFAULT_S = 600.0
+FIRST_CONTACT_S = 60.0  # a new starter waits at least this long for its first connection
+CONNECT_S = 30.0  # a new starter's socket must be listening within this time (it binds before importing)
 MAX_MESSAGE = 1 << 20
 REAP_EVERY_S = 0.02  # how often the starter looks for ended children (the exit code's latency)
+# Shell bookkeeping that differs between two commands of one session: not part of a starter's key (a child
+# still gets the runner's values).
+VOLATILE_ENV = frozenset({"_", "OLDPWD", "PWD", "SHLVL"})
+STALE = "the starter's modules changed on disk since it imported them"
 
 
 class StarterError(RuntimeError):
     """The starter cannot serve (its imports failed, it died or it stopped answering): launch cold."""
+
+
+def keep_problem() -> str | None:
+    """Why AUTORL_WARM_KEEP is unusable; None when it is unset or a number of seconds >= 0."""
+    text = os.environ.get(KEEP_VAR)
+    if text is None:
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value >= 0):
+        return f"{KEEP_VAR}={text!r}: a number of seconds >= 0 (0: a warm starter ends with its trial)"
+    return None
+
+
+def keep_seconds() -> float:
+    return KEEP_DEFAULT_S if keep_problem() is not None else float(os.environ.get(KEEP_VAR, KEEP_DEFAULT_S))
+
+
+def _name(launch: Launch, env: dict[str, str]) -> str:
+    """The abstract socket name of the starter that serves `launch`: one per user and what its imports may
+    depend on (the interpreter, the working directory, the environment, the modules)."""
+    key = [sys.executable, str(launch.cwd), *launch.warm, "\0"]
+    key += sorted(f"{k}={v}" for k, v in env.items() if k not in VOLATILE_ENV)
+    digest = hashlib.sha256("\0".join(key).encode("utf-8", "surrogateescape")).hexdigest()
+    return f"autorl-warm-{os.getuid()}-{digest[:24]}"
+
+
+def _peer(sock: socket.socket) -> tuple[int, int]:
+    """(pid, uid) of the process at the other end of a Unix socket."""
+    pid, uid, _ = struct.unpack("3i", sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12))
+    return pid, uid
 
 
 class WarmChild:
@@ -86,34 +136,73 @@ class WarmChild:
                 os.kill(self.pid, signal.SIGKILL)
 
 
+_STARTED: list[subprocess.Popen[bytes]] = []  # starters this process started that may outlive their trial
+
+
 class _Starter:
-    """The runner's end of one starter process."""
+    """The runner's connection to one starter process: the one serving its key, else a new one."""
 
     def __init__(self, launch: Launch) -> None:
-        from autorl.process import die_with_parent
-
-        self.sock, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        with theirs:
-            self.proc = subprocess.Popen(
-                [sys.executable, "-m", "autorl.warm", str(theirs.fileno()), *launch.warm],
-                cwd=launch.cwd,
-                env={**os.environ, **launch.env, "PYTHONUNBUFFERED": "1"},
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
-                pass_fds=(theirs.fileno(),),
-                start_new_session=True,  # a Ctrl-C in the terminal reaches the runner only
-                preexec_fn=die_with_parent,
-            )
         self.lock = threading.Lock()  # one request at a time: a request's reply is the next "pid" message
         self.ready = threading.Event()
         self.error: str | None = None
+        self.retry = False  # the starter closed before it was ready without being new: start another
+        self.pid = 0  # the starter's
         self.pids: list[int] = []  # replies to requests, in order
         self.replied = threading.Condition()
         self.children: dict[int, WarmChild] = {}
         self.early_exits: dict[int, int] = {}  # a child that ended before its WarmChild was registered
+        self.started: subprocess.Popen[bytes] | None = None
+        self.reader: threading.Thread | None = None
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        try:
+            self._connect(launch)
+        except (OSError, StarterError) as exc:
+            self.sock.close()
+            self.error = f"no warm starter: {exc}"
+            self.ready.set()
+            return
         self.reader = threading.Thread(target=self._read, name="warm-starter", daemon=True)
         self.reader.start()
+
+    def _connect(self, launch: Launch) -> None:
+        env = launch.child_env()
+        address = "\0" + _name(launch, env)
+        for proc in list(_STARTED):  # reap kept starters that have ended since
+            if proc.poll() is not None:
+                _STARTED.remove(proc)
+        try:
+            self.sock.connect(address)
+        except (ConnectionRefusedError, FileNotFoundError):
+            self.started = subprocess.Popen(
+                [sys.executable, "-m", "autorl.warm", address[1:], str(keep_seconds()), *launch.warm],
+                cwd=launch.cwd,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                start_new_session=True,  # not the runner's: a Ctrl-C reaches the runner only
+            )
+            _STARTED.append(self.started)
+            self._connect_new(address)
+        self.pid, uid = _peer(self.sock)
+        if uid != os.getuid():
+            raise StarterError(f"the socket {address[1:]} belongs to user {uid}")
+
+    def _connect_new(self, address: str) -> None:
+        """Connect to the starter just started; it listens before importing (or exits at once when another
+        starter holds the name, and that one answers)."""
+        assert self.started is not None
+        deadline = time.monotonic() + CONNECT_S
+        while True:
+            ended = self.started.poll() is not None
+            try:
+                self.sock.connect(address)
+                return
+            except (ConnectionRefusedError, FileNotFoundError):
+                if ended or time.monotonic() > deadline:
+                    raise StarterError("the starter did not start") from None
+                time.sleep(0.02)
 
     def _read(self) -> None:
         while True:
@@ -132,6 +221,7 @@ class _Starter:
                 self.ready.set()
             elif "error" in msg:
                 self.error = msg["error"]
+                self.retry = msg["error"] == STALE
                 self.ready.set()
             elif "pid" in msg:
                 self.pids.append(msg["pid"])
@@ -146,6 +236,8 @@ class _Starter:
     def _gone(self, why: str) -> None:
         """The starter is gone: its children die with it (parent-death signal), so each one is SIGKILLed."""
         with self.replied:
+            if not self.ready.is_set() and self.started is None:
+                self.retry = True  # a kept starter that ended as we came (idle): a new one will serve
             self.error = self.error or why
             for child in self.children.values():
                 child._ended(-signal.SIGKILL)
@@ -166,7 +258,7 @@ class _Starter:
             "module": module,
             "args": args,
             "cwd": str(launch.cwd),
-            "env": launch.env,
+            "env": launch.child_env(),
             "cpus": list(launch.cpus),
         }
         read_fd, write_fd = os.pipe()
@@ -200,16 +292,19 @@ class _Starter:
             return self.pids.pop(0)
 
     def close(self) -> None:
-        """End the starter: it exits when its socket closes (any child still running dies with it)."""
-        with contextlib.suppress(OSError):
-            self.sock.shutdown(socket.SHUT_RDWR)
-        self.sock.close()
-        try:
-            self.proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-        self.reader.join(timeout=2)
+        """Leave the starter: it kills what this runner still had running and, idle, waits for the next
+        trial (or ends, with AUTORL_WARM_KEEP=0)."""
+        if self.reader is not None:
+            with contextlib.suppress(OSError):
+                self.sock.shutdown(socket.SHUT_RDWR)
+            self.sock.close()
+            self.reader.join(timeout=2)
+        if self.started is not None and keep_seconds() == 0:
+            try:
+                self.started.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                self.started.kill()
+                self.started.wait()
 
 
 class Starters:
@@ -219,22 +314,27 @@ class Starters:
         self.starters: dict[tuple[Any, ...], _Starter] = {}
         self.forked = 0  # children forked so far (launches that did not fall back to a cold start)
         self.lock = threading.Lock()
-        # The parent-death signal follows the *thread* that started a process: starters are started from
-        # this one thread, which lives as long as the trial, not from a seed's thread that ends before them.
-        self.spawner = ThreadPoolExecutor(max_workers=1, thread_name_prefix="warm-spawner")
 
-    def _starter(self, launch: Launch) -> _Starter:
+    def _starter(self, launch: Launch, stale: _Starter | None = None) -> _Starter:
         key = (str(launch.cwd), tuple(sorted(launch.env.items())), tuple(launch.warm))
         with self.lock:
-            if key not in self.starters:
-                self.starters[key] = self.spawner.submit(_Starter, launch).result()
+            if key not in self.starters or self.starters[key] is stale:
+                if stale is not None:
+                    stale.close()
+                self.starters[key] = _Starter(launch)
             return self.starters[key]
 
     def spawn(self, launch: Launch, ready_timeout_s: float, give_up: Callable[[], bool]) -> WarmChild:
         """Fork `launch` (a `python -m` launch) from its starter; raises StarterError when it cannot."""
         module, args = _module_args(launch)
         starter = self._starter(launch)
-        starter.wait_ready(ready_timeout_s, give_up)
+        try:
+            starter.wait_ready(ready_timeout_s, give_up)
+        except StarterError:
+            if not starter.retry:
+                raise
+            starter = self._starter(launch, stale=starter)  # stale, or ended idle as we came: once more
+            starter.wait_ready(ready_timeout_s, give_up)
         child = starter.fork(module, args, launch)
         with self.lock:
             self.forked += 1
@@ -245,7 +345,6 @@ class Starters:
             for starter in self.starters.values():
                 starter.close()
             self.starters.clear()
-        self.spawner.shutdown(wait=True)
 
 
 _ACTIVE: Starters | None = None
@@ -253,9 +352,10 @@ _ACTIVE: Starters | None = None
 
 @contextlib.contextmanager
 def starters() -> Iterator[Starters | None]:
-    """Warm starts for the launches inside (None when AUTORL_WARM=0); every starter ends on the way out."""
+    """Warm starts for the launches inside (None when AUTORL_WARM=0 or off Linux); every connection to a
+    starter closes on the way out."""
     global _ACTIVE
-    if os.environ.get(ENV_SWITCH, "1") == "0" or _ACTIVE is not None:
+    if os.environ.get(ENV_SWITCH, "1") == "0" or not sys.platform.startswith("linux") or _ACTIVE is not None:
         yield _ACTIVE
         return
     _ACTIVE = pool = Starters()
@@ -286,15 +386,17 @@ def _module_args(launch: Launch) -> tuple[str, list[str]]:
     return "", []
 
 
-# --- the starter process (python -m autorl.warm FD MODULE...) -----------------------------------------------
+# --- the starter process (python -m autorl.warm NAME KEEP_S MODULE...) ------------------------------------
 
 
 def _send(sock: socket.socket, msg: dict[str, Any]) -> None:
-    sock.send(json.dumps(msg).encode())
+    with contextlib.suppress(OSError):  # a runner that is gone: its connection is dropped when read
+        sock.send(json.dumps(msg).encode())
 
 
-def _preload(sock: socket.socket, modules: list[str]) -> None:
-    """Import the modules; CUDA must stay untouched (a forked child cannot use a CUDA context it inherits)."""
+def _preload(modules: list[str]) -> str | None:
+    """Import the modules; None, or why this starter cannot serve. CUDA must stay untouched (a forked child
+    cannot use a CUDA context it inherits) and no thread may run (a fork would not carry it)."""
     import importlib
 
     try:
@@ -306,49 +408,118 @@ def _preload(sock: socket.socket, modules: list[str]) -> None:
         if threading.active_count() > 1:
             raise RuntimeError("importing the modules started a thread (a fork would not be safe)")
     except BaseException:
-        _send(sock, {"error": "warm start: " + traceback.format_exc(limit=3)})
-        sys.exit(1)
-    _send(sock, {"ready": True})
+        return "warm start: " + traceback.format_exc(limit=3)
+    return None
 
 
-def _reap(sock: socket.socket) -> None:
-    while True:
-        try:
-            pid, status = os.waitpid(-1, os.WNOHANG)
-        except ChildProcessError:
+def _module_files() -> dict[str, int]:
+    """The source files of every imported module and their modification times."""
+    files = {}
+    for module in list(sys.modules.values()):
+        path = getattr(module, "__file__", None)
+        if isinstance(path, str):
+            try:
+                files[path] = os.stat(path).st_mtime_ns
+            except OSError:
+                files[path] = -1
+    return files
+
+
+class _Server:
+    """The starter's loop: a connection per runner, a fork per request, each child's end to its runner."""
+
+    def __init__(self, listener: socket.socket, keep_s: float, error: str | None) -> None:
+        self.listener: socket.socket | None = listener
+        self.keep_s = keep_s
+        self.error = error
+        self.files = _module_files() if error is None else {}
+        self.conns: dict[socket.socket, set[int]] = {}  # runner -> its running children
+        self.owner: dict[int, socket.socket] = {}
+        self.idle_since = time.monotonic()
+        self.idle_s = 0.0 if error else max(keep_s, FIRST_CONTACT_S)  # until the first runner came
+
+    def serve(self) -> tuple[dict[str, Any], int]:
+        """Serve until idle for long enough; returns only in a forked child: its request and the write end
+        of its output pipe."""
+        while True:
+            watched = [*([self.listener] if self.listener else []), *self.conns]
+            readable, _, _ = select.select(watched, [], [], REAP_EVERY_S)
+            self._reap()
+            if not readable and not self.conns:
+                if self.listener is None or time.monotonic() - self.idle_since >= self.idle_s:
+                    sys.exit(0)
+            for sock in readable:
+                if sock is self.listener:
+                    self._accept()
+                elif (forked := self._request(sock)) is not None:
+                    return forked
+
+    def _accept(self) -> None:
+        assert self.listener is not None
+        conn, _ = self.listener.accept()
+        if _peer(conn)[1] != os.getuid():
+            conn.close()
             return
-        if pid == 0:
+        if self.error is None and _module_files() != self.files:
+            self.error = STALE  # serve no one new: the next runner starts a fresh starter under this name
+            self.listener.close()
+            self.listener = None
+        if self.error is not None:
+            _send(conn, {"error": self.error})
+            conn.close()
             return
-        _send(sock, {"exited": pid, "code": os.waitstatus_to_exitcode(status)})
+        _send(conn, {"ready": True})
+        self.conns[conn] = set()
+        self.idle_s = self.keep_s
 
-
-def _serve(sock: socket.socket) -> tuple[dict[str, Any], int]:
-    """Fork a child per request until the runner closes the socket. Returns only in a child: its request
-    and the write end of its output pipe."""
-    me = os.getpid()
-    while True:
-        readable, _, _ = select.select([sock], [], [], REAP_EVERY_S)
-        _reap(sock)
-        if not readable:
-            continue
+    def _request(self, conn: socket.socket) -> tuple[dict[str, Any], int] | None:
         try:
-            data, fds, _, _ = socket.recv_fds(sock, MAX_MESSAGE, 1)
+            data, fds, _, _ = socket.recv_fds(conn, MAX_MESSAGE, 1)
         except OSError:
             data, fds = b"", []
         if not data:
-            sys.exit(0)  # the runner is done (or gone)
+            self._drop(conn)
+            return None
+        me = os.getpid()
         pid = os.fork()
         if pid == 0:
+            for sock in [*self.conns, *([self.listener] if self.listener else [])]:
+                sock.close()
             return {**json.loads(data), "starter": me}, fds[0]  # the child's own way out of the loop
         os.close(fds[0])
-        _send(sock, {"pid": pid})
+        self.conns[conn].add(pid)
+        self.owner[pid] = conn
+        _send(conn, {"pid": pid})
+        return None
+
+    def _drop(self, conn: socket.socket) -> None:
+        """A runner left (its trial ended, or it died): what it still had running is killed."""
+        for pid in self.conns.pop(conn):
+            for kill, target in ((os.killpg, pid), (os.kill, pid)):  # its group, or itself before setsid
+                with contextlib.suppress(OSError):
+                    kill(target, signal.SIGKILL)
+        conn.close()
+        if not self.conns:
+            self.idle_since = time.monotonic()
+
+    def _reap(self) -> None:
+        while True:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                return
+            if pid == 0:
+                return
+            conn = self.owner.pop(pid, None)
+            if conn is not None and conn in self.conns:
+                self.conns[conn].discard(pid)
+                _send(conn, {"exited": pid, "code": os.waitstatus_to_exitcode(status)})
 
 
-def _become(sock: socket.socket, request: dict[str, Any], out_fd: int) -> None:
+def _become(request: dict[str, Any], out_fd: int, starter_env: dict[str, str]) -> None:
     """In the forked child: take on the launch's session, output, cores, directory and environment."""
     from autorl.process import die_with_parent
 
-    sock.close()
     os.setsid()
     die_with_parent()
     if os.getppid() != request["starter"]:  # the starter died before the parent-death signal was armed
@@ -364,6 +535,8 @@ def _become(sock: socket.socket, request: dict[str, Any], out_fd: int) -> None:
     if request["cpus"] and hasattr(os, "sched_setaffinity"):
         os.sched_setaffinity(0, request["cpus"])
     os.chdir(request["cwd"])
+    for name in set(starter_env) - set(request["env"]):  # the runner's environment, and what imports set
+        os.environ.pop(name, None)
     os.environ.update(request["env"])
     random.seed()  # a fresh interpreter's state, not the starter's
     sys.argv = [request["module"], *request["args"]]
@@ -410,10 +583,16 @@ def _flush() -> None:
 
 
 def main() -> None:
-    sock = socket.socket(fileno=int(sys.argv[1]))
-    _preload(sock, sys.argv[2:])
-    request, out_fd = _serve(sock)
-    _become(sock, request, out_fd)
+    name, keep_s, modules = sys.argv[1], float(sys.argv[2]), sys.argv[3:]
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    try:
+        listener.bind("\0" + name)  # before the imports: runners queue here meanwhile
+    except OSError:
+        return  # another starter holds the name: it serves
+    listener.listen(64)
+    starter_env = dict(os.environ)
+    request, out_fd = _Server(listener, keep_s, _preload(modules)).serve()
+    _become(request, out_fd, starter_env)
     _run(request["module"])
 
 

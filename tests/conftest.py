@@ -15,6 +15,10 @@ from autorl.seed import write_resolved as write_resolved_json
 
 REPO = Path(__file__).resolve().parent.parent
 
+# A warm starter ends with its trial here (tests/test_warm.py tests the ones kept between trials): every
+# test's environment differs, so none would be reused, and hundreds would wait idle with torch imported.
+os.environ.setdefault("AUTORL_WARM_KEEP", "0")
+
 
 def pytest_configure(config: pytest.Config) -> None:
     """A pytest-xdist worker starts with SIGINT ignored (execnet), and the children a test starts inherit

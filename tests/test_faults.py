@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 from fakes.fake_backend import FakeBackend
 
-from autorl import atomic, cli, inputs, trial
+from autorl import atomic, cli, confirm, inputs, trial
 from autorl.jsonl import read_jsonl
 from autorl.ledger import COLUMNS, Ledger, LedgerError
 from autorl.llm.track import LLMTrack
@@ -405,6 +405,16 @@ def test_autorl_root_that_is_a_file_is_refused_everywhere(root, monkeypatch, cap
         assert cli.main(argv) == 2
         err = capsys.readouterr().err
         assert "is not a directory" in err and "no trials" not in err
+
+
+@pytest.mark.parametrize("keep", ["-1", "ten", "inf"])
+def test_a_bad_warm_keep_is_refused_before_anything(root, monkeypatch, capsys, keep):
+    monkeypatch.setenv("AUTORL_WARM_KEEP", keep)
+    assert trial.main(RUN) == 2
+    assert f"AUTORL_WARM_KEEP={keep!r}: a number of seconds >= 0" in capsys.readouterr().err
+    assert confirm.main() == 2
+    assert f"AUTORL_WARM_KEEP={keep!r}" in capsys.readouterr().err
+    assert not (root / "results.tsv").exists() and not (root / "runs").exists()
 
 
 def test_empty_config_path_is_a_usage_error(root, capsys):

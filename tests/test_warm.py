@@ -152,7 +152,7 @@ def test_a_dead_starter_takes_its_child_along_and_the_seed_crashes(probe, tmp_pa
                 time.sleep(0.05)
             time.sleep(1.0)  # the child is running (it printed ready and sleeps)
             for starter in pool.starters.values():
-                starter.proc.send_signal(signal.SIGKILL)
+                os.kill(starter.pid, signal.SIGKILL)
             killer_done.set()
 
         threading.Thread(target=kill_the_starter, daemon=True).start()
@@ -167,7 +167,7 @@ def test_leaving_the_context_ends_every_starter(probe, tmp_path):
     with warm.starters() as pool:
         run_budgeted(probe(), tmp_path / "run.log", spec())
         assert pool is not None
-        starters = [s.proc.pid for s in pool.starters.values()]
+        starters = [s.pid for s in pool.starters.values()]
     assert len(starters) == 1
     for pid in starters:
         assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
@@ -194,3 +194,105 @@ def test_a_launch_without_modules_or_not_python_m_stays_cold(tmp_path):
         assert pool is not None and pool.forked == 0 and not pool.starters
     assert result.status == "ok"
     assert int((tmp_path / "run.log").read_text().split()[0]) == os.getpid()
+
+
+# --- starters kept between trials (AUTORL_WARM_KEEP > 0) ---------------------------------------------------
+
+
+@pytest.fixture
+def kept(monkeypatch):
+    """Starters wait 30 s for the next trial; the test's kept starters are ended at its end."""
+    monkeypatch.setenv(warm.KEEP_VAR, "30")
+    yield
+    for proc in list(warm._STARTED):
+        proc.kill()
+        proc.wait()
+        warm._STARTED.remove(proc)
+
+
+def gone(pid: int, within_s: float) -> bool:
+    deadline = time.monotonic() + within_s
+    while time.monotonic() < deadline:
+        if not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE:
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def one_trial(launch: Launch, log: Path) -> tuple[dict, warm._Starter]:
+    """A trial's worth of warm starts: the probe's report and the starter that forked it."""
+    with warm.starters() as pool:
+        assert pool is not None
+        assert run_budgeted(launch, log, spec()).status == "ok"
+        assert pool.forked == 1
+        (starter,) = pool.starters.values()
+    return report(log), starter
+
+
+def test_the_next_trial_forks_from_the_kept_starter_without_waiting(probe, tmp_path, kept):
+    first, starter = one_trial(probe(), tmp_path / "1.log")
+    assert starter.started is not None  # the first trial started it
+    second, again = one_trial(probe(), tmp_path / "2.log")
+    assert again.started is None and again.pid == starter.pid  # the second one found it listening
+    assert second["dep_imported_in"] == first["dep_imported_in"] == starter.pid  # imported once, by it
+    assert second["pid"] != first["pid"] and second["env"] == "from-the-launch"
+
+
+def test_a_kept_starter_gives_a_child_the_runners_environment_of_now(probe, tmp_path, kept, monkeypatch):
+    _, starter = one_trial(probe(), tmp_path / "1.log")
+    monkeypatch.setenv("SHLVL", "7")  # shell bookkeeping is not part of the key: the same starter serves
+    (tmp_path / "env.py").write_text("import os, sys\nprint(os.environ.get('SHLVL'), os.getppid())\n")
+    launch = Launch(
+        argv=[sys.executable, "-m", "env"], cwd=tmp_path, env=probe().env, cpus=(0,), warm=("probe_dep",)
+    )
+    with warm.starters():
+        assert run_budgeted(launch, tmp_path / "env.log", spec()).status == "ok"
+    assert (tmp_path / "env.log").read_text().split() == ["7", str(starter.pid)]
+
+
+def test_a_starter_whose_module_changed_on_disk_is_replaced(probe, tmp_path, kept):
+    first, old = one_trial(probe(), tmp_path / "1.log")
+    dep = tmp_path / "probe_dep.py"
+    dep.write_text(dep.read_text() + "CHANGED = True\n")
+    os.utime(dep, ns=(time.time_ns(), time.time_ns() + 10**9))
+    second, new = one_trial(probe(), tmp_path / "2.log")
+    assert new.started is not None and new.pid != old.pid
+    assert second["dep_imported_in"] == new.pid  # the edited module, imported again
+    assert gone(old.pid, within_s=10)  # the stale one served no one and ended
+
+
+def test_a_kept_starter_ends_after_its_idle_time(probe, tmp_path, kept, monkeypatch):
+    monkeypatch.setenv(warm.KEEP_VAR, "1")
+    _, starter = one_trial(probe(), tmp_path / "1.log")
+    assert psutil.pid_exists(starter.pid)
+    assert gone(starter.pid, within_s=10)
+
+
+RUNNER = """
+import sys
+from pathlib import Path
+from autorl import warm
+from autorl.backend import Launch
+from autorl.process import BudgetSpec, run_budgeted
+here = Path(sys.argv[1])
+launch = Launch(argv=[sys.executable, "-m", "probe", "sleep"], cwd=here, cpus=(0,), warm=("probe_dep",))
+with warm.starters():
+    run_budgeted(launch, here / "run.log", BudgetSpec(budget_s=300, startup_cap_s=60, hang_s=300))
+"""
+
+
+def test_a_killed_runner_takes_its_children_but_leaves_the_kept_starter(probe, tmp_path, kept):
+    """SIGKILL of a runner mid-seed: the starter sees its connection close and kills the seed's group."""
+    (tmp_path / "runner.py").write_text(RUNNER)
+    runner = psutil.Popen([sys.executable, str(tmp_path / "runner.py"), str(tmp_path)], cwd=tmp_path)
+    deadline = time.monotonic() + 60
+    while "@@autorl" not in ((tmp_path / "run.log").read_text() if (tmp_path / "run.log").exists() else ""):
+        assert time.monotonic() < deadline and runner.poll() is None
+        time.sleep(0.05)
+    (starter,) = [p for p in runner.children() if "autorl.warm" in p.cmdline()]
+    (child,) = starter.children()
+    runner.kill()
+    runner.wait()
+    assert gone(child.pid, within_s=10)
+    assert starter.is_running() and starter.status() != psutil.STATUS_ZOMBIE
+    starter.kill()
