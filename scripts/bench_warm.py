@@ -5,10 +5,13 @@
     uv run python scripts/bench_warm.py --llm-budget 60 --llm-seeds 2
 
 Runs whole trials the way a user starts them (`python run.py ...`, in a temporary AUTORL_ROOT made as
-scripts/bench_parallel.py makes it, so results.tsv here is not touched), alternating AUTORL_WARM=0 (every
-child a new interpreter: the old way) and AUTORL_WARM=1 (children forked from a starter), cold then warm
-in each round. One trial per track, not counted, first fills the base-model eval cache, so every measured
-trial starts the same way. `--all-seeds` keeps the early stop from ending a trial after its first wave.
+scripts/bench_parallel.py makes it, so results.tsv here is not touched), three modes in turn in each round:
+`cold` (AUTORL_WARM=0: every child a new interpreter, the old way), `new` (children forked from a starter
+that the trial starts and ends, AUTORL_WARM_KEEP=0: a session's first trial, or the first after an edit of
+the harness) and `kept` (the starter kept by the trial before, AUTORL_WARM_KEEP=600: an agent's next trial).
+One trial per track, not counted, first fills the base-model eval cache and starts the kept starter, so
+every measured trial starts the same way. `--all-seeds` keeps the early stop from ending a trial after its
+first wave. The kept starter is ended at the end.
 
 Prints, per trial, the summary's figures: startup_seconds, training_seconds and eval_seconds are sums over
 the seeds; total_seconds is the trial's wall time inside the runner; `wall` is the whole command (the
@@ -31,13 +34,20 @@ from bench_parallel import make_root  # scripts/ is this script's directory, fir
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+import psutil  # noqa: E402
+
 from autorl.tune import parse_summary  # noqa: E402
 
 FIELDS = ("startup_seconds", "training_seconds", "eval_seconds", "total_seconds")
+MODES = {
+    "cold": {"AUTORL_WARM": "0"},
+    "new": {"AUTORL_WARM": "1", "AUTORL_WARM_KEEP": "0"},
+    "kept": {"AUTORL_WARM": "1", "AUTORL_WARM_KEEP": "600"},
+}
 
 
-def trial(root: Path, args: list[str], warm: bool) -> dict[str, float]:
-    env = {**os.environ, "AUTORL_ROOT": str(root), "AUTORL_WARM": "1" if warm else "0"}
+def trial(root: Path, args: list[str], mode: str) -> dict[str, float]:
+    env = {**os.environ, "AUTORL_ROOT": str(root), **MODES[mode]}
     cmd = [sys.executable, str(REPO / "run.py"), "--all-seeds", "--allow-dirty-harness", *args]
     started = time.monotonic()
     done = subprocess.run(cmd, env=env, capture_output=True, text=True)
@@ -50,7 +60,7 @@ def trial(root: Path, args: list[str], warm: bool) -> dict[str, float]:
 
 def show(track: str, mode: str, r: dict[str, float]) -> None:
     print(
-        f"{track:8} {mode:5} startup {r['startup_seconds']:6.1f}  training {r['training_seconds']:6.1f}  "
+        f"{track:8} {mode:4} startup {r['startup_seconds']:6.1f}  training {r['training_seconds']:6.1f}  "
         f"eval {r['eval_seconds']:6.1f}  total {r['total_seconds']:6.1f}  wall {r['wall']:6.1f}  "
         f"total/training {r['total_seconds'] / r['training_seconds']:.2f}",
         flush=True,
@@ -59,14 +69,16 @@ def show(track: str, mode: str, r: dict[str, float]) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--rounds", type=int, default=2, help="cold+warm pairs per track (default 2)")
+    ap.add_argument("--rounds", type=int, default=2, help="cold, new, kept trials per track (default 2)")
     ap.add_argument("--tracks", nargs="+", default=["classic", "llm"], choices=["classic", "llm"])
     ap.add_argument("--llm-budget", type=float, default=20.0, help="LLM training seconds per seed (20)")
     ap.add_argument("--llm-seeds", type=int, default=2, help="LLM seeds per trial (2)")
     args = ap.parse_args()
 
     root = make_root("llm" if "llm" in args.tracks else "classic")
-    print(f"# root {root}; {os.cpu_count()} CPUs; load {os.getloadavg()[0]:.2f}", flush=True)
+    pyc = "set" if os.environ.get("PYTHONDONTWRITEBYTECODE") else "unset"
+    load = os.getloadavg()[0]
+    print(f"# root {root}; {os.cpu_count()} CPUs; load {load:.2f}; PYTHONDONTWRITEBYTECODE {pyc}", flush=True)
     runs = {
         "classic": ["--track", "classic", "--seeds", "5"],  # the shipped default, named (see fill below)
         "llm": ["--budget", f"{args.llm_budget:g}", "--seeds", str(args.llm_seeds), "--new-context"],
@@ -74,12 +86,15 @@ def main() -> None:
     results: dict[tuple[str, str], list[dict[str, float]]] = {}
     for track in args.tracks:
         fill = [*runs[track][:-1], "1"] if track == "classic" else runs[track]
-        trial(root, fill, True)  # fills the base-eval cache: every measured trial starts alike
+        trial(root, fill, "kept")  # fills the base-eval cache and starts the kept starter
         for _ in range(args.rounds):
-            for mode, warm in (("cold", False), ("warm", True)):
-                r = trial(root, runs[track], warm)
+            for mode in MODES:
+                r = trial(root, runs[track], mode)
                 results.setdefault((track, mode), []).append(r)
                 show(track, mode, r)
+    for proc in psutil.process_iter(["cmdline", "cwd"]):  # the kept starters of this root
+        if "autorl.warm" in (proc.info["cmdline"] or []) and proc.info["cwd"] == str(root.resolve()):
+            proc.kill()
     print("# medians")
     for (track, mode), rs in results.items():
         show(track, mode, {k: statistics.median(r[k] for r in rs) for k in rs[0]})
