@@ -153,6 +153,7 @@ class _Starter:
         self.children: dict[int, WarmChild] = {}
         self.early_exits: dict[int, int] = {}  # a child that ended before its WarmChild was registered
         self.started: subprocess.Popen[bytes] | None = None
+        self.keep_s = keep_seconds()
         self.reader: threading.Thread | None = None
         self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         try:
@@ -175,7 +176,7 @@ class _Starter:
             self.sock.connect(address)
         except (ConnectionRefusedError, FileNotFoundError):
             self.started = subprocess.Popen(
-                [sys.executable, "-m", "autorl.warm", address[1:], str(keep_seconds()), *launch.warm],
+                [sys.executable, "-m", "autorl.warm", address[1:], str(self.keep_s), *launch.warm],
                 cwd=launch.cwd,
                 env=env,
                 stdin=subprocess.DEVNULL,
@@ -299,12 +300,9 @@ class _Starter:
                 self.sock.shutdown(socket.SHUT_RDWR)
             self.sock.close()
             self.reader.join(timeout=2)
-        if self.started is not None and keep_seconds() == 0:
-            try:
+        if self.started is not None and self.keep_s == 0:
+            with contextlib.suppress(subprocess.TimeoutExpired):  # it ends once its other runners leave
                 self.started.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                self.started.kill()
-                self.started.wait()
 
 
 class Starters:
@@ -425,6 +423,18 @@ def _module_files() -> dict[str, int]:
     return files
 
 
+def _changed(files: dict[str, int]) -> bool:
+    """Whether any of these module files changed (or went) since their times were taken."""
+    for path, mtime in files.items():
+        try:
+            if os.stat(path).st_mtime_ns != mtime:
+                return True
+        except OSError:
+            if mtime != -1:
+                return True
+    return False
+
+
 class _Server:
     """The starter's loop: a connection per runner, a fork per request, each child's end to its runner."""
 
@@ -460,7 +470,7 @@ class _Server:
         if _peer(conn)[1] != os.getuid():
             conn.close()
             return
-        if self.error is None and _module_files() != self.files:
+        if self.error is None and _changed(self.files):
             self.error = STALE  # serve no one new: the next runner starts a fresh starter under this name
             self.listener.close()
             self.listener = None

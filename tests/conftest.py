@@ -17,7 +17,7 @@ REPO = Path(__file__).resolve().parent.parent
 
 # A warm starter ends with its trial here (tests/test_warm.py tests the ones kept between trials): every
 # test's environment differs, so none would be reused, and hundreds would wait idle with torch imported.
-os.environ.setdefault("AUTORL_WARM_KEEP", "0")
+os.environ["AUTORL_WARM_KEEP"] = "0"
 
 
 def pytest_configure(config: pytest.Config) -> None:
