@@ -361,3 +361,20 @@ def test_the_research_context_fixes_budget_and_seeds_after_the_baseline(root, mo
     capsys.readouterr()
     assert trial.main(["--seeds", "1"]) == 0  # the new context's budget now
     assert Ledger(root / "results.tsv").rows()[-1]["budget"] == "0.7"
+
+
+def test_the_runner_checks_the_model_recipe_and_the_eval_hash_without_importing_torch(tmp_path):
+    """What run.py does before an LLM trial's first launch needs no torch (2 s of a 2-core CPU's start);
+    the children import it, forked from a warm starter."""
+    probe = """
+import sys
+from pathlib import Path
+from autorl import cli, prepare, trial
+from autorl.llm import model_builder, track
+model_builder.is_complete(Path(sys.argv[1]), model_builder.build_recipe())
+track.TRACK.eval_hash(None)
+print(sorted(m for m in ("torch", "transformers") if m in sys.modules))
+"""
+    done = subprocess.run([sys.executable, "-c", probe, str(tmp_path)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["[]"]
