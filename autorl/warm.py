@@ -29,7 +29,7 @@ imports fail, or it would have touched CUDA, which a fork cannot inherit), the l
 `AUTORL_WARM=0` turns them off.
 
 Protocol, on a SOCK_SEQPACKET connection, one JSON message per packet:
-  starter -> runner: {"ready": true} or {"error": text} once, on accepting (after its imports)
+  starter -> runner: {"ready": true} or {"error": text, "stale": bool} once, on accepting (after its imports)
   runner -> starter: {"module", "args", "cwd", "env", "cpus"} with the write end of the child's output pipe
   starter -> runner: {"pid": N} per request and {"exited": N, "code": C} when child N ends.
 """
@@ -222,7 +222,7 @@ class _Starter:
                 self.ready.set()
             elif "error" in msg:
                 self.error = msg["error"]
-                self.retry = msg["error"] == STALE
+                self.retry = bool(msg.get("stale"))
                 self.ready.set()
             elif "pid" in msg:
                 self.pids.append(msg["pid"])
@@ -475,7 +475,7 @@ class _Server:
             self.listener.close()
             self.listener = None
         if self.error is not None:
-            _send(conn, {"error": self.error})
+            _send(conn, {"error": self.error, "stale": self.error == STALE})
             conn.close()
             return
         _send(conn, {"ready": True})

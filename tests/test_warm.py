@@ -275,7 +275,10 @@ from autorl import warm
 from autorl.backend import Launch
 from autorl.process import BudgetSpec, run_budgeted
 here = Path(sys.argv[1])
-launch = Launch(argv=[sys.executable, "-m", "probe", "sleep"], cwd=here, cpus=(0,), warm=("probe_dep",))
+launch = Launch(
+    argv=[sys.executable, "-m", "probe", "sleep"], cwd=here, env={"PROBE_ENV": "from-the-launch"}, cpus=(0,),
+    warm=("probe_dep",),
+)
 with warm.starters():
     run_budgeted(launch, here / "run.log", BudgetSpec(budget_s=300, startup_cap_s=60, hang_s=300))
 """
@@ -296,3 +299,26 @@ def test_a_killed_runner_takes_its_children_but_leaves_the_kept_starter(probe, t
     assert gone(child.pid, within_s=10)
     assert starter.is_running() and starter.status() != psutil.STATUS_ZOMBIE
     starter.kill()
+
+
+def test_two_runners_at_once_share_a_kept_starter_and_keep_their_own_children(probe, tmp_path, kept):
+    """Two trials in one directory at the same time (two terminals): one starter, each runner's children
+    reported to it alone; the first to leave does not take the other's child along."""
+    (tmp_path / "runner.py").write_text(RUNNER)
+    first = psutil.Popen([sys.executable, str(tmp_path / "runner.py"), str(tmp_path)], cwd=tmp_path)
+    try:
+        deadline = time.monotonic() + 60
+        while "@@autorl" not in (
+            (tmp_path / "run.log").read_text() if (tmp_path / "run.log").exists() else ""
+        ):
+            assert time.monotonic() < deadline and first.poll() is None
+            time.sleep(0.05)
+        second, starter = one_trial(probe(), tmp_path / "second.log")  # connects, forks, leaves
+        assert second["ppid"] == starter.pid and starter.started is None
+        (child,) = psutil.Process(starter.pid).children()  # the first runner's, still sleeping
+        assert child.pid != second["pid"] and child.is_running()
+    finally:
+        first.kill()
+        first.wait()
+    assert gone(child.pid, within_s=10)
+    os.kill(starter.pid, signal.SIGKILL)
