@@ -90,6 +90,8 @@ def keep_problem() -> str | None:
 
 
 def keep_seconds() -> float:
+    """How long a starter started now waits, idle, for the next trial (keep_problem() refuses bad values
+    before a trial starts)."""
     return KEEP_DEFAULT_S if keep_problem() is not None else float(os.environ.get(KEEP_VAR, KEEP_DEFAULT_S))
 
 
