@@ -54,6 +54,7 @@ import threading
 import time
 import traceback
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 from autorl.backend import Launch
@@ -69,6 +70,8 @@ REAP_EVERY_S = 0.02  # how often the starter looks for ended children (the exit 
 # still gets the runner's values).
 VOLATILE_ENV = frozenset({"_", "OLDPWD", "PWD", "SHLVL"})
 STALE = "the starter's modules changed on disk since it imported them"
+GROUP_PREFIX = "autorl-warm-"
+SUPERSEDED_EVERY_S = 2.0  # how often an idle starter looks for a newer one of its group (then it ends)
 
 
 class StarterError(RuntimeError):
@@ -97,11 +100,43 @@ def keep_seconds() -> float:
 
 def _name(launch: Launch, env: dict[str, str]) -> str:
     """The abstract socket name of the starter that serves `launch`: one per user and what its imports may
-    depend on (the interpreter, the working directory, the environment, the modules)."""
-    key = [sys.executable, str(launch.cwd), *launch.warm, "\0"]
-    key += sorted(f"{k}={v}" for k, v in env.items() if k not in VOLATILE_ENV)
-    digest = hashlib.sha256("\0".join(key).encode("utf-8", "surrogateescape")).hexdigest()
-    return f"autorl-warm-{os.getuid()}-{digest[:24]}"
+    depend on, as `autorl-warm-UID-GROUP-ENV`. GROUP: the interpreter, the working directory, the modules and
+    the launch's own environment (a GPU slot's devices); ENV: the rest of the runner's environment."""
+
+    def digest(parts: list[str]) -> str:
+        return hashlib.sha256("\0".join(parts).encode("utf-8", "surrogateescape")).hexdigest()[:16]
+
+    group = digest(
+        [
+            sys.executable,
+            str(launch.cwd),
+            *launch.warm,
+            "\0",
+            *sorted(f"{k}={v}" for k, v in launch.env.items()),
+        ]
+    )
+    rest = digest(sorted(f"{k}={v}" for k, v in env.items() if k not in VOLATILE_ENV))
+    return f"{GROUP_PREFIX}{os.getuid()}-{group}-{rest}"
+
+
+def _newer_in_group(name: str, inode: int) -> bool:
+    """Whether a starter of the same group (same name but for the environment part) listens that was
+    started after the one whose socket is `inode`: the runners of this directory now use that one."""
+    group = "@" + name.rsplit("-", 1)[0] + "-"
+    try:
+        lines = Path("/proc/net/unix").read_text().splitlines()[1:]
+    except OSError:
+        return False
+    for line in lines:
+        fields = line.split()
+        if (
+            len(fields) >= 8
+            and fields[7].startswith(group)
+            and fields[7] != "@" + name
+            and int(fields[6]) > inode
+        ):
+            return True
+    return False
 
 
 def _peer(sock: socket.socket) -> tuple[int, int]:
@@ -440,9 +475,12 @@ def _changed(files: dict[str, int]) -> bool:
 class _Server:
     """The starter's loop: a connection per runner, a fork per request, each child's end to its runner."""
 
-    def __init__(self, listener: socket.socket, keep_s: float, error: str | None) -> None:
+    def __init__(self, name: str, listener: socket.socket, keep_s: float, error: str | None) -> None:
+        self.name = name
+        self.inode = os.fstat(listener.fileno()).st_ino
         self.listener: socket.socket | None = listener
         self.keep_s = keep_s
+        self.looked = time.monotonic()  # for a newer starter of the group
         self.error = error
         self.files = _module_files() if error is None else {}
         self.conns: dict[socket.socket, set[int]] = {}  # runner -> its running children
@@ -457,14 +495,25 @@ class _Server:
             watched = [*([self.listener] if self.listener else []), *self.conns]
             readable, _, _ = select.select(watched, [], [], REAP_EVERY_S)
             self._reap()
-            if not readable and not self.conns:
-                if self.listener is None or time.monotonic() - self.idle_since >= self.idle_s:
-                    sys.exit(0)
+            if not readable and not self.conns and self._done_waiting():
+                sys.exit(0)
             for sock in readable:
                 if sock is self.listener:
                     self._accept()
                 elif (forked := self._request(sock)) is not None:
                     return forked
+
+    def _done_waiting(self) -> bool:
+        """Idle: whether to end. After `idle_s`, or at once when nobody can reach it (stale, failed) or a
+        newer starter of its group (the same directory and modules, another environment) serves them now:
+        a directory keeps at most one idle starter per group."""
+        now = time.monotonic()
+        if self.listener is None or now - self.idle_since >= self.idle_s:
+            return True
+        if now - self.looked < SUPERSEDED_EVERY_S:
+            return False
+        self.looked = now
+        return _newer_in_group(self.name, self.inode)
 
     def _accept(self) -> None:
         assert self.listener is not None
@@ -603,7 +652,7 @@ def main() -> None:
         return  # another starter holds the name: it serves
     listener.listen(64)
     starter_env = dict(os.environ)
-    request, out_fd = _Server(listener, keep_s, _preload(modules)).serve()
+    request, out_fd = _Server(name, listener, keep_s, _preload(modules)).serve()
     _become(request, out_fd, starter_env)
     _run(request["module"])
 

@@ -322,3 +322,19 @@ def test_two_runners_at_once_share_a_kept_starter_and_keep_their_own_children(pr
         first.wait()
     assert gone(child.pid, within_s=10)
     os.kill(starter.pid, signal.SIGKILL)
+
+
+def test_a_directory_keeps_one_idle_starter_per_group(probe, tmp_path, kept, monkeypatch):
+    """A runner environment that changed (another shell) starts a new starter; the old one, idle, ends
+    rather than wait its AUTORL_WARM_KEEP. One with other launch settings (a GPU slot's devices) stays."""
+    monkeypatch.setenv("SOME_SHELL_VAR", "1")
+    _, old = one_trial(probe(), tmp_path / "1.log")
+    monkeypatch.setenv("SOME_SHELL_VAR", "2")
+    _, new = one_trial(probe(), tmp_path / "2.log")
+    assert new.started is not None and new.pid != old.pid
+    assert gone(old.pid, within_s=10)
+    other_slot = Launch(**{**probe().__dict__, "env": {"PROBE_ENV": "from-the-launch", "SLOT": "1"}})
+    _, other = one_trial(other_slot, tmp_path / "3.log")
+    assert other.started is not None and other.pid != new.pid
+    time.sleep(3 * warm.SUPERSEDED_EVERY_S)
+    assert not gone(new.pid, within_s=0.1) and not gone(other.pid, within_s=0.1)
