@@ -13,6 +13,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import math
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -49,7 +50,10 @@ def gpu_proof(monkeypatch: pytest.MonkeyPatch):
     monkeypatch.setitem(sys.modules, "gpu_proof", module)  # its dataclasses look their module up
     spec.loader.exec_module(module)
     threads = torch.get_num_threads()
+    environment = dict(os.environ)  # main() sets AUTORL_ROOT itself: monkeypatch would not undo that
     yield module
+    os.environ.clear()
+    os.environ.update(environment)
     torch.set_num_threads(threads)
 
 

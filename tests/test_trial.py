@@ -4,6 +4,7 @@ run dir, crash and timeout recording, invalid configs, the dirty-harness refusal
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import time
@@ -375,6 +376,9 @@ model_builder.is_complete(Path(sys.argv[1]), model_builder.build_recipe())
 track.TRACK.eval_hash(None)
 print(sorted(m for m in ("torch", "transformers") if m in sys.modules))
 """
-    done = subprocess.run([sys.executable, "-c", probe, str(tmp_path)], capture_output=True, text=True)
+    env = {k: v for k, v in os.environ.items() if k != "AUTORL_ROOT"}  # the checkout's eval.toml
+    done = subprocess.run(
+        [sys.executable, "-c", probe, str(tmp_path)], capture_output=True, text=True, env=env
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["[]"]
