@@ -119,6 +119,16 @@ def read_json(path: Path, limit: int = MAX_JSON_BYTES) -> object:
         raise InputError(f"{path}: not JSON ({e})") from None
 
 
+def read_json_object(path: Path) -> dict:
+    """A JSON object autorl wrote (a seed's outcome.json, a run's result.json), read as `read_json` reads;
+    {} when it is missing, unreadable, not JSON or not an object (what a crash may leave)."""
+    try:
+        data = read_json(path)
+    except (OSError, InputError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
 def read_toml(path: Path, limit: int = MAX_CONFIG_BYTES) -> dict:
     """A TOML file read with `read_text` and `check_depth`; InputError when it is not TOML."""
     text = read_text(path, limit)

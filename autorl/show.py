@@ -9,7 +9,6 @@ next to the reference's.
 
 from __future__ import annotations
 
-import json
 import math
 import statistics
 from collections.abc import Mapping, Sequence
@@ -17,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from autorl import paths, stats
+from autorl import inputs, paths, stats
 from autorl.jsonl import eval_rows_problem, read_jsonl
 
 MAX_LINES = 40  # the text view is cut to this many lines
@@ -97,14 +96,6 @@ def _mean_of(rows: Sequence[Mapping[str, Any]], key: str) -> float | None:
     return statistics.fmean(values) if values else None
 
 
-def _read_json(path: Path) -> dict[str, Any]:
-    try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}
-
-
 @dataclass
 class SeedView:
     """One seed of a trial, from its directory."""
@@ -152,8 +143,8 @@ def _trend(rows: Sequence[Mapping[str, Any]], key: str) -> tuple[float, float] |
 
 def load_seed(seed_dir: Path, index: int) -> SeedView:
     rows = read_jsonl(seed_dir / "metrics.jsonl")
-    outcome = _read_json(seed_dir / "outcome.json")
-    state = _read_json(seed_dir / "train_state.json")  # classic only
+    outcome = inputs.read_json_object(seed_dir / "outcome.json")
+    state = inputs.read_json_object(seed_dir / "train_state.json")  # classic only
     series = {k: _series(rows, k) for k in curve_keys(rows)}
     curves = [c for k, (s, v) in series.items() if (c := Curve.of(k, s, v)) is not None]
     trends = {k: t for k in TREND_KEYS if (t := _trend(rows, k)) is not None}
@@ -254,7 +245,7 @@ class TrialView:
 
     @classmethod
     def load(cls, run_dir: Path, with_reference: bool = True) -> TrialView:
-        row = _read_json(run_dir / "result.json")
+        row = inputs.read_json_object(run_dir / "result.json")
         summary = {}
         if (run_dir / "summary.txt").is_file():
             for line in (run_dir / "summary.txt").read_text().splitlines():

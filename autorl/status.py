@@ -261,10 +261,10 @@ def _seed_startups(run_id: str, n: int) -> list[float]:
     """Each seed's start-up (runs/<run_id>/seed-<k>/outcome.json), in seed order; [] when one is missing."""
     out = []
     for k in range(n):
+        outcome = inputs.read_json_object(paths.runs_dir() / run_id / f"seed-{k}" / "outcome.json")
         try:
-            value = inputs.read_json(paths.runs_dir() / run_id / f"seed-{k}" / "outcome.json")
-            out.append(float(value["startup_seconds"]))  # type: ignore[index]
-        except (OSError, inputs.InputError, ValueError, KeyError, TypeError):
+            out.append(float(outcome["startup_seconds"]))
+        except (KeyError, TypeError, ValueError):
             return []
     return out
 
