@@ -479,6 +479,20 @@ def kill_processes(procs: list[psutil.Process], timeout_s: float = 5.0) -> None:
     psutil.wait_procs(procs, timeout=timeout_s)
 
 
+def kill_marked(name: str, value: str, timeout_s: float = 10.0) -> list[int]:
+    """SIGKILL every process whose environment has name=value (this one spared), looking again until a look
+    finds none or `timeout_s` passes: a process killed between two looks may have started another (a Ray
+    raylet its workers), which the next look finds. Returns the pids killed."""
+    killed: list[int] = []
+    deadline = time.monotonic() + timeout_s
+    while procs := [p for p in processes_with_env(name, value) if p.pid != os.getpid()]:
+        kill_processes(procs, timeout_s=max(0.0, min(5.0, deadline - time.monotonic())))
+        killed += [p.pid for p in procs if p.pid not in killed]
+        if time.monotonic() > deadline:
+            break
+    return killed
+
+
 def processes_with_env(name: str, value: str) -> list[psutil.Process]:
     """Live processes whose environment has name=value: a marker a launcher puts in its child's environment
     finds every process of that run afterwards, a grandchild that left the process group included. Other

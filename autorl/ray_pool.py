@@ -18,11 +18,12 @@ from __future__ import annotations
 
 import atexit
 import collections
+import contextlib
 import os
 import socket
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -30,7 +31,7 @@ from typing import Any
 from autorl import atomic, paths
 from autorl.backend import Backend, Slot
 from autorl.pool import PoolRun, Report, SeedJob, waves
-from autorl.process import BudgetSpec, Stop, kill_processes, processes_with_env
+from autorl.process import BudgetSpec, Stop, kill_marked
 from autorl.seed import RunOptions, SeedResult, run_seed
 from autorl.slots import Plan
 from autorl.tomlcheck import ConfigError
@@ -156,7 +157,7 @@ class Cluster:
         if ray.is_initialized():
             ray.shutdown()
         if self.started_here:
-            kill_processes([p for p in processes_with_env(*LOCAL_MARKER) if p.pid != os.getpid()])
+            kill_marked(*LOCAL_MARKER)
 
     def broken(self) -> list[Node]:
         return [n for n in self.nodes if n.error]
@@ -253,7 +254,8 @@ def _init(ray: Any, addr: str, stop: Stop) -> bool:
     """ray.init in the main thread (Ray ties the processes it starts to the thread that starts them).
 
     A signal during it ends it: SIGINT through the trial's handler and a KeyboardInterrupt here, SIGTERM
-    through the handler Ray sets for the call (sys.exit). Returns False after such a stop request.
+    through the trial's handler and then the one Ray sets for the call (sys.exit). Returns False after such
+    a stop request, with what Ray started ended.
     """
     import signal
 
@@ -272,18 +274,42 @@ def _init(ray: Any, addr: str, stop: Stop) -> bool:
 
     signal.signal(signal.SIGINT, interrupt)
     try:
-        ray.init(**kwargs)
-    except (KeyboardInterrupt, SystemExit) as exc:  # SystemExit: Ray's SIGTERM handler
-        if isinstance(exc, SystemExit) and callable(handler := trial_handlers[signal.SIGTERM]):
-            handler(signal.SIGTERM, None)
-        Cluster(addr, started_here=addr == "local").close()
-        return False
+        with _trial_first(ray._private.utils, trial_handlers[signal.SIGTERM]):
+            ray.init(**kwargs)
+    except (KeyboardInterrupt, SystemExit):
+        if not stop:  # not a signal's
+            raise
     except Exception as exc:
         raise ConfigError(f"--ray {addr}: {type(exc).__name__}: {exc}") from None
     finally:
         for sig, handler in trial_handlers.items():
             signal.signal(sig, handler)
+    if stop:  # also when Python ignored the exception that Ray's handler raised (below)
+        Cluster(addr, started_here=addr == "local").close()
+        return False
     return True
+
+
+@contextlib.contextmanager
+def _trial_first(ray_utils: Any, trial_handler: Any) -> Iterator[None]:
+    """While ray.init runs, each SIGTERM handler Ray sets calls the trial's first. Ray's raises SystemExit
+    wherever the main thread is, and Python ignores an exception raised in an at-fork callback (logging's
+    runs around every process Ray starts): the trial's stop request is then what is left of the signal."""
+    set_handler = ray_utils.set_sigterm_handler
+
+    def set_after_trials(ray_handler: Callable[[int, Any], None]) -> None:
+        def both(signum: int, frame: Any) -> None:
+            if callable(trial_handler):
+                trial_handler(signum, frame)
+            ray_handler(signum, frame)
+
+        set_handler(both)
+
+    ray_utils.set_sigterm_handler = set_after_trials
+    try:
+        yield
+    finally:
+        ray_utils.set_sigterm_handler = set_handler
 
 
 def connect(

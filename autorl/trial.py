@@ -532,6 +532,8 @@ def _train(
     same = [r for r in ref.ledger_rows if comparable(r, *here)]
     if estimate := trial_estimate(same, len(seeds), the_plan.parallel):
         say(estimate)
+    if stop:  # it came while connecting to Ray: nothing is started
+        return Trained()
     with warm.starters():  # the children fork from processes that imported torch once (autorl/warm.py)
         base_rows = _base_eval(setup, ctx, stop)
         if stop:

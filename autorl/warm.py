@@ -337,9 +337,12 @@ class _Starter:
                 self.sock.shutdown(socket.SHUT_RDWR)
             self.sock.close()
             self.reader.join(timeout=2)
-        if self.started is not None and self.keep_s == 0:
-            with contextlib.suppress(subprocess.TimeoutExpired):  # it ends once its other runners leave
-                self.started.wait(timeout=5)
+        if self.started is None or self.keep_s != 0:
+            return
+        if not self.ready.is_set() or self.error:  # still importing (a trial stopped early): nothing to serve
+            self.started.kill()  # a runner queued for it starts another
+        with contextlib.suppress(subprocess.TimeoutExpired):  # it ends once its other runners leave
+            self.started.wait(timeout=5)
 
 
 class Starters:

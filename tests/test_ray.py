@@ -8,6 +8,7 @@ environment and are ended by it (never `ray stop`, which ends every Ray process 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -24,7 +25,7 @@ from pathlib import Path
 import pytest
 
 from autorl.ledger import Ledger
-from autorl.process import kill_processes, processes_with_env
+from autorl.process import kill_marked, kill_processes, processes_with_env
 from autorl.tune import parse_summary
 
 pytest.importorskip("ray")
@@ -65,7 +66,7 @@ class Node:
     root: Path
 
     def kill(self) -> None:
-        kill_processes(processes_with_env(MARK, self.marker))
+        kill_marked(MARK, self.marker)
         self.proc.wait(timeout=30)
 
 
@@ -442,6 +443,66 @@ def test_the_token_is_looked_up_where_rays_tools_look(monkeypatch, tmp_path):
     assert token_source() == str(tmp_path / "tok")
     monkeypatch.setenv("RAY_AUTH_TOKEN", "z")
     assert token_source() == "RAY_AUTH_TOKEN"
+
+
+def test_kill_marked_also_kills_what_a_killed_process_started_meanwhile(tmp_path):
+    # A process that starts others while it is killed (a raylet its workers): one look and a kill miss some
+    marker = uuid.uuid4().hex
+    forker = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import subprocess, time\n"
+            "for _ in range(3000):\n    subprocess.Popen(['sleep', '120']); time.sleep(0.002)\n"
+            "time.sleep(120)",
+        ],
+        env={**os.environ, MARK: marker},
+        start_new_session=True,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while len(processes_with_env(MARK, marker)) < 20 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        killed = kill_marked(MARK, marker)
+        assert forker.pid in killed and len(killed) > 20
+        assert not processes_with_env(MARK, marker)
+    finally:
+        kill_processes(processes_with_env(MARK, marker))
+        forker.wait(timeout=30)
+
+
+def test_a_sigterm_whose_exit_python_ignored_in_ray_init_still_stops_the_trial():
+    # Ray's SIGTERM handler raises SystemExit wherever the main thread is; in an at-fork callback Python
+    # prints "Exception ignored" and goes on (CI: the trial then ran to the end): the stop request holds it
+    from autorl.process import Stop
+    from autorl.ray_pool import _init
+
+    stop = Stop()
+
+    class RayDouble:  # a test double of what _init calls in the ray module
+        inits = 0
+
+        class _private:
+            class utils:
+                @staticmethod
+                def set_sigterm_handler(handler):
+                    signal.signal(signal.SIGTERM, handler)
+
+        @classmethod
+        def init(cls, **kwargs):
+            cls._private.utils.set_sigterm_handler(lambda signum, frame: sys.exit(signum))  # as ray.init does
+            with contextlib.suppress(SystemExit):  # the signal comes; its exception is lost
+                signal.getsignal(signal.SIGTERM)(signal.SIGTERM, None)
+            cls.inits += 1
+
+    setter = RayDouble._private.utils.set_sigterm_handler
+    previous = signal.signal(signal.SIGTERM, lambda signum, frame: stop.request(signum))  # the trial's
+    try:
+        assert _init(RayDouble, "127.0.0.1:1", stop) is False
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    assert RayDouble.inits == 1 and stop and stop.signum == signal.SIGTERM
+    assert RayDouble._private.utils.set_sigterm_handler is setter  # Ray's own is put back
 
 
 def test_sigterm_while_ray_starts_leaves_an_interrupted_row_and_no_process(tmp_path):

@@ -173,6 +173,19 @@ def test_leaving_the_context_ends_every_starter(probe, tmp_path):
         assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
 
 
+def test_a_trial_stopped_while_its_starter_imports_leaves_no_starter(probe, tmp_path):
+    # AUTORL_WARM_KEEP=0 (conftest): a starter ends with its trial, even one that never got ready (CI saw a
+    # trial stopped early leave one importing)
+    (tmp_path / "slow_dep.py").write_text("import time\ntime.sleep(60)\n")
+    with warm.starters() as pool:
+        assert warm.fork(probe(deps=("slow_dep",)), 60.0, lambda: True) is None  # the trial's stop request
+        assert pool is not None
+        (starter,) = pool.starters.values()
+        assert starter.started is not None and starter.started.poll() is None
+        left = time.monotonic()
+    assert gone(starter.started.pid, within_s=2.0) and time.monotonic() - left < 4.0
+
+
 def test_autorl_warm_0_starts_every_child_cold(probe, tmp_path, monkeypatch):
     monkeypatch.setenv(warm.ENV_SWITCH, "0")
     with warm.starters() as pool:

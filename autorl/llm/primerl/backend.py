@@ -60,7 +60,7 @@ from autorl.llm.primerl.weights import (
     latest_stable_broadcast,
 )
 from autorl.machine import Machine, nvidia_smi
-from autorl.process import kill_processes, processes_with_env
+from autorl.process import kill_marked, processes_with_env
 
 RENDERED_FILE = "primerl.toml"  # in the seed's run dir: the config `rl` runs with
 LAUNCH_FILE = "primerl-launch.json"  # what collect() needs to know about the launch
@@ -303,8 +303,8 @@ class PrimeRLBackend(Backend):
         else:
             notes.append("GPU check skipped: nvidia-smi not found")
         if left:
-            kill_processes(left)
-            notes.append(f"killed {len(left)} leftover process(es) of the run: {[p.pid for p in left]}")
+            killed = kill_marked(RUN_ID_ENV, run_id)  # and what they started meanwhile
+            notes.append(f"killed {len(killed)} leftover process(es) of the run: {killed}")
         return notes
 
     def eval_command(
