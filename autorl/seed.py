@@ -220,7 +220,7 @@ def write_outcome(result: SeedResult) -> None:
         "steps": result.steps,
     }
     result.dir.mkdir(parents=True, exist_ok=True)
-    (result.dir / "outcome.json").write_text(json.dumps(outcome) + "\n")
+    atomic.write_text(result.dir / "outcome.json", json.dumps(outcome) + "\n")
 
 
 def _run_seed(

@@ -119,22 +119,22 @@ def _name(launch: Launch, env: dict[str, str]) -> str:
     return f"{GROUP_PREFIX}{os.getuid()}-{group}-{rest}"
 
 
-def _newer_in_group(name: str, inode: int) -> bool:
-    """Whether a starter of the same group (same name but for the environment part) listens that was
-    started after the one whose socket is `inode`: the runners of this directory now use that one."""
-    group = "@" + name.rsplit("-", 1)[0] + "-"
+def _newer_in_group(name: str, born_ns: int) -> bool:
+    """Whether a starter of the same group (same name but for the environment part) listens that began
+    after `born_ns`: the runners of this directory now use that one. A listening starter also binds a tag,
+    `NAME@BORN` (CLOCK_MONOTONIC ns, the same clock in every process of the machine); socket inode numbers
+    would not do, the kernel hands them out in per-CPU batches."""
+    group = name.rsplit("-", 1)[0] + "-"
     try:
         lines = Path("/proc/net/unix").read_text().splitlines()[1:]
     except OSError:
         return False
     for line in lines:
         fields = line.split()
-        if (
-            len(fields) >= 8
-            and fields[7].startswith(group)
-            and fields[7] != "@" + name
-            and int(fields[6]) > inode
-        ):
+        if len(fields) < 8 or not fields[7].startswith("@" + group):
+            continue
+        other, _, born = fields[7][1:].partition("@")
+        if other != name and born.isdigit() and int(born) > born_ns:
             return True
     return False
 
@@ -480,8 +480,10 @@ class _Server:
 
     def __init__(self, name: str, listener: socket.socket, keep_s: float, error: str | None) -> None:
         self.name = name
-        self.inode = os.fstat(listener.fileno()).st_ino
         self.listener: socket.socket | None = listener
+        self.born_ns = time.monotonic_ns()
+        self.tag: socket.socket | None = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        self.tag.bind(f"\0{name}@{self.born_ns}")  # what a runner reaches is `name`; this dates it
         self.keep_s = keep_s
         self.looked = time.monotonic()  # for a newer starter of the group
         self.error = error
@@ -516,7 +518,7 @@ class _Server:
         if now - self.looked < SUPERSEDED_EVERY_S:
             return False
         self.looked = now
-        return _newer_in_group(self.name, self.inode)
+        return _newer_in_group(self.name, self.born_ns)
 
     def _accept(self) -> None:
         assert self.listener is not None
@@ -526,8 +528,9 @@ class _Server:
             return
         if self.error is None and _changed(self.files):
             self.error = STALE  # serve no one new: the next runner starts a fresh starter under this name
-            self.listener.close()
-            self.listener = None
+            for sock in (self.listener, self.tag):
+                sock.close()
+            self.listener = self.tag = None
         if self.error is not None:
             _send(conn, {"error": self.error, "stale": self.error == STALE})
             conn.close()
@@ -547,7 +550,7 @@ class _Server:
         me = os.getpid()
         pid = os.fork()
         if pid == 0:
-            for sock in [*self.conns, *([self.listener] if self.listener else [])]:
+            for sock in [*self.conns, *(s for s in (self.listener, self.tag) if s is not None)]:
                 sock.close()
             return {**json.loads(data), "starter": me}, fds[0]  # the child's own way out of the loop
         os.close(fds[0])

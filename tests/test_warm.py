@@ -351,3 +351,23 @@ def test_a_directory_keeps_one_idle_starter_per_group(probe, tmp_path, kept, mon
     assert other.started is not None and other.pid != new.pid
     time.sleep(3 * warm.SUPERSEDED_EVERY_S)
     assert not gone(new.pid, within_s=0.1) and not gone(other.pid, within_s=0.1)
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs two cores")
+def test_the_newer_starter_is_the_one_started_later_on_either_core(probe, tmp_path, kept, monkeypatch):
+    """The kernel numbers socket inodes from per-CPU batches: a starter that binds later on another core can
+    hold the lower number. In both orders of two cores the older idle starter ends and the newer stays."""
+    cores = sorted(os.sched_getaffinity(0))
+    try:
+        for first, second in (cores[:2], cores[1::-1]):
+            os.sched_setaffinity(0, {first})  # the starter a runner starts runs where the runner may
+            monkeypatch.setenv("SOME_SHELL_VAR", f"{first}-older")
+            _, old = one_trial(probe(), tmp_path / f"{first}-1.log")
+            os.sched_setaffinity(0, {second})
+            monkeypatch.setenv("SOME_SHELL_VAR", f"{first}-newer")
+            _, new = one_trial(probe(), tmp_path / f"{first}-2.log")
+            os.sched_setaffinity(0, cores)
+            assert gone(old.pid, within_s=10), (first, second)
+            assert not gone(new.pid, within_s=3 * warm.SUPERSEDED_EVERY_S), (first, second)
+    finally:
+        os.sched_setaffinity(0, cores)

@@ -40,7 +40,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from autorl import paths
+from autorl import atomic, paths
 from autorl.llm import envs
 from autorl.llm.eval import format_prompt, inference_mode
 
@@ -496,7 +496,7 @@ def build_base_model(
         "threads": torch.get_num_threads(),
         "platform": platform.platform(),
     }
-    (out_dir / MARKER).write_text(json.dumps(info, indent=2) + "\n")
+    atomic.write_text(out_dir / MARKER, json.dumps(info, indent=2) + "\n")  # whole or absent
     if progress:
         print(f"base model: built in {seconds:.0f}s ({done} warm-start steps)", file=sys.stderr)
         print(f"base model: sha256 {model_sha256(out_dir)}", file=sys.stderr)
