@@ -41,6 +41,7 @@ TCP_PROBE_S = 3.0  # is anything listening at HOST:PORT
 GCS_ANSWER_S = 5.0  # a Ray head answers in well under a second; anything else listening there is not Ray
 STOP_ESCALATE_S = 5.0  # after a stop request, running tasks get this long to save, then are killed
 NODE_DEATH_S = 30.0  # Ray's health check declares a silent node dead after ~15 s (3 s period x 5 misses)
+AGAIN_S = 0.3  # a SIGTERM whose exception Python ignored during ray.init is sent again after this long
 ERROR_LINES = 20  # a node's last stderr lines kept, to explain a worker that did not start
 LOCAL_MARKER = ("AUTORL_RAY_LOCAL", str(os.getpid()))  # in the environment of every process `local` starts
 AUTH_DOC = "https://docs.ray.io/en/latest/ray-security/token-auth.html"
@@ -280,11 +281,12 @@ def _init(ray: Any, addr: str, stop: Stop) -> bool:
         if not stop:  # not a signal's
             raise
     except Exception as exc:
-        raise ConfigError(f"--ray {addr}: {type(exc).__name__}: {exc}") from None
+        if not stop:  # else: what Ray's SIGTERM handler killed failed the start
+            raise ConfigError(f"--ray {addr}: {type(exc).__name__}: {exc}") from None
     finally:
         for sig, handler in trial_handlers.items():
             signal.signal(sig, handler)
-    if stop:  # also when Python ignored the exception that Ray's handler raised (below)
+    if stop:
         Cluster(addr, started_here=addr == "local").close()
         return False
     return True
@@ -292,16 +294,25 @@ def _init(ray: Any, addr: str, stop: Stop) -> bool:
 
 @contextlib.contextmanager
 def _trial_first(ray_utils: Any, trial_handler: Any) -> Iterator[None]:
-    """While ray.init runs, each SIGTERM handler Ray sets calls the trial's first. Ray's raises SystemExit
-    wherever the main thread is, and Python ignores an exception raised in an at-fork callback (logging's
-    runs around every process Ray starts): the trial's stop request is then what is left of the signal."""
+    """While ray.init runs, each SIGTERM handler Ray sets calls the trial's first (the stop request), then
+    Ray's, which raises SystemExit wherever the main thread is. Python ignores an exception raised in an
+    at-fork callback (logging's runs around every process Ray starts), so until one gets through (the
+    `with` ends) the signal is sent again every AGAIN_S."""
     set_handler = ray_utils.set_sigterm_handler
+    first: list[int] = []
+    again: list[threading.Timer] = []
 
     def set_after_trials(ray_handler: Callable[[int, Any], None]) -> None:
         def both(signum: int, frame: Any) -> None:
-            if callable(trial_handler):
+            if not first and callable(trial_handler):  # the user's signal; the others are its repeats
                 trial_handler(signum, frame)
+            first.append(signum)
+            timer = threading.Timer(AGAIN_S, os.kill, (os.getpid(), signum))
+            timer.daemon = True
+            again.append(timer)
+            timer.start()
             ray_handler(signum, frame)
+            timer.cancel()  # it returned (a handler that already ran): nothing to repeat
 
         set_handler(both)
 
@@ -310,6 +321,8 @@ def _trial_first(ray_utils: Any, trial_handler: Any) -> Iterator[None]:
         yield
     finally:
         ray_utils.set_sigterm_handler = set_handler
+        for timer in again:
+            timer.cancel()
 
 
 def connect(

@@ -528,8 +528,9 @@ class _Server:
             return
         if self.error is None and _changed(self.files):
             self.error = STALE  # serve no one new: the next runner starts a fresh starter under this name
-            for sock in (self.listener, self.tag):
-                sock.close()
+            self.listener.close()
+            if self.tag is not None:
+                self.tag.close()
             self.listener = self.tag = None
         if self.error is not None:
             _send(conn, {"error": self.error, "stale": self.error == STALE})

@@ -265,18 +265,29 @@ class Trial:
         self.proc = subprocess.Popen(
             cmd, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
         )
+        self.t0 = time.monotonic()
         self.lines: list[str] = []
+        self.times: list[float] = []  # when each line came, seconds since the start
         self.reader = threading.Thread(target=self._read, daemon=True)
         self.reader.start()
 
     def _read(self) -> None:
         assert self.proc.stdout is not None
         for line in self.proc.stdout:
+            self.times.append(time.monotonic() - self.t0)
             self.lines.append(line)
 
     @property
     def out(self) -> str:
         return "".join(self.lines)
+
+    def timeline(self) -> str:
+        """The output with each line's arrival time: what a failure shows (an assertion's repr is cut)."""
+        return "".join(f"{t:7.2f} {line}" for t, line in zip(self.times, self.lines, strict=False))
+
+    def check_stopped(self, took: float, code: int) -> None:
+        if took >= 10 or self.proc.returncode != code:
+            pytest.fail(f"{took:.1f} s after the signal, exit {self.proc.returncode}:\n{self.timeline()}")
 
     def wait_for(self, test, timeout: float, what: str) -> None:
         deadline = time.monotonic() + timeout
@@ -375,8 +386,7 @@ def test_sigterm_stops_running_and_waiting_seeds_within_10_s(cluster, tmp_path):
     time.sleep(2)
     trial.proc.send_signal(signal.SIGTERM)
     took = trial.finish(timeout=60)
-    assert took < 10, (took, trial.out[-3000:])
-    assert trial.proc.returncode == 143, trial.out
+    trial.check_stopped(took, 143)
     row = Ledger(root / "results.tsv").rows()[-1]
     assert row["status"] == "interrupted"
 
@@ -405,7 +415,7 @@ def test_sigint_during_a_ray_local_trial_leaves_an_interrupted_row_and_no_proces
     time.sleep(2)
     trial.proc.send_signal(signal.SIGINT)
     took = trial.finish(timeout=60)
-    assert took < 10 and trial.proc.returncode == 130, (took, trial.out[-3000:])
+    trial.check_stopped(took, 130)
     assert Ledger(root / "results.tsv").rows()[-1]["status"] == "interrupted"
     assert not processes_with_env(MARK, env[MARK])
 
@@ -473,14 +483,15 @@ def test_kill_marked_also_kills_what_a_killed_process_started_meanwhile(tmp_path
 
 def test_a_sigterm_whose_exit_python_ignored_in_ray_init_still_stops_the_trial():
     # Ray's SIGTERM handler raises SystemExit wherever the main thread is; in an at-fork callback Python
-    # prints "Exception ignored" and goes on (CI: the trial then ran to the end): the stop request holds it
+    # prints "Exception ignored" and goes on (CI: the trial then ran to the end): the stop request holds it,
+    # and the signal comes again until its exception gets through
     from autorl.process import Stop
     from autorl.ray_pool import _init
 
     stop = Stop()
 
     class RayDouble:  # a test double of what _init calls in the ray module
-        inits = 0
+        worked_s = 0.0
 
         class _private:
             class utils:
@@ -493,7 +504,12 @@ def test_a_sigterm_whose_exit_python_ignored_in_ray_init_still_stops_the_trial()
             cls._private.utils.set_sigterm_handler(lambda signum, frame: sys.exit(signum))  # as ray.init does
             with contextlib.suppress(SystemExit):  # the signal comes; its exception is lost
                 signal.getsignal(signal.SIGTERM)(signal.SIGTERM, None)
-            cls.inits += 1
+            started = time.monotonic()
+            try:
+                while time.monotonic() - started < 20:  # the rest of Ray's start
+                    time.sleep(0.05)
+            finally:
+                cls.worked_s = time.monotonic() - started
 
     setter = RayDouble._private.utils.set_sigterm_handler
     previous = signal.signal(signal.SIGTERM, lambda signum, frame: stop.request(signum))  # the trial's
@@ -501,7 +517,8 @@ def test_a_sigterm_whose_exit_python_ignored_in_ray_init_still_stops_the_trial()
         assert _init(RayDouble, "127.0.0.1:1", stop) is False
     finally:
         signal.signal(signal.SIGTERM, previous)
-    assert RayDouble.inits == 1 and stop and stop.signum == signal.SIGTERM
+    assert stop and stop.signum == signal.SIGTERM and not stop.hard.is_set()
+    assert RayDouble.worked_s < 5  # the signal came again (AGAIN_S) rather than waiting for the start to end
     assert RayDouble._private.utils.set_sigterm_handler is setter  # Ray's own is put back
 
 
@@ -513,6 +530,6 @@ def test_sigterm_while_ray_starts_leaves_an_interrupted_row_and_no_process(tmp_p
     time.sleep(1)
     trial.proc.send_signal(signal.SIGTERM)
     took = trial.finish(timeout=60)
-    assert took < 10 and trial.proc.returncode == 143, (took, trial.out[-3000:])
+    trial.check_stopped(took, 143)
     assert Ledger(root / "results.tsv").rows()[-1]["status"] == "interrupted"
     assert not processes_with_env(MARK, env[MARK])
