@@ -418,12 +418,16 @@ def run_budgeted(
 
     on_event(event, training_seconds) is called for every progress event (for the live display). `stop`,
     when set (a signal to the runner), ends the child like the budget does: SIGTERM, then SIGKILL after the
-    grace period, or at once when `stop.hard` is set. The child is pinned to `launch.cpus` and dies with
-    the runner (parent-death signal).
+    grace period, or at once when `stop.hard` is set; set before the call, no child is started. The child is
+    pinned to `launch.cpus` and dies with the runner (parent-death signal).
     """
     log_path.parent.mkdir(parents=True, exist_ok=True)
-    clock = _Clock(time.monotonic())
     stop = stop if stop is not None else Stop()  # Stop is falsy until set
+    if stop:  # requested before this launch: nothing is started (no child, no warm starter)
+        with open(log_path, "a", encoding="utf-8") as log:
+            log.write("[autorl] not started: the trial was stopped before this launch\n")
+        return ChildResult("interrupted", None, 0.0, 0.0, 0.0, 0, None, False, 0, 0.0)
+    clock = _Clock(time.monotonic())
     proc = _spawn(launch, spec, stop)
     tree = _Tree(proc.pid)
     stopper = _Stopper(proc, spec, stop)

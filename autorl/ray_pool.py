@@ -299,14 +299,15 @@ def _trial_first(ray_utils: Any, trial_handler: Any) -> Iterator[None]:
     at-fork callback (logging's runs around every process Ray starts), so until one gets through (the
     `with` ends) the signal is sent again every AGAIN_S."""
     set_handler = ray_utils.set_sigterm_handler
-    first: list[int] = []
+    repeat = False  # a signal came before: this one is its repeat (the trial's handler has it)
     again: list[threading.Timer] = []
 
     def set_after_trials(ray_handler: Callable[[int, Any], None]) -> None:
         def both(signum: int, frame: Any) -> None:
-            if not first and callable(trial_handler):  # the user's signal; the others are its repeats
+            nonlocal repeat
+            if not repeat and callable(trial_handler):
                 trial_handler(signum, frame)
-            first.append(signum)
+            repeat = True
             timer = threading.Timer(AGAIN_S, os.kill, (os.getpid(), signum))
             timer.daemon = True
             again.append(timer)

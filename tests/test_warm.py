@@ -186,6 +186,19 @@ def test_a_trial_stopped_while_its_starter_imports_leaves_no_starter(probe, tmp_
     assert gone(starter.started.pid, within_s=2.0) and time.monotonic() - left < 4.0
 
 
+def test_a_launch_after_a_stop_request_starts_nothing(probe, tmp_path):
+    # the shared mechanism under every launch (base eval, seed, eval, confirm): no child, no starter
+    from autorl.process import Stop
+
+    stop = Stop()
+    stop.request(signal.SIGTERM)
+    with warm.starters() as pool:
+        result = run_budgeted(probe(), tmp_path / "run.log", spec(), stop=stop)
+        assert pool is not None and not pool.starters and pool.forked == 0
+    assert (result.status, result.returncode, result.steps) == ("interrupted", None, 0)
+    assert "not started: the trial was stopped" in (tmp_path / "run.log").read_text()
+
+
 def test_autorl_warm_0_starts_every_child_cold(probe, tmp_path, monkeypatch):
     monkeypatch.setenv(warm.ENV_SWITCH, "0")
     with warm.starters() as pool:
