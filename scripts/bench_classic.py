@@ -39,7 +39,7 @@ import numpy as np
 import torch
 
 from autorl.classic.config import ClassicConfig, load_classic_config
-from autorl.classic.evaluate import SOLVED_AT, train_eval, train_eval_envs
+from autorl.classic.evaluate import SOLVED_AT, train_eval
 from autorl.classic.ppo import PPO
 
 ENV_ID = "CartPole-v1"
@@ -103,7 +103,6 @@ class SolveWatch:
     """Evaluates at the fixed cadence (wall training clock); records the first time the threshold is met."""
 
     def __init__(self, cap_s: float):
-        self.envs = train_eval_envs(ENV_ID)
         self.clock = Clock()
         self.cap_s = cap_s
         self.next_eval = eval_due_after(0.0)
@@ -118,7 +117,7 @@ class SolveWatch:
         if self.clock.wall >= self.next_eval:
             self.evals += 1
             self.next_eval = eval_due_after(self.clock.wall)
-            if train_eval(ENV_ID, self.envs, act) >= THRESHOLD:
+            if train_eval(ENV_ID, act)[0] >= THRESHOLD:
                 self.solved_at = (self.clock.wall, self.clock.cpu)
         done = self.solved_at is not None or self.clock.wall >= self.cap_s
         self.clock.start()

@@ -7,6 +7,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -18,9 +19,9 @@ from autorl import progress, trial
 from autorl.backend import TrainOutcome
 from autorl.classic.backend import ClassicBackend, classic_summary
 from autorl.classic.config import ClassicConfig, ConfigError, load_classic_config
-from autorl.classic.evaluate import SCORE_STEPS, curve_grid, curve_rows, evaluate, train_eval, train_eval_envs
+from autorl.classic.evaluate import SCORE_STEPS, curve_grid, curve_rows, evaluate, train_eval
 from autorl.classic.evaluate import main as evaluate_main
-from autorl.classic.ppo import PPO, load_policy
+from autorl.classic.ppo import MLP, PPO, load_policy, make_act_fn
 from autorl.paths import REPO_ROOT
 from autorl.tune import parse_summary
 
@@ -146,10 +147,9 @@ def test_short_cartpole_run_learns():
     from the random policy's ~20 to > 200 on every seed tried (1-8), the greedy eval return by > 100."""
     torch.set_num_threads(1)
     ppo = PPO(load_classic_config(SHIPPED).model.model_copy(update={"total_env_steps": 30_000}), seed=2)
-    envs = train_eval_envs("CartPole-v1")
-    before = train_eval("CartPole-v1", envs, ppo.act_fn())
+    [before] = train_eval("CartPole-v1", ppo.act_fn())
     returns = [u.episodic_return for u in ppo.run() if u.episodic_return is not None]
-    after = train_eval("CartPole-v1", envs, ppo.act_fn())
+    [after] = train_eval("CartPole-v1", ppo.act_fn())
     assert np.mean(returns[:3]) < 40 and np.mean(returns[-3:]) > 5 * np.mean(returns[:3]), returns
     # An untrained net can balance for a while by chance (seen: 228), so compare with the trained one.
     assert after > before + 100, (before, after)
@@ -175,6 +175,112 @@ def test_continuous_policy_runs_on_bipedalwalker(tmp_path):
     torch.save(ppo.policy_state(len(updates), updates[-1].env_steps), path)
     returns = evaluate("BipedalWalker-v3", lambda envs: load_policy(str(path), envs), episodes=2)
     assert returns.shape == (2,) and np.all(np.isfinite(returns))
+
+
+# --- the in-training evaluation: several policies at once ------------------------------------------------
+
+
+def snapshots_of_a_short_run(cfg: ClassicConfig, seed: int = 3) -> tuple[PPO, list]:
+    """A real run's policy before training and after each update (they differ: the test needs that)."""
+    torch.set_num_threads(1)
+    ppo = PPO(cfg, seed)
+    return ppo, [ppo.snapshot()] + [ppo.snapshot() for _ in ppo.run()]
+
+
+@pytest.mark.parametrize("over", [{}, {"norm_obs": True}, {"layer_norm": True, "activation": "relu"}])
+def test_policies_evaluated_together_each_get_the_return_they_get_alone(over):
+    """train_eval of several snapshots at once (one vector env of blocks of 100 CartPoles; MLP.stacked's one
+    batched forward, or with LayerNorm one snapshot per block) gives each snapshot exactly the return that its
+    own act function, the one the final evaluator uses, gets alone: whatever the grouping, so the moment the
+    training child runs its evaluations changes no curve."""
+    ppo, snaps = snapshots_of_a_short_run(small_cfg(total_env_steps=5_120, **over))
+    alone = [train_eval("CartPole-v1", make_act_fn(s.agent, s.obs_norm, True))[0] for s in snaps]
+    assert len(set(alone)) >= 4, alone  # the policies really differ
+    for group in (slice(0, 2), slice(3, 8), slice(None)):
+        act = ppo.blocks_act_fn(snaps[group])
+        assert train_eval("CartPole-v1", act, policies=len(snaps[group])) == alone[group]
+
+
+def test_stacked_forward_computes_each_mlp_s_own_numbers():
+    _, snaps = snapshots_of_a_short_run(small_cfg(total_env_steps=2_048))
+    actors = [s.agent.actor for s in snaps]
+    x = torch.randn(len(actors), 100, 4)
+    with torch.inference_mode():
+        together = MLP.stacked(actors)(x)
+        assert all(torch.equal(together[i], actor(x[i])) for i, actor in enumerate(actors))
+
+
+def test_a_bipedalwalker_policy_gets_one_return_however_often_it_is_evaluated():
+    """Each in-training evaluation runs on new envs: a reused sync env of Box2D walkers keeps state across
+    resets, and the same policy evaluated twice on it got two returns (the curve depended on the evaluations
+    before each point)."""
+    cfg = ClassicConfig(env_id="BipedalWalker-v3", total_env_steps=1_000, num_envs=2, actor_gain=3.0)
+    act = PPO(cfg, seed=0).act_fn()  # a large head: the walker falls within a few hundred steps
+    assert train_eval("BipedalWalker-v3", act) == train_eval("BipedalWalker-v3", act)
+
+
+def train_in_process(tmp_path: Path, name: str, cfg: ClassicConfig, stop_after: int | None = None) -> Path:
+    """ClassicRun as the child runs it (seed 5); `stop_after`: a stop request after that many updates."""
+    from autorl.classic import train
+
+    torch.set_num_threads(1)
+    run_dir = tmp_path / name
+    run_dir.mkdir()
+    run = train.ClassicRun(cfg, 5, run_dir, threading.Event())
+    updates = run.ppo.run
+
+    def run_until_stopped(stop):
+        for u in updates(stop):
+            yield u
+            if u.update == stop_after:
+                run.stop.set()
+
+    run.ppo.run = run_until_stopped
+    assert run.run() == 0
+    return run_dir
+
+
+def comparable(run_dir: Path) -> tuple[list, list]:
+    """A run's evaluations and metrics rows without the fields that measure time."""
+    state = json.loads((run_dir / "train_state.json").read_text())
+    rows = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
+    timing = {"seconds", "samples_per_s"}
+    return [e[1:] for e in state["evals"]], [{k: v for k, v in r.items() if k not in timing} for r in rows]
+
+
+def test_evaluations_run_together_at_the_saves_write_what_evaluating_each_at_once_wrote(
+    tmp_path, monkeypatch
+):
+    """The child takes a snapshot where an evaluation falls due and runs the snapshots of a save period
+    together before the save. A run that saves after every update (each evaluation alone, as before) and one
+    that saves once at the end (all together) write the same curve and the same metrics rows."""
+    from autorl.classic import train
+
+    cfg = small_cfg(total_env_steps=12_288)
+    monkeypatch.setattr(train, "SAVE_EVERY_S", 0.0)
+    each, each_rows = comparable(train_in_process(tmp_path, "each", cfg))
+    monkeypatch.setattr(train, "SAVE_EVERY_S", 1e9)
+    together, together_rows = comparable(train_in_process(tmp_path, "together", cfg))
+    # due where the next 512-step update would pass a grid point (2k, 4k, ...), and at the last update
+    due = [1536, 3584, 5632, 7680, 9728, 11776, 12288]
+    assert [e[0] for e in each] == due and len({e[1] for e in each}) > 2  # the policy changes
+    assert together == each and together_rows == each_rows
+    assert [r["step"] for r in each_rows] == list(range(1, 25))
+    assert [r["env_steps"] for r in each_rows if "eval_return" in r] == due
+
+
+def test_a_stop_runs_the_evaluations_taken_and_writes_every_row(tmp_path, monkeypatch):
+    """A stop request between saves: the snapshots taken and the policy at the stop are evaluated, every
+    update's row is written, in order, with its evaluation where one fell due."""
+    from autorl.classic import train
+
+    monkeypatch.setattr(train, "SAVE_EVERY_S", 1e9)
+    run_dir = train_in_process(tmp_path, "stopped", small_cfg(total_env_steps=50_000), stop_after=9)
+    evals, rows = comparable(run_dir)
+    assert [r["step"] for r in rows] == list(range(1, 10))
+    assert [r["env_steps"] for r in rows if "eval_return" in r] == [1536, 3584]  # due after updates 3, 7
+    assert [e[0] for e in evals] == [1536, 3584, 9 * 512]  # and the policy at the stop
+    assert json.loads((run_dir / "train_state.json").read_text())["finished"] is False
 
 
 # --- the training child ------------------------------------------------------------------------------

@@ -25,6 +25,7 @@ import json
 import sys
 import time
 from collections.abc import Callable
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -49,11 +50,19 @@ NORMALISER = {"CartPole-v1": 500.0, "BipedalWalker-v3": 300.0}
 
 # The learning curve the score integrates: env steps it covers (training stops there) and the grid of its
 # in-training evaluations (off the clock: pause/resume events). CartPole: 100 episodes on the
-# numpy-vectorised env, ~50 ms each, 25 of them. BipedalWalker: 10 episodes of up to 1600 steps, 20 of them.
+# numpy-vectorised env, 25 of them. BipedalWalker: 10 episodes of up to 1600 steps, 20 of them.
 SCORE_STEPS = {"CartPole-v1": 50_000, "BipedalWalker-v3": 2_000_000}
 SCORE_EVERY = {"CartPole-v1": 2_000, "BipedalWalker-v3": 100_000}
 TRAIN_EVAL_SEED = 2_000_000_000
 TRAIN_EVAL_EPISODES = {"CartPole-v1": 100, "BipedalWalker-v3": 10}
+# The training child runs the evaluations of a save period together (train_eval's `policies`) where that is
+# cheaper: CartPole's vectorised env steps all their episodes in one call; a sync env of Box2D walkers steps
+# env by env, and together every walker would run until the longest episode of any policy ends.
+TRAIN_EVAL_TOGETHER = {"CartPole-v1": True, "BipedalWalker-v3": False}
+# An env's own revision of its in-training evaluation (part of eval_hash where there is one). BipedalWalker 2:
+# every evaluation on new envs; it reused one sync env whose Box2D worlds keep state across resets, so a
+# policy's return depended on the evaluations before it (the same policy twice: two returns).
+TRAIN_EVAL_REVISION = {"BipedalWalker-v3": 2}
 SCORE_RANGE = (0.0, 1.0)  # a point scores min(max(R, 0), T) / T
 
 
@@ -92,6 +101,7 @@ ActFn = Callable[[np.ndarray], np.ndarray]
 def eval_hash(cfg: Any = None, env_id: str | None = None) -> str:
     """Identifies the evaluation set: results are comparable only under the same hash."""
     env = env_id or cfg.model.env_id
+    revision = [TRAIN_EVAL_REVISION[env]] if env in TRAIN_EVAL_REVISION else []  # none: the hash as before
     spec = json.dumps(
         [
             EVAL_VERSION,
@@ -103,6 +113,7 @@ def eval_hash(cfg: Any = None, env_id: str | None = None) -> str:
             SCORE_EVERY.get(env),
             TRAIN_EVAL_EPISODES.get(env),
             TRAIN_EVAL_SEED,
+            *revision,
         ]
     )
     return hashlib.sha256(spec.encode()).hexdigest()[:12]
@@ -111,6 +122,11 @@ def eval_hash(cfg: Any = None, env_id: str | None = None) -> str:
 def run_episodes(envs: Any, act: ActFn, seed: int | list[int]) -> np.ndarray:
     """The return of the first episode of every env in a (next-step autoreset) vector env."""
     obs, _ = envs.reset(seed=seed)
+    return play(envs, act, obs)
+
+
+def play(envs: Any, act: ActFn, obs: np.ndarray) -> np.ndarray:
+    """The return of the first episode of every env of `envs`, from its observations `obs` (just reset)."""
     n = envs.num_envs
     returns = np.zeros(n)
     done = np.zeros(n, dtype=bool)
@@ -161,14 +177,27 @@ def episode_seeds(env_id: str, first: int, n: int) -> int | list[int]:
     return first if env_id == "CartPole-v1" else [first + i for i in range(n)]
 
 
-def train_eval_envs(env_id: str) -> Any:
-    """The vector env of the in-training evaluation (built once per training run)."""
-    return eval_envs(env_id, TRAIN_EVAL_EPISODES[env_id])
-
-
-def train_eval(env_id: str, envs: Any, act: ActFn) -> float:
-    """Mean return of the in-training evaluation (fixed seeds, deterministic policy)."""
-    return float(run_episodes(envs, act, episode_seeds(env_id, TRAIN_EVAL_SEED, envs.num_envs)).mean())
+def train_eval(env_id: str, act: ActFn, policies: int = 1) -> list[float]:
+    """Mean return of the in-training evaluation (fixed seeds, deterministic policy) of `policies` policies at
+    once, each on new envs: `act` maps the observations of `policies` blocks of TRAIN_EVAL_EPISODES envs to
+    their actions, block i by policy i (PPO.blocks_act_fn). Every block plays the episodes one policy plays
+    alone, so each policy gets the return it gets alone, whatever else runs with it (tests/test_classic.py).
+    CartPole: one numpy-vectorised env of all blocks, so one step of B policies costs about one policy's."""
+    n = TRAIN_EVAL_EPISODES[env_id]
+    seeds = episode_seeds(env_id, TRAIN_EVAL_SEED, n)
+    with closing(eval_envs(env_id, policies * n)) as envs:
+        if isinstance(seeds, list):  # seeded env by env
+            returns = run_episodes(envs, act, seeds * policies)
+        elif policies == 1:
+            returns = run_episodes(envs, act, seeds)
+        else:  # one RNG draws every start state of CartPole's vector env: give each block the first n's
+            with closing(eval_envs(env_id, n)) as alone:
+                obs, _ = alone.reset(seed=seeds)
+                start = alone.unwrapped.state  # gymnasium's CartPoleVectorEnv: (4, num_envs) float64
+            envs.reset(seed=seeds)
+            envs.unwrapped.state = np.tile(start, (1, policies))
+            returns = play(envs, act, np.tile(obs, (policies, 1)))
+    return [float(r) for r in returns.reshape(policies, n).mean(axis=1)]
 
 
 def write_jsonl(path: Path, rows: list[dict[str, Any]]) -> None:

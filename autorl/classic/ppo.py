@@ -17,9 +17,10 @@ not a real one: it is masked out of GAE and of the loss.
 
 from __future__ import annotations
 
+import copy
 import math
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -146,6 +147,28 @@ class MLP(nn.Module):
                 x = F.layer_norm(x, norm.normalized_shape, norm.weight, norm.bias, norm.eps)
             x = self.activation(x)
         return F.linear(x, self.head.weight, self.head.bias)
+
+    @staticmethod
+    def stacked(mlps: Sequence[MLP]) -> Callable[[torch.Tensor], torch.Tensor]:
+        """The forward of several MLPs of one architecture without LayerNorm, all at once: x (B, n, in) ->
+        (B, n, out), x[i] through mlps[i]. One batched matrix product per layer instead of B: on these tiny
+        layers the calls, not the arithmetic, are the cost. The same numbers as each MLP's forward
+        (tests/test_classic.py checks it on trained policies)."""
+        assert all(m.norms is None for m in mlps), "LayerNorm has one weight per MLP: run them one by one"
+
+        def stack(layers: Sequence[nn.Linear]) -> tuple[torch.Tensor, torch.Tensor]:
+            weight = torch.stack([layer.weight.detach() for layer in layers]).transpose(1, 2)
+            return weight, torch.stack([layer.bias.detach() for layer in layers]).unsqueeze(1)
+
+        hidden = [stack([m.hidden[i] for m in mlps]) for i in range(len(mlps[0].hidden))]
+        head, activation = stack([m.head for m in mlps]), mlps[0].activation
+
+        def forward(x: torch.Tensor) -> torch.Tensor:
+            for weight, bias in hidden:
+                x = activation(torch.baddbmm(bias, x, weight))
+            return torch.baddbmm(head[1], x, head[0])
+
+        return forward
 
 
 def agent_arch(cfg: ClassicConfig, obs_dim: int, act_dim: int, discrete: bool) -> dict[str, Any]:
@@ -351,6 +374,31 @@ class PPO:
         """Deterministic policy on raw observations with the *current* (frozen) statistics."""
         return make_act_fn(self.agent, self.obs_norm.state(), self.discrete, self.act_low, self.act_high)
 
+    def snapshot(self) -> Snapshot:
+        """The deterministic policy as it is now, kept while training goes on (an in-training evaluation)."""
+        return Snapshot(copy.deepcopy(self.agent), self.obs_norm.state())
+
+    def blocks_act_fn(self, snapshots: Sequence[Snapshot]) -> Callable[[np.ndarray], np.ndarray]:
+        """The observations of len(snapshots) equal blocks of envs -> their actions, block i by snapshot i:
+        what each snapshot's own act function gives for its block. A discrete policy without LayerNorm runs
+        all snapshots in one batched forward (MLP.stacked); others run one snapshot per block."""
+        low, high = self.act_low, self.act_high
+        acts = [make_act_fn(x.agent, x.obs_norm, self.discrete, low, high) for x in snapshots]
+        b = len(acts)
+        if b == 1:
+            return acts[0]
+        if not self.discrete or self.cfg.layer_norm:
+            return lambda obs: np.concatenate([act(x) for act, x in zip(acts, np.split(obs, b), strict=True)])
+        forward = MLP.stacked([s.agent.actor for s in snapshots])
+        norm = _stacked_norm([s.obs_norm for s in snapshots])
+
+        def act(obs: np.ndarray) -> np.ndarray:
+            with torch.inference_mode():
+                x = torch.from_numpy(np.asarray(obs, dtype=np.float32)).reshape(b, -1, obs.shape[-1])
+                return forward(normalise_obs(x, norm)).argmax(-1).reshape(-1).numpy()
+
+        return act
+
     def run(self, stop: Callable[[], bool] = lambda: False) -> Iterator[Update]:
         """Rollout, GAE, optimisation, num_updates times; yields after each update. `stop()` is asked
         between vector steps: a stop request ends the run with the weights of the last complete update."""
@@ -541,6 +589,22 @@ def make_act_fn(
         return np.clip(action, act_low, act_high)
 
     return act
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """The deterministic policy at one point of training: a copy of the agent, its observation statistics."""
+
+    agent: Agent
+    obs_norm: dict[str, Any] | None
+
+
+def _stacked_norm(states: Sequence[dict[str, Any] | None]) -> dict[str, Any] | None:
+    """Several snapshots' observation statistics as one (B, 1, obs_dim) state for normalise_obs."""
+    if states[0] is None:
+        return None
+    stack = {k: torch.stack([s[k] for s in states]).unsqueeze(1) for k in ("mean", "var")}  # type: ignore[index]
+    return {**stack, "clip": states[0]["clip"]}
 
 
 def load_policy(path: str, env: gym.vector.VectorEnv) -> Callable[[np.ndarray], np.ndarray]:

@@ -26,15 +26,15 @@ import threading
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from autorl import atomic, progress
 from autorl.classic.config import ClassicConfig
-from autorl.classic.evaluate import SCORE_STEPS, SOLVED_AT, due_eval, train_eval, train_eval_envs
+from autorl.classic.evaluate import SCORE_STEPS, SOLVED_AT, TRAIN_EVAL_TOGETHER, due_eval, train_eval
 from autorl.machine import peak_rss_gb
 
 if TYPE_CHECKING:
-    from autorl.classic.ppo import Update
+    from autorl.classic.ppo import Snapshot, Update
 
 SAVE_EVERY_S = 5.0  # training-clock seconds between periodic saves (a save costs about a millisecond)
 
@@ -82,8 +82,25 @@ class TrainState:
         return json.dumps(asdict(self), indent=1)
 
 
+@dataclass
+class DueEval:
+    """An in-training evaluation taken, not yet run: the policy at that update, and the row it completes."""
+
+    snapshot: Snapshot
+    update: int
+    env_steps: int
+    seconds: float  # training clock at that update
+    row: dict[str, Any] | None  # its metrics.jsonl row (None: the policy at a stop, which has none)
+
+
 class ClassicRun:
-    """One seed's training: PPO updates on the training clock, the in-training evaluations off it, saves."""
+    """One seed's training: PPO updates on the training clock, the in-training evaluations off it, saves.
+
+    An evaluation that falls due takes a snapshot of the policy; the snapshots taken since the last save are
+    evaluated together just before the next save and at the end (one batched run: train_eval), and the
+    metrics rows from the first of them on wait for their results. So what a save writes (train_state.json's
+    evaluations, metrics.jsonl) is what evaluating each policy at once would have written, and every policy
+    gets the return it gets alone."""
 
     def __init__(self, cfg: ClassicConfig, seed: int, run_dir: Path, stop: threading.Event):
         from autorl.classic.ppo import PPO
@@ -92,11 +109,12 @@ class ClassicRun:
         self.weights = run_dir / "weights" / "policy.pt"
         self.weights.parent.mkdir(parents=True, exist_ok=True)
         self.ppo = PPO(cfg, seed)
-        self.eval_envs = train_eval_envs(cfg.env_id)
         self.state = TrainState(seed=seed, env_id=cfg.env_id, solved_threshold=SOLVED_AT[cfg.env_id])
         self.clock = TrainingClock()
         self.last_step = min(cfg.total_env_steps, SCORE_STEPS[cfg.env_id])  # the score covers no more
         self.last_return: float | None = None  # mean return of the last rollout in which episodes ended
+        self.due: list[DueEval] = []
+        self.rows: list[dict[str, Any]] = []  # metrics rows not written yet (waiting for an evaluation)
 
     def save(self, update: int, env_steps: int) -> None:
         import torch
@@ -109,56 +127,79 @@ class ClassicRun:
         atomic.write_text(self.run_dir / "train_state.json", self.state.to_json())
         progress.emit("saved", step=update, path=str(self.weights))
 
-    def evaluate_now(self, update: int, env_steps: int, seconds: float) -> float:
-        """The in-training evaluation of the current policy, off the clock; one point of the curve."""
-        self.clock.pause()
-        mean_return = train_eval(self.cfg.env_id, self.eval_envs, self.ppo.act_fn())
-        self.clock.resume()
+    def take_eval(self, update: int, env_steps: int, seconds: float, row: dict[str, Any] | None) -> None:
+        """An in-training evaluation of the policy as it is now: one point of the curve (run later)."""
+        self.due.append(DueEval(self.ppo.snapshot(), update, env_steps, seconds, row))
+
+    def run_evals(self, metrics: IO[str]) -> None:
+        """Run the evaluations taken (off the clock), then write the metrics rows that waited for them."""
+        if self.due:
+            env_id, due = self.cfg.env_id, self.due
+            groups = [due] if TRAIN_EVAL_TOGETHER[env_id] else [[d] for d in due]
+            self.clock.pause()
+            returns = [
+                r
+                for g in groups
+                for r in train_eval(env_id, self.ppo.blocks_act_fn([d.snapshot for d in g]), len(g))
+            ]
+            self.clock.resume()
+            for d, mean_return in zip(due, returns, strict=True):
+                self.record_eval(d, mean_return)
+            self.due = []
+        for row in self.rows:
+            metrics.write(json.dumps(row) + "\n")
+        metrics.flush()
+        self.rows.clear()
+
+    def record_eval(self, d: DueEval, mean_return: float) -> None:
         state = self.state
-        state.evals.append([round(seconds, 4), env_steps, round(mean_return, 3)])
+        if d.row is not None:
+            d.row["eval_return"] = mean_return
+        state.evals.append([round(d.seconds, 4), d.env_steps, round(mean_return, 3)])
         if mean_return >= state.solved_threshold and state.time_to_solve_seconds is None:
-            state.time_to_solve_seconds = round(seconds, 4)
-            state.env_steps_to_solve = env_steps
-            progress.emit("solved", step=update, seconds=round(seconds, 4), eval_return=mean_return)
-        return mean_return
+            state.time_to_solve_seconds = round(d.seconds, 4)
+            state.env_steps_to_solve = d.env_steps
+            progress.emit("solved", step=d.update, seconds=round(d.seconds, 4), eval_return=mean_return)
 
     def run(self) -> int:
         cfg = self.cfg
         progress.emit("ready", env_id=cfg.env_id, num_updates=cfg.num_updates, batch_size=cfg.batch_size)
         self.clock.start()
         if due_eval(cfg.env_id, 0, cfg.batch_size):
-            self.evaluate_now(0, 0, 0.0)
-        update, env_steps = self.train()
-        if not self.state.evals or self.state.evals[-1][1] != env_steps:  # stopped early: the policy now
-            self.evaluate_now(update, env_steps, self.clock.seconds())
+            self.take_eval(0, 0, 0.0, None)
+        with open(self.run_dir / "metrics.jsonl", "a") as metrics:
+            update, env_steps = self.train(metrics)
+            taken = [d.env_steps for d in self.due] or [e[1] for e in self.state.evals]
+            if not taken or taken[-1] != env_steps:  # stopped early: the policy now
+                self.take_eval(update, env_steps, self.clock.seconds(), None)
+            self.run_evals(metrics)
         self.state.finished = not self.stop.is_set()
         self.state.seconds = round(self.clock.seconds(), 4)
         self.save(update, env_steps)
         self.ppo.close()
-        self.eval_envs.close()
         progress.emit(
             "done", step=update, env_steps=env_steps, time_to_solve_seconds=self.state.time_to_solve_seconds
         )
         return 0
 
-    def train(self) -> tuple[int, int]:
+    def train(self, metrics: IO[str]) -> tuple[int, int]:
         """PPO updates until the last step, PPO's last update or a stop; the (update, env steps) reached."""
         update = env_steps = 0
         last_save = 0.0
-        with open(self.run_dir / "metrics.jsonl", "a") as metrics:
-            for u in self.ppo.run(stop=self.stop.is_set):
-                update, env_steps = u.update, u.env_steps
-                seconds = self.clock.seconds()
-                done = env_steps + self.cfg.batch_size > self.last_step
-                row = self.record(u, seconds, done)
-                metrics.write(json.dumps(row) + "\n")
-                metrics.flush()
-                self.emit_step(row)
-                if seconds - last_save >= SAVE_EVERY_S:
-                    self.save(update, env_steps)
-                    last_save = seconds
-                if self.stop.is_set() or done:
-                    break
+        for u in self.ppo.run(stop=self.stop.is_set):
+            update, env_steps = u.update, u.env_steps
+            seconds = self.clock.seconds()
+            done = env_steps + self.cfg.batch_size > self.last_step
+            self.rows.append(self.record(u, seconds, done))
+            self.emit_step(self.rows[-1])
+            if seconds - last_save >= SAVE_EVERY_S:
+                self.run_evals(metrics)
+                self.save(update, env_steps)
+                last_save = seconds
+            elif not self.due:
+                self.run_evals(metrics)  # writes the row
+            if self.stop.is_set() or done:
+                break
         return update, env_steps
 
     def record(self, u: Update, seconds: float, done: bool) -> dict[str, Any]:
@@ -190,15 +231,13 @@ class ClassicRun:
             round(seconds, 4),
         )
         if not self.stop.is_set() and (due_eval(cfg.env_id, u.env_steps, cfg.batch_size) or done):
-            row["eval_return"] = self.evaluate_now(u.update, u.env_steps, seconds)
+            self.take_eval(u.update, u.env_steps, seconds, row)
         return row
 
     def emit_step(self, row: dict[str, Any]) -> None:
         event = {k: row[k] for k in ("loss", "lr", "seconds", "samples_per_s", "env_steps")}
         if self.last_return is not None:
             event["reward"] = round(self.last_return, 3)
-        if "eval_return" in row:
-            event["eval_return"] = round(row["eval_return"], 3)
         progress.emit("step", step=row["step"], **event)
 
 
