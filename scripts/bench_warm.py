@@ -3,6 +3,7 @@
     uv run python scripts/bench_warm.py                      # classic default + LLM 2 seeds x 20 s, 2 rounds
     uv run python scripts/bench_warm.py --rounds 3 --tracks classic
     uv run python scripts/bench_warm.py --llm-budget 60 --llm-seeds 2
+    uv run python scripts/bench_warm.py --tracks classic --against /tmp/old   # another checkout, interleaved
 
 Runs whole trials the way a user starts them (`python run.py ...`, in a temporary AUTORL_ROOT made as
 scripts/bench_parallel.py makes it, so results.tsv here is not touched), three modes in turn in each round:
@@ -11,7 +12,10 @@ that the trial starts and ends, AUTORL_WARM_KEEP=0: a session's first trial, or 
 the harness) and `kept` (the starter kept by the trial before, AUTORL_WARM_KEEP=600: an agent's next trial).
 One trial per track, not counted, first fills the base-model eval cache and starts the kept starter, so
 every measured trial starts the same way. `--all-seeds` keeps the early stop from ending a trial after its
-first wave. The kept starter is ended at the end.
+first wave. The kept starter is ended at the end. `--against DIR` runs another checkout (a clone at another
+commit, with its own `.venv`: `uv sync` there) in each round too, after this one's three modes, with its
+kept starter and its own temporary root holding this checkout's configs: the old code against the new,
+interleaved.
 
 Prints, per trial, the summary's figures: startup_seconds, training_seconds and eval_seconds are sums over
 the seeds; total_seconds is the trial's wall time inside the runner; `wall` is the whole command (the
@@ -46,9 +50,10 @@ MODES = {
 }
 
 
-def trial(root: Path, args: list[str], mode: str) -> dict[str, float]:
+def trial(root: Path, args: list[str], mode: str, repo: Path = REPO) -> dict[str, float]:
     env = {**os.environ, "AUTORL_ROOT": str(root), **MODES[mode]}
-    cmd = [sys.executable, str(REPO / "run.py"), "--all-seeds", "--allow-dirty-harness", *args]
+    python = sys.executable if repo == REPO else str(repo / ".venv" / "bin" / "python")
+    cmd = [python, str(repo / "run.py"), "--all-seeds", "--allow-dirty-harness", *args]
     started = time.monotonic()
     done = subprocess.run(cmd, env=env, capture_output=True, text=True)
     wall = time.monotonic() - started
@@ -58,9 +63,15 @@ def trial(root: Path, args: list[str], mode: str) -> dict[str, float]:
     return {**{f: float(summary[f]) for f in FIELDS}, "wall": wall}
 
 
+def commit(repo: Path) -> str:
+    return subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"], cwd=repo, capture_output=True, text=True
+    ).stdout
+
+
 def show(track: str, mode: str, r: dict[str, float]) -> None:
     print(
-        f"{track:8} {mode:4} startup {r['startup_seconds']:6.1f}  training {r['training_seconds']:6.1f}  "
+        f"{track:8} {mode:12} startup {r['startup_seconds']:6.1f}  training {r['training_seconds']:6.1f}  "
         f"eval {r['eval_seconds']:6.1f}  total {r['total_seconds']:6.1f}  wall {r['wall']:6.1f}  "
         f"total/training {r['total_seconds'] / r['training_seconds']:.2f}",
         flush=True,
@@ -73,9 +84,16 @@ def main() -> None:
     ap.add_argument("--tracks", nargs="+", default=["classic", "llm"], choices=["classic", "llm"])
     ap.add_argument("--llm-budget", type=float, default=20.0, help="LLM training seconds per seed (20)")
     ap.add_argument("--llm-seeds", type=int, default=2, help="LLM seeds per trial (2)")
+    ap.add_argument("--against", type=Path, help="another checkout to run in each round (kept starter)")
     args = ap.parse_args()
+    if args.against and not (args.against / ".venv" / "bin" / "python").exists():
+        sys.exit(f"error: {args.against} has no .venv: run `uv sync` there first")
 
-    root = make_root("llm" if "llm" in args.tracks else "classic")
+    kind = "llm" if "llm" in args.tracks else "classic"
+    root = make_root(kind)
+    checkouts = {"": (REPO, root)}  # label suffix -> (checkout, its root)
+    if args.against:
+        checkouts[f"@{commit(args.against)}"] = (args.against.resolve(), make_root(kind))
     pyc = "set" if os.environ.get("PYTHONDONTWRITEBYTECODE") else "unset"
     load = os.getloadavg()[0]
     print(f"# root {root}; {os.cpu_count()} CPUs; load {load:.2f}; PYTHONDONTWRITEBYTECODE {pyc}", flush=True)
@@ -86,14 +104,17 @@ def main() -> None:
     results: dict[tuple[str, str], list[dict[str, float]]] = {}
     for track in args.tracks:
         fill = [*runs[track][:-1], "1"] if track == "classic" else runs[track]
-        trial(root, fill, "kept")  # fills the base-eval cache and starts the kept starter
+        for repo, repo_root in checkouts.values():
+            trial(repo_root, fill, "kept", repo)  # fills the base-eval cache and starts the kept starter
         for _ in range(args.rounds):
-            for mode in MODES:
-                r = trial(root, runs[track], mode)
-                results.setdefault((track, mode), []).append(r)
-                show(track, mode, r)
-    for proc in psutil.process_iter(["cmdline", "cwd"]):  # the kept starters of this root
-        if "autorl.warm" in (proc.info["cmdline"] or []) and proc.info["cwd"] == str(root.resolve()):
+            for suffix, (repo, repo_root) in checkouts.items():
+                for mode in MODES if not suffix else ["kept"]:
+                    r = trial(repo_root, runs[track], mode, repo)
+                    results.setdefault((track, mode + suffix), []).append(r)
+                    show(track, mode + suffix, r)
+    roots = {str(r.resolve()) for _, r in checkouts.values()}
+    for proc in psutil.process_iter(["cmdline", "cwd"]):  # the kept starters of these roots
+        if "autorl.warm" in (proc.info["cmdline"] or []) and proc.info["cwd"] in roots:
             proc.kill()
     print("# medians")
     for (track, mode), rs in results.items():
