@@ -10,12 +10,13 @@ scripts/bench_parallel.py makes it, so results.tsv here is not touched), three m
 `cold` (AUTORL_WARM=0: every child a new interpreter, the old way), `new` (children forked from a starter
 that the trial starts and ends, AUTORL_WARM_KEEP=0: a session's first trial, or the first after an edit of
 the harness) and `kept` (the starter kept by the trial before, AUTORL_WARM_KEEP=600: an agent's next trial).
-One trial per track, not counted, first fills the base-model eval cache and starts the kept starter, so
-every measured trial starts the same way. `--all-seeds` keeps the early stop from ending a trial after its
-first wave. The kept starter is ended at the end. `--against DIR` runs another checkout (a clone at another
-commit, with its own `.venv`: `uv sync` there) in each round too, after this one's three modes, with its
-kept starter and its own temporary root holding this checkout's configs: the old code against the new,
-interleaved.
+Each mode has its own temporary root (a directory keeps one idle starter per interpreter and modules: the
+`new` mode's starter would end the `kept` mode's); one trial per track and mode, not counted, first fills
+its base-model eval cache (and starts the kept starter), so every measured trial starts the same way.
+`--all-seeds` keeps the early stop from ending a trial after its first wave. The kept starters are ended
+at the end. `--against DIR` runs another checkout (a clone at another commit, with its own `.venv`: `uv
+sync` there) in each round too, after this one's three modes, kept, in its own root holding this
+checkout's configs: the old code against the new, interleaved.
 
 Prints, per trial, the summary's figures: startup_seconds, training_seconds and eval_seconds are sums over
 the seeds; total_seconds is the trial's wall time inside the runner; `wall` is the whole command (the
@@ -66,7 +67,7 @@ def trial(root: Path, args: list[str], mode: str, repo: Path = REPO) -> dict[str
 def commit(repo: Path) -> str:
     return subprocess.run(
         ["git", "rev-parse", "--short", "HEAD"], cwd=repo, capture_output=True, text=True
-    ).stdout
+    ).stdout.strip()
 
 
 def show(track: str, mode: str, r: dict[str, float]) -> None:
@@ -90,10 +91,12 @@ def main() -> None:
         sys.exit(f"error: {args.against} has no .venv: run `uv sync` there first")
 
     kind = "llm" if "llm" in args.tracks else "classic"
-    root = make_root(kind)
-    checkouts = {"": (REPO, root)}  # label suffix -> (checkout, its root)
+    # label -> (checkout, mode, its own root: a directory keeps one idle starter per interpreter and modules,
+    # and the `new` mode's starter, another environment, would end the `kept` mode's)
+    ways = {mode: (REPO, mode, make_root(kind)) for mode in MODES}
     if args.against:
-        checkouts[f"@{commit(args.against)}"] = (args.against.resolve(), make_root(kind))
+        ways[f"kept@{commit(args.against)}"] = (args.against.resolve(), "kept", make_root(kind))
+    root = ways["kept"][2]
     pyc = "set" if os.environ.get("PYTHONDONTWRITEBYTECODE") else "unset"
     load = os.getloadavg()[0]
     print(f"# root {root}; {os.cpu_count()} CPUs; load {load:.2f}; PYTHONDONTWRITEBYTECODE {pyc}", flush=True)
@@ -104,15 +107,14 @@ def main() -> None:
     results: dict[tuple[str, str], list[dict[str, float]]] = {}
     for track in args.tracks:
         fill = [*runs[track][:-1], "1"] if track == "classic" else runs[track]
-        for repo, repo_root in checkouts.values():
-            trial(repo_root, fill, "kept", repo)  # fills the base-eval cache and starts the kept starter
+        for repo, mode, way_root in ways.values():
+            trial(way_root, fill, mode, repo)  # fills the base-eval cache (and starts the kept starter)
         for _ in range(args.rounds):
-            for suffix, (repo, repo_root) in checkouts.items():
-                for mode in MODES if not suffix else ["kept"]:
-                    r = trial(repo_root, runs[track], mode, repo)
-                    results.setdefault((track, mode + suffix), []).append(r)
-                    show(track, mode + suffix, r)
-    roots = {str(r.resolve()) for _, r in checkouts.values()}
+            for label, (repo, mode, way_root) in ways.items():
+                r = trial(way_root, runs[track], mode, repo)
+                results.setdefault((track, label), []).append(r)
+                show(track, label, r)
+    roots = {str(r.resolve()) for _, _, r in ways.values()}
     for proc in psutil.process_iter(["cmdline", "cwd"]):  # the kept starters of these roots
         if "autorl.warm" in (proc.info["cmdline"] or []) and proc.info["cwd"] in roots:
             proc.kill()

@@ -4,15 +4,18 @@
 
 Runs autorl.classic.ppo under the runner's protocol (autorl.progress): `ready` when the envs and the agent
 exist (the budget clock starts), one `step` event and one metrics.jsonl row per PPO update, `pause`/`resume`
-around the in-training evaluation (not charged to the budget), `saved` after each atomic save of
+around the in-training evaluations (not charged to the budget), `saved` after each atomic save of
 weights/policy.pt, `done` at the end. Stops at total_env_steps or at the score's env-step budget
 (evaluate.SCORE_STEPS), whichever first, or on SIGTERM (saves, exits 0).
 
-The in-training evaluation runs on the score's grid of env steps (evaluate.due_eval) and once more at the end
-if the last update was not evaluated. run_dir/train_state.json (rewritten atomically) holds the figures the
-backend and the evaluator use: updates, env steps, training seconds, the in-training evaluations (the
-learning curve the score integrates), time_to_solve_seconds and env_steps_to_solve (the first evaluation
-that reached the solved threshold; null if none did).
+The in-training evaluation is due on the score's grid of env steps (evaluate.due_eval) and once more at the
+end if the last update was not evaluated. A due evaluation takes a snapshot of the policy; the snapshots of
+a save period (SAVE_EVERY_S of training) run together just before the save and at the end (ClassicRun), and
+the metrics rows wait for them, so a row carries its `eval_return` as before, written up to one save period
+later. run_dir/train_state.json (rewritten atomically) holds the figures the backend and the evaluator use:
+updates, env steps, training seconds, the in-training evaluations (the learning curve the score
+integrates), time_to_solve_seconds and env_steps_to_solve (the first evaluation that reached the solved
+threshold; null if none did).
 """
 
 from __future__ import annotations
