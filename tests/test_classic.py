@@ -21,7 +21,7 @@ from autorl.classic.backend import ClassicBackend, classic_summary
 from autorl.classic.config import ClassicConfig, ConfigError, load_classic_config
 from autorl.classic.evaluate import SCORE_STEPS, curve_grid, curve_rows, evaluate, train_eval
 from autorl.classic.evaluate import main as evaluate_main
-from autorl.classic.ppo import MLP, PPO, load_policy, make_act_fn
+from autorl.classic.ppo import ACTIVATIONS, MLP, PPO, Agent, agent_arch, load_policy, make_act_fn
 from autorl.paths import REPO_ROOT
 from autorl.tune import parse_summary
 
@@ -201,13 +201,20 @@ def test_policies_evaluated_together_each_get_the_return_they_get_alone(over):
         assert train_eval("CartPole-v1", act, policies=len(snaps[group])) == alone[group]
 
 
-def test_stacked_forward_computes_each_mlp_s_own_numbers():
-    _, snaps = snapshots_of_a_short_run(small_cfg(total_env_steps=2_048))
-    actors = [s.agent.actor for s in snaps]
-    x = torch.randn(len(actors), 100, 4)
+@pytest.mark.parametrize("activation", sorted(ACTIVATIONS))
+def test_stacked_forward_computes_each_mlp_s_own_numbers(activation):
+    arch = agent_arch(small_cfg(activation=activation, hidden_depth=3, hidden_width=32), 4, 2, True)
+    mlps = [Agent(arch).actor for _ in range(5)]
+    for mlp in mlps:
+        for p in mlp.parameters():
+            torch.nn.init.normal_(p)  # biases too: the init leaves them at zero
+    x = torch.randn(len(mlps), 100, 4)
     with torch.inference_mode():
-        together = MLP.stacked(actors)(x)
-        assert all(torch.equal(together[i], actor(x[i])) for i, actor in enumerate(actors))
+        together = MLP.stacked(mlps)(x)
+        assert all(torch.equal(together[i], mlp(x[i])) for i, mlp in enumerate(mlps))
+        assert all(
+            torch.equal(MLP.stacked(mlps[i : i + 2])(x[i : i + 2]), together[i : i + 2]) for i in (0, 3)
+        )
 
 
 def test_a_bipedalwalker_policy_gets_one_return_however_often_it_is_evaluated():

@@ -601,10 +601,11 @@ class Snapshot:
 
 def _stacked_norm(states: Sequence[dict[str, Any] | None]) -> dict[str, Any] | None:
     """Several snapshots' observation statistics as one (B, 1, obs_dim) state for normalise_obs."""
-    if states[0] is None:
+    present = [s for s in states if s is not None]  # a run normalises all of them or none (norm_obs)
+    if not present:
         return None
-    stack = {k: torch.stack([s[k] for s in states]).unsqueeze(1) for k in ("mean", "var")}  # type: ignore[index]
-    return {**stack, "clip": states[0]["clip"]}
+    stack = {k: torch.stack([s[k] for s in present]).unsqueeze(1) for k in ("mean", "var")}
+    return {**stack, "clip": present[0]["clip"]}
 
 
 def load_policy(path: str, env: gym.vector.VectorEnv) -> Callable[[np.ndarray], np.ndarray]:

@@ -148,7 +148,7 @@ class ClassicRun:
             self.clock.resume()
             for d, mean_return in zip(due, returns, strict=True):
                 self.record_eval(d, mean_return)
-            self.due = []
+            self.due.clear()
         for row in self.rows:
             metrics.write(json.dumps(row) + "\n")
         metrics.flush()
