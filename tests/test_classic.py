@@ -343,6 +343,9 @@ def test_training_child_saves_and_exits_zero_on_sigterm(tmp_path):
     assert any((e := progress.parse(line)) and e["event"] == "saved" for line in rest.splitlines())
     state = json.loads((run_dir / "train_state.json").read_text())
     assert state["finished"] is False and state["updates"] >= 2
+    # the runner's line says why it stopped (a signal or the budget); this one only that it did
+    [note] = ClassicBackend().collect(load_classic_config(tmp_path / "classic.toml"), run_dir).notes
+    assert f"after {state['updates']} updates" in note and "(stopped before its last update)" in note
     assert (run_dir / "weights" / "policy.pt").exists() and not (
         run_dir / "weights" / "policy.pt.tmp"
     ).exists()

@@ -107,7 +107,7 @@ class ClassicBackend(Backend):
         tts = state.get("time_to_solve_seconds")
         note = (
             f"policy after {state['updates']} updates / {state['env_steps']} env steps "
-            f"({'finished' if state.get('finished') else 'stopped at the budget'}); "
+            f"({'finished' if state.get('finished') else 'stopped before its last update'}); "
             + (
                 f"in-training eval solved at {tts:.2f} s"
                 if tts is not None
