@@ -56,6 +56,7 @@ COLUMNS: list[str] = [
     "training_seconds",
     "startup_seconds",
     "eval_seconds",
+    "total_seconds",  # the trial's wall time in the runner: base eval, seeds, their evals, statistics
     "peak_memory_gb",
     "steps",
     "seeds",  # training seeds, comma separated (harness-chosen)
@@ -81,7 +82,9 @@ LEGACY_COLUMNS: list[list[str]] = [
         c
         for c in COLUMNS
         if c not in ("budget", "seeds_planned", "parallel", "stopped_early", "eval_rows_hash")
-    ]
+        and c != "total_seconds"
+    ],
+    [c for c in COLUMNS if c != "total_seconds"],  # until 2026-11-25
 ]
 
 STATUSES = ("ok", "crash", "timeout", "interrupted")
@@ -107,6 +110,7 @@ NUMERIC = (  # columns holding one number (or nothing; `nan` for no score)
     "training_seconds",
     "startup_seconds",
     "eval_seconds",
+    "total_seconds",
     "peak_memory_gb",
     "steps",
     "budget",

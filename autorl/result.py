@@ -164,6 +164,7 @@ class TrialResult:
             "training_seconds": round(self.training_seconds, 1),
             "startup_seconds": round(self.startup_seconds, 1),
             "eval_seconds": round(self.eval_seconds, 1),
+            "total_seconds": round(self.total_seconds, 1),
             "peak_memory_gb": round(self.peak_memory_gb, 3),
             "steps": self.steps,
             "seeds": self.seed_list,

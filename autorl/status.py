@@ -229,22 +229,33 @@ RERUN_SEEDS = 12  # program.md's labelled re-run of a promising inconclusive
 
 
 def seed_cost(same: Sequence[Mapping[str, str]]) -> tuple[int, dict[str, float]] | None:
-    """The median seconds per seed (start-up, training, eval, total) over the context's latest ok trials, the
-    start-up a trial pays once (`once`: the first wave's wait for its warm starter's imports, autorl/warm.py),
-    and how many trials it is from; None before a trial finished."""
+    """The median seconds per seed (start-up, training, eval, other, total) over the context's latest ok
+    trials, the start-up a trial pays once (`once`: the first wave's wait for its warm starter's imports,
+    autorl/warm.py), and how many trials it is from; None before a trial finished.
+
+    `total` is a wave's wall time, from each trial's total_seconds (less its own `once`, over its waves);
+    `other` what the seeds' own figures leave out of it (the classic track's in-training evaluations, off the
+    training clock; saves; children's exits; the runner between seeds). So the next trial's estimate, `once`
+    + waves x `total`, is the wall time a comparable trial took, not the sum of its parts."""
     per_seed: list[tuple[float, ...]] = []
     firsts: list[float] = []  # per trial: the slowest start-up of its first wave
     laters: list[float] = []  # the start-ups of seeds after the first wave
+    waves: list[float] = []  # per trial: its wall time per wave, its own `once` left out
     trials = [r for r in same if r["status"] == "ok"][-COST_TRIALS:]
     for r in trials:
         n = len([s for s in (r.get("seeds") or "").split(",") if s])
         parts = [as_float(r, k) for k in ("startup_seconds", "training_seconds", "eval_seconds")]
         if n and None not in parts:
             per_seed.append(tuple(v / n for v in parts))  # type: ignore[operator]
+        parallel = max(1, int(as_float(r, "parallel") or 1))
+        once = 0.0
         if starts := _seed_startups(r["run_id"], n):
-            wave = max(1, int(as_float(r, "parallel") or 1))
-            firsts.append(max(starts[:wave]))
-            laters += starts[wave:]
+            firsts.append(max(starts[:parallel]))
+            laters += starts[parallel:]
+            if starts[parallel:]:
+                once = max(0.0, firsts[-1] - statistics.median(starts[parallel:]))
+        if n and (total := as_float(r, "total_seconds")) is not None:
+            waves.append((total - once) / -(-n // parallel))
     if not per_seed:
         return None
     startup, training, evaluation = (statistics.median(x) for x in zip(*per_seed, strict=True))
@@ -252,8 +263,16 @@ def seed_cost(same: Sequence[Mapping[str, str]]) -> tuple[int, dict[str, float]]
     if firsts and laters:  # the seeds' own files split the start-up into once a trial + per seed
         startup = statistics.median(laters)
         once = max(0.0, statistics.median(firsts) - startup)
-    total = startup + training + evaluation
-    cost = {"startup": startup, "training": training, "eval": evaluation, "total": total, "once": once}
+    parts_total = startup + training + evaluation
+    other = max(0.0, statistics.median(waves) - parts_total) if waves else 0.0
+    cost = {
+        "startup": startup,
+        "training": training,
+        "eval": evaluation,
+        "other": other,
+        "total": parts_total + other,
+        "once": once,
+    }
     return len(per_seed), cost
 
 
@@ -311,10 +330,11 @@ def trial_estimate(same: Sequence[Mapping[str, str]], seeds: int, parallel: int)
 
 
 def _seed_text(seed: Mapping[str, float]) -> str:
+    other = f" + {seed['other']:.0f} s other" if seed["other"] >= 1 else ""
     once = f" (+ {seed['once']:.0f} s once a trial)" if seed["once"] >= 1 else ""
     return (
         f"a seed {seed['startup']:.0f} s start-up + {seed['training']:.0f} s training + {seed['eval']:.0f} s "
-        f"eval{once}"
+        f"eval{other}{once}"
     )
 
 

@@ -160,18 +160,19 @@ def test_mark_and_append_concurrently_lose_nothing(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("old_rows", [1, 0])
+@pytest.mark.parametrize("version", [0, 1])
 def test_a_ledger_of_the_earlier_header_is_read_and_upgraded_keeping_every_row(
-    tmp_path: Path, old_rows: int
+    tmp_path: Path, old_rows: int, version: int
 ) -> None:
     from autorl.ledger import LEGACY_COLUMNS
 
-    old = LEGACY_COLUMNS[0]
+    old = LEGACY_COLUMNS[version]
     path = tmp_path / "results.tsv"
     cells = {c: "" for c in old} | {"run_id": "old-1", "track": "llm", "status": "ok", "decision": "keep"}
     path.write_text("\t".join(old) + "\n" + ("\t".join(cells[c] for c in old) + "\n") * old_rows)
     ledger = Ledger(path)
     assert [r["run_id"] for r in ledger.rows()] == ["old-1"] * old_rows
-    assert all(r["budget"] == "" for r in ledger.rows())  # the newer columns read empty
+    assert all(r["total_seconds"] == "" for r in ledger.rows())  # the newer columns read empty
     ledger.append(row("new-1"))
     assert path.read_text().splitlines()[0].split("\t") == COLUMNS
     assert [r["run_id"] for r in ledger.rows()] == ["old-1"] * old_rows + ["new-1"]
