@@ -382,12 +382,12 @@ class PPO:
         """The observations of len(snapshots) equal blocks of envs -> their actions, block i by snapshot i:
         what each snapshot's own act function gives for its block. A discrete policy without LayerNorm runs
         all snapshots in one batched forward (MLP.stacked); others run one snapshot per block."""
-        low, high = self.act_low, self.act_high
-        acts = [make_act_fn(x.agent, x.obs_norm, self.discrete, low, high) for x in snapshots]
-        b = len(acts)
-        if b == 1:
-            return acts[0]
-        if not self.discrete or self.cfg.layer_norm:
+        b = len(snapshots)
+        if b == 1 or not self.discrete or self.cfg.layer_norm:
+            low, high = self.act_low, self.act_high
+            acts = [make_act_fn(x.agent, x.obs_norm, self.discrete, low, high) for x in snapshots]
+            if b == 1:
+                return acts[0]
             return lambda obs: np.concatenate([act(x) for act, x in zip(acts, np.split(obs, b), strict=True)])
         forward = MLP.stacked([s.agent.actor for s in snapshots])
         norm = _stacked_norm([s.obs_norm for s in snapshots])

@@ -134,21 +134,27 @@ class ClassicRun:
         """An in-training evaluation of the policy as it is now: one point of the curve (run later)."""
         self.due.append(DueEval(self.ppo.snapshot(), update, env_steps, seconds, row))
 
-    def run_evals(self, metrics: IO[str]) -> None:
-        """Run the evaluations taken (off the clock), then write the metrics rows that waited for them."""
-        if self.due:
-            env_id, due = self.cfg.env_id, self.due
-            groups = [due] if TRAIN_EVAL_TOGETHER[env_id] else [[d] for d in due]
-            self.clock.pause()
-            returns = [
-                r
-                for g in groups
-                for r in train_eval(env_id, self.ppo.blocks_act_fn([d.snapshot for d in g]), len(g))
-            ]
-            self.clock.resume()
-            for d, mean_return in zip(due, returns, strict=True):
-                self.record_eval(d, mean_return)
-            self.due.clear()
+    def run_evals(self) -> None:
+        """Run the evaluations taken, off the clock, and complete their rows."""
+        if not self.due:
+            return
+        env_id, due = self.cfg.env_id, self.due
+        groups = [due] if TRAIN_EVAL_TOGETHER[env_id] else [[d] for d in due]
+        self.clock.pause()
+        returns = [
+            r
+            for g in groups
+            for r in train_eval(env_id, self.ppo.blocks_act_fn([d.snapshot for d in g]), len(g))
+        ]
+        self.clock.resume()
+        for d, mean_return in zip(due, returns, strict=True):
+            self.record_eval(d, mean_return)
+        self.due.clear()
+
+    def write_rows(self, metrics: IO[str]) -> None:
+        """Write the metrics rows, unless an evaluation they wait for has not run yet."""
+        if self.due or not self.rows:
+            return
         for row in self.rows:
             metrics.write(json.dumps(row) + "\n")
         metrics.flush()
@@ -175,7 +181,8 @@ class ClassicRun:
             taken = [d.env_steps for d in self.due] or [e[1] for e in self.state.evals]
             if not taken or taken[-1] != env_steps:  # stopped early: the policy now
                 self.take_eval(update, env_steps, self.clock.seconds(), None)
-            self.run_evals(metrics)
+            self.run_evals()
+            self.write_rows(metrics)
         self.state.finished = not self.stop.is_set()
         self.state.seconds = round(self.clock.seconds(), 4)
         self.save(update, env_steps)
@@ -195,12 +202,13 @@ class ClassicRun:
             done = env_steps + self.cfg.batch_size > self.last_step
             self.rows.append(self.record(u, seconds, done))
             self.emit_step(self.rows[-1])
-            if seconds - last_save >= SAVE_EVERY_S:
-                self.run_evals(metrics)
+            save = seconds - last_save >= SAVE_EVERY_S
+            if save:
+                self.run_evals()
+            self.write_rows(metrics)
+            if save:
                 self.save(update, env_steps)
                 last_save = seconds
-            elif not self.due:
-                self.run_evals(metrics)  # writes the row
             if self.stop.is_set() or done:
                 break
         return update, env_steps
