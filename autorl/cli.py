@@ -8,7 +8,15 @@ import sys
 from pathlib import Path
 
 from autorl import paths
-from autorl.cliargs import MAX_SEEDS, budget_seconds, int_in, nonempty_str, positive_float, positive_int
+from autorl.cliargs import (
+    CONFIRM_MAX_SEEDS,
+    MAX_SEEDS,
+    budget_seconds,
+    int_in,
+    nonempty_str,
+    positive_float,
+    positive_int,
+)
 from autorl.ledger import Ledger, LedgerError
 from autorl.track import track_names
 
@@ -82,7 +90,13 @@ def build_parser() -> argparse.ArgumentParser:
         "--seeds",
         type=positive_int(MAX_SEEDS),
         default=None,
-        help="fresh seeds per side (the track's default)",
+        help="fresh seeds per side (default: sized for 80%% power, at most --max-seeds)",
+    )
+    c.add_argument(
+        "--max-seeds",
+        type=positive_int(MAX_SEEDS),
+        default=CONFIRM_MAX_SEEDS,
+        help="the sized confirm's most seeds per side (default %(default)s)",
     )
 
     t = sub.add_parser("tune", help="Optuna TPE over space.toml, every trial through run.py")
@@ -175,7 +189,7 @@ def _run(args: argparse.Namespace) -> int:
     if args.command == "confirm":
         from autorl import confirm
 
-        return confirm.main(args.run, args.seeds)
+        return confirm.main(args.run, args.seeds, args.max_seeds)
     if args.command == "tune":
         from autorl import tune
 

@@ -23,6 +23,7 @@ from typing import Any, TypeVar
 # Seeds of one trial (run.py --seeds, confirm --seeds): more than any decision needs (power saturates near
 # 16); a typo guard.
 MAX_SEEDS = 64
+CONFIRM_MAX_SEEDS = 16  # autorl confirm --max-seeds: the sized confirm's most seeds per side
 # A trial's training budget per seed, in seconds: from a tenth of a second (tests' doubles; the budget clock
 # polls every 0.05 s, so less is no budget at all) to a week (a typo guard: a night is 28,800 s).
 MIN_BUDGET_S = 0.1

@@ -14,39 +14,21 @@ from __future__ import annotations
 
 import hashlib
 import math
-import os
 import sys
 from dataclasses import dataclass
 from datetime import datetime
-from pathlib import Path
 from typing import Any
 
 import scipy.stats as sps
 
-from autorl import inputs, paths, stats, warm
-from autorl.ledger import Context, Ledger, LedgerError, as_float, best_kept, clean, comparable, format_cell
+from autorl import paths, stats, warm
+from autorl.cliargs import CONFIRM_MAX_SEEDS
+from autorl.confirmed import append_confirmed, confirmed_file
+from autorl.ledger import Context, Ledger, LedgerError, as_float, best_kept, comparable, format_cell
 from autorl.seed import RunOptions, SeedResult, worst_status
 
 # Fresh seeds: trials draw theirs from [0, 10^6 + 64) (autorl.trial.harness_seeds); confirm from here up.
 CONFIRM_SEED_BASE = 2_000_000
-COLUMNS = [
-    "timestamp",
-    "confirm_id",  # runs/<confirm_id>/{candidate,baseline}/seed-<k>/
-    "run_id",  # the kept trial confirmed
-    "baseline_run",
-    "track",
-    "budget",
-    "seeds",  # the fresh training seeds (the same for both sides)
-    "test_score",  # the candidate's config on the test split, pooled over the seeds
-    "baseline_test_score",
-    "delta",  # test_score - baseline_test_score
-    "ci_low",  # 90% interval of the delta (its low end: the one-sided 95% lower bound the verdict tests)
-    "ci_high",
-    "p_value",  # one-sided, candidate better than the baseline
-    "verdict",  # improved (confirmed) | inconclusive | worse | n/a (a side failed)
-    "eval_delta",  # the same two trials' eval_score difference in results.tsv: what the agent saw
-    "status",  # ok | crash | timeout | interrupted: the worst seed's
-]
 
 
 class ConfirmError(Exception):
@@ -67,36 +49,6 @@ class Side:
     @property
     def status(self) -> str:
         return worst_status(s.status for s in self.seeds)
-
-
-def confirmed_file(ledger: Ledger) -> Path:
-    return ledger.path.with_name("confirmed.tsv")
-
-
-def read_confirmed(path: Path) -> list[dict[str, str]]:
-    """The rows of confirmed.tsv ([] when there is none yet)."""
-    try:
-        lines = inputs.read_text(path, inputs.MAX_LEDGER_BYTES).splitlines()
-    except FileNotFoundError:
-        return []
-    except inputs.InputError as e:
-        raise LedgerError(f"{e}; move the file aside") from None
-    if not lines or lines[0].split("\t") != COLUMNS:
-        raise LedgerError(f"{path}:1: not the autorl confirmed.tsv header; move the file aside")
-    return [dict(zip(COLUMNS, line.split("\t"), strict=False)) for line in lines[1:] if line.strip()]
-
-
-def append_confirmed(path: Path, row: dict[str, Any]) -> None:
-    """Append one row (one write on an O_APPEND descriptor, the header first on a new file)."""
-    read_confirmed(path)  # never append to a file we cannot read back
-    line = "\t".join(clean(format_cell(c, row.get(c))) for c in COLUMNS) + "\n"
-    new = not path.exists() or path.stat().st_size == 0
-    data = (("\t".join(COLUMNS) + "\n") if new else "") + line
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-    try:
-        os.write(fd, data.encode("utf-8"))
-    finally:
-        os.close(fd)
 
 
 def choose(rows: list[dict[str, str]], run_id: str | None, ledger: Ledger) -> tuple[dict, dict, list]:
@@ -123,6 +75,70 @@ def choose(rows: list[dict[str, str]], run_id: str | None, ledger: Ledger) -> tu
     return candidate, baseline, same
 
 
+@dataclass(frozen=True)
+class Size:
+    """How many fresh seeds a side gets, and the power that buys: sized for the eval delta being confirmed,
+    discounted for the winner's curse (a kept trial was picked because its delta came out high), so for
+    the low end of its 90% interval, and the context's noise floor (single-seed sd)."""
+
+    seeds: int  # per side
+    eval_delta: float  # candidate - baseline eval_score (their eval rows, on the examples both scored)
+    low: float  # the low end of its 90% interval: the delta sized for
+    sd: float  # single-seed sd (the noise floor the verdict uses)
+    power: float  # of `seeds` per side for `low` (stats.power)
+    needed: int | None  # seeds per side for stats.POWER at `low` (None: more than stats.MAX_SEEDS_NEEDED)
+    chosen_by: str  # "sized" | "capped" (--max-seeds) | "--seeds"
+
+    def describe(self) -> str:
+        if not math.isfinite(self.low):
+            return f"--seeds {self.seeds} a side (the eval delta is unknown: power not computed)"
+        if self.needed is not None:
+            need = f"{self.needed} seeds a side give {stats.POWER:.0%}"
+        elif self.low > 0:
+            need = f"more than {stats.MAX_SEEDS_NEEDED} seeds a side would be needed for {stats.POWER:.0%}"
+        else:
+            need = "no seed count gives power for a low end <= 0"
+        text = (
+            f"eval delta {self.eval_delta:+.4f} vs the baseline, 90% interval low end {self.low:+.4f} "
+            f"(sized for it: the winner's curse), seed sd {self.sd:.4g}: {need}"
+        )
+        if self.chosen_by == "capped":
+            text += f"; capped at {self.seeds} a side (--max-seeds): power {self.power:.2f}, too little"
+        elif self.chosen_by == "--seeds":
+            text += f"; --seeds {self.seeds} a side: power {self.power:.2f}"
+        return text
+
+
+def size(
+    cand: dict[str, str], base: dict[str, str], noise: stats.NoiseFloor, cap: int, given: int | None
+) -> Size:
+    """Seeds per side for the confirmation: `given` (--seeds) when set, else the fewest that give
+    stats.POWER for the low end of the eval delta's 90% interval, at most `cap`. The delta comes from the two
+    trials' own eval rows; when they cannot be read (reference_rows' check) only --seeds can size it
+    (ConfirmError otherwise), and its power is unknown (nan)."""
+    from autorl.ledger import reference_rows
+
+    try:
+        c = stats.compare(
+            reference_rows(cand, paths.runs_dir()), reference_rows(base, paths.runs_dir()), noise=noise
+        )
+    except LedgerError as exc:
+        if given is None:
+            raise ConfirmError(
+                f"{exc}\n  without its eval rows the confirm cannot be sized: give --seeds"
+            ) from None
+        return Size(given, math.nan, math.nan, noise.sd, math.nan, None, "--seeds")
+    low = c.delta - float(sps.t.ppf(1 - stats.ALPHA, c.df)) * c.se if math.isfinite(c.se) else math.nan
+    needed = stats.seeds_for_power(low, noise.sd) if math.isfinite(low) else None
+    if given is not None:
+        n, how = given, "--seeds"
+    elif needed is not None and needed <= cap:
+        n, how = needed, "sized"
+    else:
+        n, how = cap, "capped"
+    return Size(n, c.delta, low, noise.sd, stats.power(low, noise.sd, n), needed, how)
+
+
 def confirm_seeds(confirm_id: str, n: int) -> list[int]:
     base = int(hashlib.sha256(confirm_id.encode()).hexdigest()[:8], 16) % 1_000_000
     return [CONFIRM_SEED_BASE + base + k for k in range(n)]
@@ -132,7 +148,12 @@ def say(msg: str) -> None:
     print(f"[confirm] {msg}", flush=True)
 
 
-def run_confirm(run_id: str | None = None, n_seeds: int | None = None, ledger: Ledger | None = None) -> int:
+def run_confirm(
+    run_id: str | None = None,
+    n_seeds: int | None = None,
+    ledger: Ledger | None = None,
+    max_seeds: int = CONFIRM_MAX_SEEDS,
+) -> int:
     from autorl.harness import harness_hash
     from autorl.live import LiveView
     from autorl.machine import load_machine
@@ -169,16 +190,21 @@ def run_confirm(run_id: str | None = None, n_seeds: int | None = None, ledger: L
             raise ConfirmError(f"the eval set changed since {row['run_id']} ran: it cannot be confirmed")
     backend = track.make_backend(candidate["backend"])
     budget = float(candidate["budget"])
-    n = n_seeds or track.default_seeds
+    noise = context_noise(same, track.seed_sd_prior)
+    sized = size(candidate, baseline, noise, max_seeds, n_seeds)
+    n = sized.seeds
     confirm_id = f"confirm-{datetime.now().strftime('%Y%m%d-%H%M%S')}-{candidate['run_id'][-7:]}"
     seeds = confirm_seeds(confirm_id, n)
     opts = RunOptions(budget=budget, seeds=2 * n)
     the_plan = plan(backend, configs["candidate"], opts)
     say(
-        f"{confirm_id}: {candidate['run_id']} vs the baseline {baseline['run_id']}, {n} fresh seeds {seeds}, "
-        f"budget {budget:g} s per seed, scored on the sealed test split"
+        f"{confirm_id}: {candidate['run_id']} vs the baseline {baseline['run_id']}, {n} fresh seeds a side "
+        f"{seeds}, budget {budget:g} s per seed, scored on the sealed test split"
     )
+    say(f"size: {sized.describe()}")
     say(the_plan.describe())
+    if estimate := confirm_estimate(same, 2 * n, the_plan.parallel):
+        say(estimate)
     # Both sides' seeds in one pool, on the machine's slots as a trial's seeds run.
     jobs = [
         SeedJob(i * n + k, seed, paths.runs_dir() / confirm_id / role / f"seed-{k}", configs[role], "test")
@@ -204,11 +230,40 @@ def run_confirm(run_id: str | None = None, n_seeds: int | None = None, ledger: L
         role: Side(row, sorted((r for r in results if r.dir.parent.name == role), key=lambda r: r.index))
         for role, row in (("candidate", candidate), ("baseline", baseline))
     }
-    return record(ledger, confirm_id, seeds, sides, same, track.seed_sd_prior)
+    return record(ledger, confirm_id, seeds, sides, noise, sized)
+
+
+def context_noise(same: list[dict[str, str]], prior: float) -> stats.NoiseFloor:
+    """The noise floor of the confirmed trial's context (`same`: its rows), as its verdicts used it."""
+    ctx = Context.of(same[0])
+    return stats.noise_floor(
+        same,
+        track=ctx.track,
+        eval_hash=ctx.eval_hash,
+        harness_hash=ctx.harness_hash,
+        prior_sd=prior,
+        budget=ctx.budget,
+    )
+
+
+def confirm_estimate(same: list[dict[str, str]], seeds: int, parallel: int) -> str | None:
+    """The confirmation's expected wall time from the context's trials measured here (None before one)."""
+    from autorl.status import seed_cost, waves_seconds
+
+    if (measured := seed_cost(same)) is None:
+        return None
+    trials, seed = measured
+    wall = waves_seconds(seed, seeds, parallel)
+    return f"expected: ~{wall / 60:.0f} min ({seeds} seeds, {parallel} at a time, from {trials} trials here)"
 
 
 def record(
-    ledger: Ledger, confirm_id: str, seeds: list[int], sides: dict[str, Side], same, prior: float
+    ledger: Ledger,
+    confirm_id: str,
+    seeds: list[int],
+    sides: dict[str, Side],
+    noise: stats.NoiseFloor,
+    sized: Size,
 ) -> int:
     """Compare the two sides, print the block and append it to confirmed.tsv."""
     cand, base = sides["candidate"], sides["baseline"]
@@ -217,14 +272,6 @@ def record(
     test_score = stats.eval_score(cand.rows) if cand.rows else None
     base_score = stats.eval_score(base.rows) if base.rows else None
     ctx = Context.of(cand.row)
-    noise = stats.noise_floor(
-        same,
-        track=ctx.track,
-        eval_hash=ctx.eval_hash,
-        harness_hash=ctx.harness_hash,
-        prior_sd=prior,
-        budget=ctx.budget,
-    )
     c = stats.compare(cand.rows, base.rows, noise=noise) if ok else None
     # The interval that matches the one-sided test at ALPHA: two-sided 1 - 2 ALPHA (90%); its low end is the
     # one-sided lower bound, above zero exactly when p < ALPHA (docs/protocol.md).
@@ -256,14 +303,20 @@ def record(
     append_confirmed(path, row)
     lines = {k: format_cell(k, v) for k, v in row.items() if k != "timestamp"}
     lines["confirmed"] = "yes" if c is not None and c.verdict == "improved" else "no"
+    lines["seeds_per_side"] = f"{sized.seeds} ({sized.chosen_by})"
+    lines["power"] = (
+        f"{sized.power:.2f} for delta {sized.low:+.4f} (the eval delta's 90% low end), seed sd {sized.sd:.4g}"
+        if math.isfinite(sized.power)
+        else "not computed (the eval delta is unknown)"
+    )
     sys.stdout.write("---\n" + "".join(f"{k}: {v}\n" for k, v in lines.items()))
     say(f"recorded in {path.name}")
     return 0 if status == "ok" else 1
 
 
-def main(run_id: str | None = None, n_seeds: int | None = None) -> int:
+def main(run_id: str | None = None, n_seeds: int | None = None, max_seeds: int = CONFIRM_MAX_SEEDS) -> int:
     try:
-        return run_confirm(run_id, n_seeds)
+        return run_confirm(run_id, n_seeds, max_seeds=max_seeds)
     except ConfirmError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -22,9 +22,10 @@ from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.ticker import MaxNLocator  # noqa: E402
 
 from autorl import atomic, paths  # noqa: E402
-from autorl.confirm import confirmed_file, read_confirmed  # noqa: E402
+from autorl.confirmed import confirmed_file, read_confirmed  # noqa: E402
 from autorl.ledger import Context, Ledger, as_float, comparable  # noqa: E402
-from autorl.status import context_row, cut, hidden_hint, run_config  # noqa: E402
+from autorl.status import chance_line, context_row, cut, hidden_hint, multiplicity, run_config  # noqa: E402
+from autorl.track import get_track  # noqa: E402
 
 LABEL_WIDTH = 40  # a kept trial's description next to its point, cut to this many characters
 
@@ -229,8 +230,11 @@ def main(
         if target is not None:
             atomic.check_target(target)
     table = kept_table(rows)
-    if confirmed := confirmed_table(rows, read_confirmed(confirmed_file(ledger))):
+    confirmed_rows = read_confirmed(confirmed_file(ledger))
+    if confirmed := confirmed_table(rows, confirmed_rows):
         table += "\n\nConfirmed on the sealed test split (`autorl confirm`):\n\n" + confirmed
+    chance = multiplicity(rows, confirmed_rows, get_track(rows[-1]["track"]).false_keep_rate)
+    table += "\n\n" + chance_line(chance)
     plot(rows, out)
     if md is not None:
         atomic.write_text(md, table + "\n")

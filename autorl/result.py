@@ -234,11 +234,13 @@ def conclude(
     extras_fn: Callable[[list[dict[str, Any]]], dict[str, str]] | None = None,
     parallel: int = 1,
     interrupted: bool = False,
+    sequential: bool = True,
 ) -> TrialResult:
     """Pool the seeds' eval rows and compare them with the reference.
 
     `noise` is the ledger's noise floor (with the track's prior). `extras_fn(rows)` returns the backend's
-    summary extras.
+    summary extras. `sequential`: the trial looked after each wave (no --all-seeds), so its verdict is
+    judged at the level of the look it ended at (stats.sequential_verdict).
     """
     seeds = sorted(seeds, key=lambda s: s.index)
     rows = [r for s in seeds for r in s.eval_rows]
@@ -256,7 +258,10 @@ def conclude(
     if reference is not None and rows and status == "ok" and ref_rows:
         comparison = stats.compare(rows, ref_rows, noise=noise)
     if comparison is not None:
-        verdict = comparison.verdict
+        # judged at the level of the look it ended at: with interim looks, each look spends part of ALPHA
+        planned = ctx.seeds_planned or len(seeds)
+        look, looks = stats.looks(len(seeds), planned, parallel) if sequential else (1, 1)
+        verdict = stats.sequential_verdict(comparison, look, looks)
     else:
         verdict = "baseline" if reference is None and status == "ok" else "n/a"
     return TrialResult(

@@ -42,10 +42,10 @@ PRIOR_DF = 4.0
 # With at least this many seeds on both sides, each side's own seed spread is used (Welch); with fewer,
 # a 2-vs-2 Welch test has ~2 df and almost no power, so the pooled noise floor is used instead.
 MIN_SEEDS_WELCH = 3
-# The interim looks' stop for efficacy spends at most this much one-sided alpha in all (O'Brien-Fleming-type
-# spending), on top of the final verdict's ALPHA: half of it, so the added false keeps stay small (measured
-# with scripts/simulate_decisions.py: docs/statistics.md).
-EFFICACY_ALPHA = ALPHA / 2
+# The interim looks' stop for efficacy spends at most this much of ALPHA in all (O'Brien-Fleming-type
+# spending); the last look gets the rest (final_alpha). Measured with scripts/simulate_decisions.py and
+# scripts/aa_pool.py: docs/statistics.md.
+EFFICACY_ALPHA = ALPHA / 5
 # The power the default seed count was chosen for (docs/statistics.md: 6 seeds detect +0.05 80-90% of the
 # time): the `seeds_needed` figure of an inconclusive trial is for this power at ALPHA.
 POWER = 0.80
@@ -299,6 +299,24 @@ def seeds_needed(
     return None
 
 
+def power(delta: float, sd: float, n: int, alpha: float = ALPHA) -> float:
+    """The chance that n seeds on each side decide a true gain `delta` (`improved` at one-sided `alpha`),
+    seed scores spread by `sd` on both sides: the two-sample t-test's power, from the noncentral t with
+    2n - 2 df (what Welch's df come to with equal spreads and sizes). 0 for n < 2 or delta <= 0."""
+    if n < 2 or not delta > 0 or not sd > 0:
+        return 0.0
+    df = 2 * n - 2
+    return float(sps.nct.sf(sps.t.ppf(1 - alpha, df), df, delta / (sd * math.sqrt(2 / n))))
+
+
+def seeds_for_power(
+    delta: float, sd: float, target: float = POWER, alpha: float = ALPHA, most: int = MAX_SEEDS_NEEDED
+) -> int | None:
+    """The fewest seeds per side (at least MIN_SEEDS_WELCH, where the verdict is Welch's over seeds) whose
+    `power` reaches `target`; None when not even `most` do (or delta <= 0)."""
+    return next((n for n in range(MIN_SEEDS_WELCH, most + 1) if power(delta, sd, n, alpha) >= target), None)
+
+
 def futile(interim: Comparison) -> bool:
     """Stop adding seeds to a trial: after some of its seeds the candidate is not ahead (delta <= 0).
 
@@ -309,20 +327,34 @@ def futile(interim: Comparison) -> bool:
     return not interim.delta > 0
 
 
-def efficacy_alpha(looks_done: int, looks_planned: int, alpha: float = EFFICACY_ALPHA) -> float:
-    """The one-sided level of an interim stop for efficacy at look `looks_done` of `looks_planned`: the alpha
-    an O'Brien-Fleming-type spending function (Lan-DeMets) spends between the previous look and this one.
-
-    spent(t) = 2 (1 - Phi(z_{1-alpha/2} / sqrt(t))), t = looks_done / looks_planned: almost nothing at the
-    first looks, so a stop needs an overwhelming lead; the interim looks spend < `alpha` in all (a union
-    bound on the false keeps they add), the last look is the ordinary verdict at ALPHA.
-    scripts/simulate_decisions.py measures the false keeps and the seeds saved."""
+def spent_alpha(t: float, alpha: float = EFFICACY_ALPHA) -> float:
+    """The one-sided alpha an O'Brien-Fleming-type spending function (Lan-DeMets) has spent by the share `t`
+    of the looks: 2 (1 - Phi(z_{1-alpha/2} / sqrt(t))); almost nothing early, `alpha` at t = 1."""
     z = sps.norm.ppf(1 - alpha / 2)
+    return 2 * float(sps.norm.sf(z / math.sqrt(t))) if t > 0 else 0.0
 
-    def spent(t: float) -> float:
-        return 2 * float(sps.norm.sf(z / math.sqrt(t))) if t > 0 else 0.0
 
-    return spent(looks_done / looks_planned) - spent((looks_done - 1) / looks_planned)
+def efficacy_alpha(looks_done: int, looks_planned: int) -> float:
+    """The one-sided level of an interim stop for efficacy at look `looks_done` of `looks_planned`: what the
+    spending function spends between the previous look and this one, so a stop needs an overwhelming lead
+    early. The interim looks spend less than EFFICACY_ALPHA in all; `final_alpha` gives the last look the
+    rest of ALPHA. scripts/simulate_decisions.py and scripts/aa_pool.py measure the rule."""
+    return spent_alpha(looks_done / looks_planned) - spent_alpha((looks_done - 1) / looks_planned)
+
+
+def final_alpha(looks_planned: int) -> float:
+    """The last look's level for `improved`: ALPHA less what the interim looks can spend, so that over all
+    the looks a candidate no better than the reference is called `improved` at most ALPHA of the time (a
+    union bound). One look (no interim look): ALPHA."""
+    return ALPHA - spent_alpha((looks_planned - 1) / looks_planned)
+
+
+def worse_alpha(looks_planned: int) -> float:
+    """The level for `worse` at every look: ALPHA split evenly over the looks (Bonferroni), so a candidate no
+    worse than the reference is called `worse` at most ALPHA of the time. A candidate behind stops at the
+    first look it is behind (the futility stop), so the `worse` side is spent at the interim looks, where an
+    O'Brien-Fleming boundary would never call anything `worse`."""
+    return ALPHA / looks_planned
 
 
 def early_decision(interim: Comparison, looks_done: int, looks_planned: int) -> str | None:
@@ -334,6 +366,49 @@ def early_decision(interim: Comparison, looks_done: int, looks_planned: int) -> 
     if interim.p_value < efficacy_alpha(looks_done, looks_planned):
         return "efficacy"
     return None
+
+
+def looks(seeds_run: int, seeds_planned: int, parallel: int) -> tuple[int, int]:
+    """(looks done, looks planned) of a trial that ran `seeds_run` of `seeds_planned` seeds, `parallel` at a
+    time: one look after each wave (the last look is the final verdict)."""
+    return -(-seeds_run // parallel), -(-seeds_planned // parallel)
+
+
+def interim_look(
+    candidate_rows: Iterable[Mapping[str, Any]],
+    reference_rows: Iterable[Mapping[str, Any]],
+    noise: NoiseFloor,
+    looks_done: int,
+    looks_planned: int,
+) -> tuple[Comparison, str | None]:
+    """The look after a wave of a trial's seeds (not the last): the comparison of the seeds run so far with
+    the reference, and `early_decision`'s call on it. run.py calls this after each wave;
+    scripts/aa_pool.py calls it on real seeds to measure the rule."""
+    interim = compare(candidate_rows, reference_rows, noise=noise)
+    return interim, early_decision(interim, looks_done, looks_planned)
+
+
+def sequential_verdict(c: Comparison, looks_done: int, looks_planned: int) -> str:
+    """The verdict of a trial compared at look `looks_done` of `looks_planned` (1 of 1: no interim look, the
+    test at ALPHA, `c.verdict`).
+
+    `improved` needs p below the look's level: `efficacy_alpha` at an interim look (the efficacy stop),
+    `final_alpha` at the last; `worse` needs the decline's p below `worse_alpha` at any look. Both sides
+    then spend at most ALPHA over all the looks. Judging every look at ALPHA, as the rule did before
+    2026-11-25, spent a new ALPHA on `worse` at each futility stop: an A/A candidate was called `worse`
+    5.4% of the time on real classic seeds (docs/statistics.md)."""
+    if looks_planned <= 1 or not math.isfinite(c.p_value):
+        return c.verdict
+    level = (
+        efficacy_alpha(looks_done, looks_planned)
+        if looks_done < looks_planned
+        else final_alpha(looks_planned)
+    )
+    if c.delta > 0 and c.p_value < level:
+        return "improved"
+    if c.delta < 0 and 1.0 - c.p_value < worse_alpha(looks_planned):
+        return "worse"
+    return "inconclusive"
 
 
 def _common_examples(a: Table, b: Table) -> dict[str, list[str]]:

@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from autorl import inputs, paths
+from autorl.confirmed import confirmed_file, read_confirmed
 from autorl.ledger import Context, Ledger, Mark, as_float, best_kept, comparable
 from autorl.result import ceiling_note
 from autorl.stats import noise_floor
@@ -139,13 +140,41 @@ def contexts(rows: Sequence[Mapping[str, str]]) -> list[dict[str, Any]]:
     return [{**c._asdict(), "trials": len(rs), "latest": rs[-1]["run_id"]} for c, rs in seen.items()]
 
 
+def multiplicity(
+    same: Sequence[Mapping[str, str]], confirmed: Sequence[Mapping[str, str]], false_keep_rate: float
+) -> dict[str, Any]:
+    """How many of a context's `improved` verdicts chance alone explains: every comparison made (a trial with
+    a reference and a verdict, baseline repeats included) reads `improved` with the track's measured
+    false-keep rate even when nothing works, next to the keeps and how many of them `autorl confirm` held."""
+    compared = [r for r in same if r["verdict"] in ("improved", "worse", "inconclusive")]
+    kept = [r for r in same if r["decision"] == "keep" and r["verdict"] != "baseline"]
+    held = {c["run_id"] for c in confirmed if c["verdict"] == "improved" and c["status"] == "ok"}
+    return {
+        "comparisons": len(compared),
+        "improved": sum(r["verdict"] == "improved" for r in compared),
+        "false_keep_rate": false_keep_rate,
+        "expected_by_chance": len(compared) * false_keep_rate,
+        "kept": len(kept),
+        "confirmed": sum(r["run_id"] in held for r in kept),
+    }
+
+
+def chance_line(m: Mapping[str, Any]) -> str:
+    return (
+        f"comparisons: {m['comparisons']}, improved {m['improved']}; by chance alone ~"
+        f"{m['expected_by_chance']:.1f} would read improved (false-keep rate {m['false_keep_rate']:.1%}, "
+        f"real A/A seeds); kept {m['kept']}, confirmed on the test split {m['confirmed']}"
+    )
+
+
 def collect(
     rows: Sequence[Mapping[str, str]],
     last: int = 8,
     track: str | None = None,
     marks: Sequence[Mark] = (),
+    confirmed: Sequence[Mapping[str, str]] = (),
 ) -> dict[str, Any]:
-    """The status as a dict (what `--json` prints)."""
+    """The status as a dict (what `--json` prints). `confirmed`: confirmed.tsv's rows."""
     latest = context_row(rows, track)
     if latest is None:
         where = f" on the {track} track" if track else ""
@@ -205,6 +234,7 @@ def collect(
             "text": nf.describe(),
         },
         "keep_rate": {"kept": len(kept), "decided": len(decided)},
+        "chance": multiplicity(same, confirmed, get_track(ctx.track).false_keep_rate),
         "since_last_keep": since,
         "not_kept_streak": streak,
         "baseline_repeats": sorted(repeats),
@@ -402,6 +432,7 @@ def render(st: Mapping[str, Any]) -> str:
         f"keep rate: {rate}; trials since last keep: {st['since_last_keep']}; "
         f"crashes: {st['crashes']}; timeouts: {st['timeouts']}"
     )
+    out.append(chance_line(st["chance"]))
     if line := cost_line(st.get("cost")):
         out.append(line)
     if st["pending"]:
@@ -447,7 +478,7 @@ def main(
 ) -> int:
     ledger = ledger or Ledger()
     rows = ledger.rows()
-    st = collect(rows, last, track, ledger.history())
+    st = collect(rows, last, track, ledger.history(), read_confirmed(confirmed_file(ledger)))
     if all_contexts:
         st["contexts"] = contexts(rows)
     if as_json:

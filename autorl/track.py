@@ -60,6 +60,11 @@ class Track(Protocol):
     # when the candidate's regression to the mean looks like a gain.
     seed_sd_prior: float
 
+    # How often the verdict reads `improved` for a candidate no better than its reference, at the track's
+    # default seeds with both early stops, measured on real seeds (docs/statistics.md, "Real seeds"):
+    # `autorl status` multiplies it by the comparisons made to say how many keeps chance alone explains.
+    false_keep_rate: float
+
     def score_range(self, cfg: Any) -> tuple[float, float]:
         """The lowest and highest eval_score possible (the interval is clipped to it; a reference whose
         interval touches the top leaves no room to improve)."""

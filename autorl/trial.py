@@ -579,10 +579,9 @@ def interim_look(opts: RunOptions, the_plan: Plan, ref: Reference, done: list[Se
     if not ref.eval_rows or opts.all_seeds or any(r.status != "ok" for r in done):
         return ""
     assert opts.seeds is not None and ref.row is not None  # eval rows come from a reference row
-    interim = stats.compare([r for s in done for r in s.eval_rows], ref.eval_rows, noise=ref.noise)
-    looks = -(-opts.seeds // the_plan.parallel)  # waves planned; one look after each but the last
-    look = -(-len(done) // the_plan.parallel)
-    decision = stats.early_decision(interim, look, looks)
+    look, looks = stats.looks(len(done), opts.seeds, the_plan.parallel)
+    rows = [r for s in done for r in s.eval_rows]
+    interim, decision = stats.interim_look(rows, ref.eval_rows, ref.noise, look, looks)
     say(
         f"interim look {look}/{looks - 1} after {len(done)}/{opts.seeds} seeds: delta "
         f"{interim.delta:+.4f}, p {interim.p_value:.3g}, efficacy boundary "
@@ -629,6 +628,7 @@ def _conclude(
             ),
             parallel=parallel,
             interrupted=bool(stop),
+            sequential=not setup.opts.all_seeds,
         )
     except Exception as exc:  # the statistics or a backend's extras failed: still one row, with the reason
         traceback.print_exc()

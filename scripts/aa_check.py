@@ -1,13 +1,15 @@
 """Measure the keep rule on the real system: A/A and A/B trials through run.py on the classic track.
 
-    uv run scripts/aa_check.py --k 40                      # 40 A/A pairs, then 40 A/B pairs
-    uv run scripts/aa_check.py --k 4 --seeds 3 --budget 5  # a quick look (5 s of training per seed)
-    uv run scripts/aa_check.py --k 40 --log aa.jsonl        # resumable: done repetitions are kept and skipped
+    uv run scripts/aa_check.py --k 60 --only aa --log aa.jsonl  # 60 A/A pairs at the default 5 seeds
+    uv run scripts/aa_check.py --k 40                            # 40 A/A pairs, then 40 A/B pairs
+    uv run scripts/aa_check.py --quick                           # one pair of each, 2 seeds x 2 s (CI)
+
+The log is resumable: done repetitions are kept and skipped.
 
 Each repetition runs in a fresh temporary root (AUTORL_ROOT, as the tests do): a baseline trial (the
 reference), then a candidate trial compared with it by the runner's own verdict, early stops included.
-  * A/A: the candidate is the same config (only the harness's seeds differ): `improved` is a false keep;
-    the target is <= 5% (ALPHA).
+  * A/A: the candidate is the same config (only the harness's seeds differ): `improved` is a false keep,
+    `worse` a false alarm; the target for both is <= 5% (ALPHA).
   * A/B: the baseline is the config with its learning rate divided by --slower (it learns slower), the
     candidate the config itself: `improved` is a detection.
 Shares come with their exact binomial 95% interval (Clopper-Pearson). What is measured is the decision rule
@@ -33,12 +35,14 @@ from scipy.stats import binomtest
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from autorl.harness import commit_short  # noqa: E402
 from autorl.tune import parse_summary  # noqa: E402
 
 
 def run_trial(root: Path, config: Path, args: argparse.Namespace) -> dict[str, str]:
     argv = [sys.executable, str(REPO / "run.py"), "--track", "classic", "--config", str(config)]
-    argv += ["--seeds", str(args.seeds), "--budget", str(args.budget), "--allow-dirty-harness"]
+    argv += ["--budget", str(args.budget), "--allow-dirty-harness"]
+    argv += ["--seeds", str(args.seeds)] if args.seeds else []
     proc = subprocess.run(
         argv, cwd=REPO, env={**os.environ, "AUTORL_ROOT": str(root)}, capture_output=True, text=True
     )
@@ -63,6 +67,7 @@ def done_repetitions(log: Path | None, name: str, args: argparse.Namespace) -> l
         return []
     rows = [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
     key = {"kind": name, "config": str(args.config), "seeds": args.seeds, "budget": args.budget}
+    key["commit"] = commit_short(REPO)  # repetitions of other code are not resumed into this one
     return [r for r in rows if all(r.get(k) == v for k, v in key.items())]
 
 
@@ -77,10 +82,11 @@ def repetitions(name: str, base_text: str, cand_text: str, args: argparse.Namesp
             base, cand = root / "base.toml", root / "candidate.toml"
             base.write_text(base_text)
             cand.write_text(cand_text)
-            run_trial(root, base, args)
+            reference = run_trial(root, base, args)
             lines = run_trial(root, cand, args)
         row = {
             "kind": name,
+            "commit": commit_short(REPO),
             "config": str(args.config),
             "seeds": args.seeds,
             "budget": args.budget,
@@ -88,6 +94,9 @@ def repetitions(name: str, base_text: str, cand_text: str, args: argparse.Namesp
             "delta": lines["delta"],
             "p_value": lines["p_value"],
             "seeds_run": len(lines["seeds"].split(",")),
+            "stopped_early": lines.get("stopped_early", ""),
+            "reference_score": reference["eval_score"],
+            "candidate_score": lines["eval_score"],
         }
         rows.append(row)
         if args.log is not None:
@@ -98,33 +107,40 @@ def repetitions(name: str, base_text: str, cand_text: str, args: argparse.Namesp
             f"p {row['p_value']}, seeds {row['seeds_run']} ({time.monotonic() - t0:.0f} s)",
             flush=True,
         )
-    improved = sum(r["verdict"] == "improved" for r in rows)
     seeds_run = sum(r["seeds_run"] for r in rows)
-    ci = binomtest(improved, args.k).proportion_ci(0.95, method="exact")
-    print(
-        f"{name}: improved {improved}/{args.k} = {improved / args.k:.3f} "
-        f"(95% CI {ci.low:.3f}..{ci.high:.3f}); mean seeds run {seeds_run / args.k:.2f}",
-        flush=True,
-    )
+    shares = []
+    for verdict in ("improved", "worse"):
+        k = sum(r["verdict"] == verdict for r in rows)
+        ci = binomtest(k, len(rows)).proportion_ci(0.95, method="exact")
+        shares.append(f"{verdict} {k}/{len(rows)} = {k / len(rows):.3f} (95% CI {ci.low:.3f}..{ci.high:.3f})")
+    print(f"{name}: {'; '.join(shares)}; mean seeds run {seeds_run / len(rows):.2f}", flush=True)
 
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--k", type=int, default=40, help="repetitions of each kind (A/A, then A/B)")
     p.add_argument("--config", type=Path, default=REPO / "classic.toml")
-    p.add_argument("--seeds", type=int, default=3, help="seeds per trial")
+    p.add_argument("--seeds", type=int, default=None, help="seeds per trial (default: the track's, 5)")
     p.add_argument("--budget", type=float, default=60.0, help="training seconds per seed")
     p.add_argument("--slower", type=float, default=10.0, help="A/B: the baseline's learning rate divisor")
     p.add_argument("--only", choices=["aa", "ab"], help="one kind only")
     p.add_argument(
         "--log",
         type=Path,
-        help="JSONL of finished repetitions: appended to, and read to resume (rows match on kind, config, "
-        "seeds and budget only: start a new log after changing the code)",
+        help="JSONL of finished repetitions: appended to, and read to resume (rows match on kind, commit, "
+        "config, seeds and budget: commit your changes before measuring them)",
+    )
+    p.add_argument(
+        "--quick", action="store_true", help="one repetition of each, 2 seeds x 2 s (a smoke test)"
     )
     args = p.parse_args()
+    if args.quick:
+        args.k, args.seeds, args.budget = 1, 2, 2.0
     text = args.config.read_text()
-    print(f"config {args.config}; {args.k} repetitions; {args.seeds} seeds x {args.budget:g} s per trial")
+    seeds = args.seeds or "default"
+    print(
+        f"config {args.config}; {args.k} repetitions; {seeds} seeds x {args.budget:g} s per trial", flush=True
+    )
     if args.only != "ab":
         repetitions("A/A", text, text, args)
     if args.only != "aa":

@@ -18,8 +18,8 @@ The protocol as program.md runs it: the baseline twice (same config, different s
 reference, both feed the ledger's noise floor), then one candidate: A/A (same config: any `improved` is a
 false keep) and A/B (+gain: `improved` is a detection). Each world draws a fresh eval set.
 With several seeds a candidate is looked at after each wave of `par` seeds (run.py's --parallel) but the
-last: `futility` is the stop when behind alone (stats.futile), `both` adds the stop when clearly ahead
-(stats.early_decision); `--all-seeds` turns both off. The seed columns give the mean seeds a candidate ran.
+last: `rule` is run.py's (both early stops, each look's level), `before` the rule until 2026-11-25;
+`--all-seeds` runs every seed and takes one look. The seed columns give the mean seeds a candidate ran.
 The verdict is autorl.stats.compare_tables, the code run.py uses. For contrast, the "examples-only" column
 is a paired test over examples alone (what treats each trained model as fixed).
 """
@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import time
+from collections.abc import Callable
 
 import numpy as np
 from scipy import stats as sps
@@ -38,11 +39,14 @@ from autorl.stats import (
     ALPHA,
     DEFAULT_SEED_SD,
     PRIOR_DF,
+    Comparison,
     NoiseFloor,
     Table,
     compare_tables,
     early_decision,
     futile,
+    sequential_verdict,
+    spent_alpha,
 )
 from autorl.track import get_track
 
@@ -132,20 +136,46 @@ def first_seeds(t: Table, k: int) -> Table:
     return Table(t.seeds[:k], t.envs, t.examples, {e: m[:k] for e, m in t.matrix.items()})
 
 
-def decide(cand: Table, ref: Table, nf: NoiseFloor, rule: str, parallel: int = 1) -> tuple[bool, int]:
-    """(kept, seeds run) for one candidate, looking after each wave of `parallel` seeds but the last as run.py
-    does. rule: `none` (all seeds), `futility` (stats.futile alone) or `both` (stats.early_decision)."""
+# The rule until 2026-11-25, kept here to measure against: the efficacy stop spent ALPHA / 2 over the interim
+# looks and every look's verdict was the test at ALPHA (scripts/aa_pool.py measures it on real seeds too).
+EFFICACY_ALPHA_BEFORE = ALPHA / 2
+
+
+def decide_before(compare_at: Callable[[int], Comparison], looks: int) -> tuple[str, int]:
+    """(verdict, looks taken) under the rule before 2026-11-25; `compare_at(k)` compares the seeds of the
+    first k waves with the reference."""
+    for k in range(1, looks + 1):
+        c = compare_at(k)
+        level = spent_alpha(k / looks, EFFICACY_ALPHA_BEFORE) - spent_alpha(
+            (k - 1) / looks, EFFICACY_ALPHA_BEFORE
+        )
+        if k == looks or futile(c) or c.p_value < level:
+            return c.verdict, k
+    raise AssertionError("unreachable")
+
+
+def decide_rule(compare_at: Callable[[int], Comparison], looks: int) -> tuple[str, int]:
+    """(verdict, looks taken) as run.py decides: stats.early_decision after each wave but the last, the
+    verdict at the level of the look the trial ended at (stats.sequential_verdict)."""
+    for k in range(1, looks + 1):
+        c = compare_at(k)
+        if k == looks or early_decision(c, k, looks) is not None:
+            return sequential_verdict(c, k, looks), k
+    raise AssertionError("unreachable")
+
+
+def decide(cand: Table, ref: Table, nf: NoiseFloor, rule: str, parallel: int = 1) -> tuple[str, int]:
+    """(verdict, seeds run) for one candidate, looking after each wave of `parallel` seeds but the last.
+    rule: `none` (all seeds, one look: the test at ALPHA), `before` (decide_before) or `rule` (run.py's)."""
     n = len(cand.seeds)
-    looks = -(-n // parallel)
-    for look in range(1, looks) if rule != "none" else ():
-        k = look * parallel
-        interim = compare_tables(first_seeds(cand, k), ref, nf)
-        decision = early_decision(interim, look, looks) if rule == "both" else futile(interim) and "futile"
-        if decision == "futile":
-            return False, k
-        if decision == "efficacy":
-            return interim.verdict == "improved", k
-    return compare_tables(cand, ref, nf).verdict == "improved", n
+    wave = n if rule == "none" else parallel
+    looks = -(-n // wave)
+
+    def compare_at(k: int) -> Comparison:
+        return compare_tables(first_seeds(cand, min(n, k * wave)), ref, nf)
+
+    verdict, k = (decide_before if rule == "before" else decide_rule)(compare_at, looks)
+    return verdict, min(n, k * wave)
 
 
 def simulate(
@@ -153,8 +183,9 @@ def simulate(
 ) -> dict:
     ns = argparse.Namespace(**{**vars(args), "seed_sd": train_sd, "examples": examples})
     world = World(ns, np.random.default_rng(rng_seed))
-    rules = ("none",) if args.all_seeds else ("futility", "both")
+    rules = ("none",) if args.all_seeds else ("before", "rule")
     kept = {(r, side): 0 for r in rules for side in ("aa", "ab")}
+    worse = dict.fromkeys(rules, 0)  # A/A candidates called `worse`
     used = dict.fromkeys(kept, 0)
     naive_aa = 0
     for _ in range(args.worlds):
@@ -165,8 +196,9 @@ def simulate(
         nf = NoiseFloor(DEFAULT_SEED_SD, PRIOR_DF).with_scores(scores)
         trials = {"aa": world.trial(diff, seeds), "ab": world.trial(diff, seeds, shift=world.shift)}
         for rule, side in kept:
-            k, u = decide(trials[side], ref, nf, rule, parallel)
-            kept[rule, side] += k
+            verdict, u = decide(trials[side], ref, nf, rule, parallel)
+            kept[rule, side] += verdict == "improved"
+            worse[rule] += side == "aa" and verdict == "worse"
             used[rule, side] += u
         naive_aa += examples_only_verdict(trials["aa"], ref, ALPHA)
     n = args.worlds
@@ -174,6 +206,7 @@ def simulate(
     for rule in rules:
         out[rule] = {
             "false_keep": kept[rule, "aa"] / n,
+            "false_worse": worse[rule] / n,
             "power": kept[rule, "ab"] / n,
             "seeds_aa": used[rule, "aa"] / n,
             "seeds_ab": used[rule, "ab"] / n,
@@ -183,8 +216,8 @@ def simulate(
 
 RULES = {
     "none": "none = every seed runs",
-    "futility": "futility = today's stop when behind (stats.futile)",
-    "both": "both = stats.early_decision: futility + O'Brien-Fleming-type efficacy stop",
+    "before": "before = the rule until 2026-11-25 (efficacy spends ALPHA/2, every verdict at ALPHA)",
+    "rule": "rule = run.py's: stats.early_decision, each look's level (stats.sequential_verdict)",
 }
 
 
@@ -217,10 +250,10 @@ def main() -> None:
     print(f"true gain {args.gain:+.3f}; {args.worlds} decisions per setting; rule: stats.compare_tables")
     print("train_sd: seed-to-seed sd of the expected eval_score; trial_sd: one trial's sd incl. eval noise")
     header = f"{'setting':<22} {'examples':>8} {'seeds':>5} {'par':>3} {'train_sd':>8} {'trial_sd':>8} |"
-    cols = f"{'false_keep':>10} {'power':>6} {'seeds A/A':>9} {'seeds A/B':>9}"
-    rules = ["none"] if args.all_seeds else ["futility", "both"]
+    cols = f"{'false_keep':>10} {'false_worse':>11} {'power':>6} {'seeds A/A':>9} {'seeds A/B':>9}"
+    rules = ["none"] if args.all_seeds else ["before", "rule"]
     print("rules: " + "; ".join(RULES[r] for r in rules))
-    print(f"{header} " + " | ".join(f"{r + ': ' + cols:>44}" for r in rules) + " | examples-only")
+    print(f"{header} " + " | ".join(f"{r + ': ' + cols:>56}" for r in rules) + " | examples-only")
     settings = [("default", args.examples, args.seeds, args.seed_sd, p) for p in (1, 2, 3, 6)]
     if args.grid:
         sizes = (50, 100, 250, 500)
@@ -234,7 +267,8 @@ def main() -> None:
     for k, (name, n_ex_, s, sd, par) in enumerate(settings):
         r = simulate(args, s, sd, n_ex_, args.rng_seed + k, par)
         figures = " | ".join(
-            f"{'':>10}{r[rule]['false_keep']:>10.3f} {r[rule]['power']:>6.3f} "
+            f"{'':>10}{r[rule]['false_keep']:>10.3f} {r[rule]['false_worse']:>11.3f} "
+            f"{r[rule]['power']:>6.3f} "
             f"{r[rule]['seeds_aa']:>9.2f} {r[rule]['seeds_ab']:>9.2f}"
             for rule in rules
         )

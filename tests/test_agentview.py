@@ -239,7 +239,7 @@ def test_confirm_runs_both_sides_on_the_slots_and_reports_the_interval_of_its_te
 ):
     """`autorl confirm` after a keep: both sides' seeds run in one pool on the machine's slots (the plan says
     how many at a time), and the interval is the 90% one: its low end is above zero exactly when p < 0.05."""
-    from autorl.confirm import read_confirmed
+    from autorl.confirmed import read_confirmed
     from autorl.slots import current_machine
 
     root, _, cand = classic_runs

@@ -12,13 +12,15 @@ import shlex
 import shutil
 from pathlib import Path
 
+import numpy as np
 import pytest
 from fakes.fake_backend import TRAIN_TOML, FakeBackend
 
 from autorl import cli, report, status, trial
 from autorl.classic.config import load_classic_config
 from autorl.classic.track import ClassicTrack
-from autorl.confirm import CONFIRM_SEED_BASE, read_confirmed
+from autorl.confirm import CONFIRM_SEED_BASE
+from autorl.confirmed import read_confirmed
 from autorl.harness import harness_hash
 from autorl.jsonl import read_jsonl
 from autorl.ledger import Ledger, LedgerError, best_kept, eval_rows_hash, reference_rows
@@ -321,3 +323,82 @@ def test_gsm8k_eval_is_a_held_out_slice_of_train_and_test_is_sealed(tmp_path):
     assert {p.prompt for p in train}.isdisjoint({p.prompt for p in held})
     assert len(train) + len(held) == 400 and 20 <= len(held) <= 60  # ~10% held out
     assert [p.answer for p in test] == ["4"]
+
+
+# ---- the sized confirm and the chance line ----------------------------------------------------------------
+
+
+def trial_with_rows(ledger: Ledger, root: Path, run_id: str, seed_means: list[float], decision: str) -> dict:
+    """A ledger row whose runs/<id>/eval.jsonl holds 40 examples per seed around each seed's mean."""
+    rng = np.random.default_rng(len(run_id))
+    rows = [
+        {"seed": s, "env": "a", "example_id": str(i), "sample": 0, "score": float(m + rng.normal(0, 0.05))}
+        for s, m in enumerate(seed_means)
+        for i in range(40)
+    ]
+    text = "".join(json.dumps(r) + "\n" for r in rows)
+    (root / "runs" / run_id).mkdir(parents=True)
+    (root / "runs" / run_id / "eval.jsonl").write_text(text)
+    add(ledger, run_id, sum(seed_means) / len(seed_means), decision, eval_rows_hash=eval_rows_hash(text))
+    return ledger.find(run_id)
+
+
+def test_confirm_is_sized_for_the_low_end_of_the_eval_delta(root):
+    """The fewest seeds a side that give 80% power for the low end of the eval delta's 90% interval, or the
+    cap and the power it buys with what would be needed, or --seeds; no seed count for a low end <= 0."""
+    from autorl import confirm, stats
+
+    ledger = Ledger(root / "results.tsv")
+    base = trial_with_rows(ledger, root, "base", [0.50, 0.55, 0.45, 0.52, 0.48], "keep")
+    cand = trial_with_rows(ledger, root, "cand", [0.62, 0.66, 0.58, 0.64, 0.60], "keep")
+    noise = stats.NoiseFloor(prior_sd=0.05)
+    sized = confirm.size(cand, base, noise, cap=64, given=None)
+    c = stats.compare(reference_rows(cand, root / "runs"), reference_rows(base, root / "runs"), noise=noise)
+    assert sized.eval_delta == pytest.approx(c.delta) and 0 < sized.low < c.delta  # discounted
+    assert sized.chosen_by == "sized" and sized.seeds == sized.needed
+    assert stats.power(sized.low, 0.05, sized.seeds) >= 0.8 > stats.power(sized.low, 0.05, sized.seeds - 1)
+    capped = confirm.size(cand, base, noise, cap=sized.seeds - 1, given=None)
+    assert capped.chosen_by == "capped" and capped.seeds == sized.seeds - 1 and capped.power < 0.8
+    assert f"{sized.seeds} seeds a side give 80%" in capped.describe() and "capped at" in capped.describe()
+    assert confirm.size(cand, base, noise, cap=64, given=2).seeds == 2  # --seeds overrides
+    behind = confirm.size(base, cand, noise, cap=7, given=None)  # the "candidate" is the worse one
+    assert behind.low < 0 and behind.seeds == 7 and "no seed count" in behind.describe()
+    (root / "runs" / "cand" / "eval.jsonl").unlink()
+    with pytest.raises(confirm.ConfirmError, match="give --seeds"):
+        confirm.size(cand, base, noise, cap=64, given=None)
+    assert "power not computed" in confirm.size(cand, base, noise, cap=64, given=3).describe()
+
+
+def test_status_and_report_say_how_many_improved_verdicts_chance_alone_explains(root, capsys):
+    from autorl.confirmed import append_confirmed
+
+    ledger = Ledger(root / "results.tsv")
+    add(ledger, "base", 0.40, "keep", verdict="baseline")
+    for run_id, verdict, decision in [
+        ("k1", "improved", "keep"),
+        ("d1", "inconclusive", "discard"),
+        ("d2", "worse", "discard"),
+        ("k2", "improved", "keep"),
+        ("d3", "inconclusive", "discard"),
+    ]:
+        add(ledger, run_id, 0.5, decision, verdict=verdict, reference_run="base")
+    add(ledger, "crashed", None, "crash", verdict="n/a")
+    append_confirmed(root / "confirmed.tsv", {"run_id": "k1", "verdict": "improved", "status": "ok"})
+    append_confirmed(root / "confirmed.tsv", {"run_id": "k2", "verdict": "inconclusive", "status": "ok"})
+    rate = LLMTrack().false_keep_rate
+    st = status.collect(ledger.rows(), confirmed=read_confirmed(root / "confirmed.tsv"))
+    assert st["chance"] == {
+        "comparisons": 5,
+        "improved": 2,
+        "false_keep_rate": rate,
+        "expected_by_chance": pytest.approx(5 * rate),
+        "kept": 2,
+        "confirmed": 1,
+    }
+    assert cli.main(["status"]) == 0
+    line = f"comparisons: 5, improved 2; by chance alone ~{5 * rate:.1f} would read improved"
+    assert line in capsys.readouterr().out
+    assert cli.main(["report", "--out", str(root / "p.png"), "--md", str(root / "r.md")]) == 0
+    assert (
+        line in (root / "r.md").read_text() and "confirmed on the test split 1" in (root / "r.md").read_text()
+    )

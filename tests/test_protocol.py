@@ -387,7 +387,8 @@ def test_report_png_and_kept_table(root: Path, capsys: pytest.CaptureFixture[str
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and out.stat().st_size > 10_000
     table = (root / "kept.md").read_text()
     lines = table.splitlines()
-    assert len(lines) == 2 + 3  # header, rule, baseline + two kept trials
+    assert len(lines) == 2 + 3 + 2  # header, rule, baseline + two kept trials; a blank line, the chance line
+    assert lines[-1].startswith("comparisons: ")  # how many improved verdicts chance alone explains
     assert "(baseline)" in lines[2]
     assert "trainer.optim.lr: 1e-06 -> 1e-05" in lines[3] and "trainer.optim.lr: 1e-06 -> 5e-05" in lines[4]
     assert "| 6 | t5 | 0.6100 |" in lines[4]

@@ -234,3 +234,87 @@ def test_efficacy_stop_rarely_fires_without_a_gain_and_often_with_a_large_one():
     assert 0.0 < null <= stats.EFFICACY_ALPHA
     drift = (sps.norm.ppf(0.95) + sps.norm.ppf(0.9)) / np.sqrt(looks)  # 90% power at the last look
     assert stop_rate(drift) > 0.4
+
+
+# ---- each look's level: both sides spend at most ALPHA over a trial's looks ---------------------------
+
+
+def z_comparison(z: float) -> stats.Comparison:
+    """A comparison whose statistic is z (normal): delta z, one-sided p, its verdict at ALPHA both ways."""
+    p = float(sps.norm.sf(z))
+    verdict = "improved" if p < stats.ALPHA and z > 0 else "worse" if 1 - p < stats.ALPHA and z < 0 else "-"
+    return stats.Comparison(z, p, verdict if verdict != "-" else "inconclusive", 100, "")
+
+
+def sequential_trials(
+    drift: float, looks: int, n: int, rng: np.random.Generator
+) -> tuple[list[str], list[str]]:
+    """Brownian-motion z statistics over `looks` equally spaced looks, decided by the runner's stops
+    (stats.early_decision) and judged (a) by stats.sequential_verdict, (b) at ALPHA at every look (the rule
+    before 2026-11-25)."""
+    z = np.cumsum(rng.normal(drift, 1.0, size=(n, looks)), axis=1) / np.sqrt(np.arange(1, looks + 1))
+    now, before = [], []
+    for row in z:
+        for k in range(1, looks + 1):
+            c = z_comparison(float(row[k - 1]))
+            if k == looks or stats.early_decision(c, k, looks) is not None:
+                now.append(stats.sequential_verdict(c, k, looks))
+                before.append(c.verdict)
+                break
+    return now, before
+
+
+def test_sequential_verdict_keeps_both_error_rates_at_alpha_where_every_look_at_alpha_did_not():
+    """No gain, 3 and 6 looks (classic's 5 seeds 2 at a time; the LLM's 6 one at a time): the share called
+    `improved` and the share called `worse` each stay at or below ALPHA (binomial se ~0.002 at 10,000
+    trials). Judged at ALPHA at every look, the futility stop spent all of ALPHA on `worse` at the first look
+    already (any excess of a small-sample test over its level went straight into the rate; on real classic
+    seeds it came to 5.6%); now each look spends ALPHA / looks."""
+    rng = np.random.default_rng(1)
+    for looks in (3, 6):
+        now, before = sequential_trials(0.0, looks, 10_000, rng)
+        assert now.count("improved") / len(now) <= stats.ALPHA + 0.004
+        assert now.count("worse") / len(now) <= stats.ALPHA * (looks - 1) / looks + 0.004
+        assert before.count("worse") / len(before) >= stats.ALPHA - 0.006
+
+
+def test_levels_of_the_looks():
+    for looks in (2, 3, 6):
+        interim = [stats.efficacy_alpha(k, looks) for k in range(1, looks)]
+        assert sum(interim) + stats.final_alpha(looks) == pytest.approx(stats.ALPHA)  # a union bound
+        assert stats.final_alpha(looks) > stats.ALPHA - stats.EFFICACY_ALPHA
+        assert stats.worse_alpha(looks) * looks == pytest.approx(stats.ALPHA)
+    assert stats.final_alpha(1) == pytest.approx(stats.ALPHA)
+    # a futility stop after 1 of 3 looks at p_decline 0.03: `worse` at ALPHA before, inconclusive now
+    behind = z_comparison(-1.9)
+    assert behind.verdict == "worse" and stats.sequential_verdict(behind, 1, 3) == "inconclusive"
+    assert stats.sequential_verdict(z_comparison(-2.5), 1, 3) == "worse"  # p_decline 0.006 < 0.05 / 3
+    # one look (no interim look, --all-seeds or a single wave): the test at ALPHA
+    assert stats.sequential_verdict(behind, 1, 1) == "worse"
+    # the last look: improved at final_alpha, a little below ALPHA
+    edge = z_comparison(float(sps.norm.isf(stats.ALPHA - 0.0005)))
+    assert edge.verdict == "improved" and stats.sequential_verdict(edge, 3, 3) == "inconclusive"
+    assert stats.sequential_verdict(z_comparison(2.0), 3, 3) == "improved"
+
+
+# ---- power and the seeds it needs -------------------------------------------------------------------
+
+
+def test_seeds_for_power_gives_the_textbook_sample_sizes():
+    """One-sided two-sample t-test at 0.05 for 80% power (G*Power's figures): d 0.2 -> 310 per group,
+    0.5 -> 51, 0.8 -> 21, 1.0 -> 14; one seed fewer falls short."""
+    for d, n in ((0.2, 310), (0.5, 51), (0.8, 21), (1.0, 14)):
+        assert stats.seeds_for_power(d * 0.11, 0.11, most=400) == n
+        assert stats.power(d * 0.11, 0.11, n) >= 0.80 > stats.power(d * 0.11, 0.11, n - 1)
+    assert stats.seeds_for_power(0.01, 0.11) is None  # more than MAX_SEEDS_NEEDED
+    assert stats.seeds_for_power(3.0, 0.11) == stats.MIN_SEEDS_WELCH  # never fewer than Welch needs
+    assert stats.power(-0.1, 0.11, 10) == 0.0 and stats.power(0.1, 0.11, 1) == 0.0
+
+
+def test_power_is_the_rate_at_which_scipy_t_test_rejects():
+    rng = np.random.default_rng(0)
+    n, d, trials = 14, 1.0, 4000
+    a = rng.normal(d, 1.0, size=(trials, n))
+    b = rng.normal(0.0, 1.0, size=(trials, n))
+    rejected = sps.ttest_ind(a, b, axis=1, alternative="greater").pvalue < stats.ALPHA
+    assert rejected.mean() == pytest.approx(stats.power(d, 1.0, n), abs=0.02)  # binomial se 0.006
