@@ -379,8 +379,9 @@ def cost_line(cost: Mapping[str, Any] | None) -> str | None:
         f"cost here (median of {cost['trials']} trials): {_seed_text(cost['seed'])}, {cost['parallel']} at a "
         "time; next trial "
         f"({cost['next_trial']['seeds']} seeds) <= {_minutes(cost['next_trial']['seconds'])}, a "
-        f"{cost['rerun']['seeds']}-seed re-run {_minutes(cost['rerun']['seconds'])}, a confirm "
-        f"({cost['confirm']['seeds']} seeds) {_minutes(cost['confirm']['seconds'])}"
+        f"{cost['rerun']['seeds']}-seed re-run {_minutes(cost['rerun']['seconds'])}, a confirm of "
+        f"{cost['confirm']['seeds'] // 2} seeds a side {_minutes(cost['confirm']['seconds'])} (autorl confirm "
+        "sizes itself and says its own)"
     )
 
 
