@@ -220,7 +220,7 @@ def run_confirm(
             print(result.error, flush=True)
 
     stop = Stop()
-    with _Signals(stop), LiveView(budget) as view, warm.starters():
+    with _Signals(stop), LiveView(budget) as view, warm.starters(stop):
         run = PoolRun(backend, None, jobs, opts.budget_spec(), the_plan, stop, lambda done: "", report)
         results, _ = run_local(run, view)
     if stop:

@@ -380,8 +380,8 @@ def cost_line(cost: Mapping[str, Any] | None) -> str | None:
         "time; next trial "
         f"({cost['next_trial']['seeds']} seeds) <= {_minutes(cost['next_trial']['seconds'])}, a "
         f"{cost['rerun']['seeds']}-seed re-run {_minutes(cost['rerun']['seconds'])}, a confirm of "
-        f"{cost['confirm']['seeds'] // 2} seeds a side {_minutes(cost['confirm']['seconds'])} (autorl confirm "
-        "sizes itself and says its own)"
+        f"{cost['confirm']['seeds'] // 2} seeds a side {_minutes(cost['confirm']['seconds'])} "
+        "(autorl confirm sizes itself and says its own)"
     )
 
 

@@ -534,7 +534,7 @@ def _train(
         say(estimate)
     if stop:  # it came while connecting to Ray: nothing is started
         return Trained()
-    with warm.starters():  # the children fork from processes that imported torch once (autorl/warm.py)
+    with warm.starters(stop):  # the children fork from processes that imported torch once (autorl/warm.py)
         base_rows = _base_eval(setup, ctx, stop)
         if stop:
             return Trained(base_rows)

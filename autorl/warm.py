@@ -329,15 +329,18 @@ class _Starter:
                 self.replied.wait(1.0)
             return self.pids.pop(0)
 
-    def close(self) -> None:
+    def close(self, end: bool = False) -> None:
         """Leave the starter: it kills what this runner still had running and, idle, waits for the next
-        trial (or ends, with AUTORL_WARM_KEEP=0)."""
+        trial (or ends, with AUTORL_WARM_KEEP=0, or `end`: a trial stopped by a signal leaves nothing)."""
+        if end and self.reader is not None and self.ready.is_set():
+            with contextlib.suppress(OSError):
+                _send(self.sock, {"end": True})  # it ends once its other runners, if any, have left
         if self.reader is not None:
             with contextlib.suppress(OSError):
                 self.sock.shutdown(socket.SHUT_RDWR)
             self.sock.close()
             self.reader.join(timeout=2)
-        if self.started is None or self.keep_s != 0:
+        if self.started is None or (self.keep_s != 0 and not end):
             return
         if not self.ready.is_set() or self.error:  # still importing (a trial stopped early): nothing to serve
             self.started.kill()  # a runner queued for it starts another
@@ -378,10 +381,10 @@ class Starters:
             self.forked += 1
         return child
 
-    def close(self) -> None:
+    def close(self, end: bool = False) -> None:
         with self.lock:
             for starter in self.starters.values():
-                starter.close()
+                starter.close(end)
             self.starters.clear()
 
 
@@ -389,9 +392,10 @@ _ACTIVE: Starters | None = None
 
 
 @contextlib.contextmanager
-def starters() -> Iterator[Starters | None]:
+def starters(stop: Any = None) -> Iterator[Starters | None]:
     """Warm starts for the launches inside (None when AUTORL_WARM=0 or off Linux); every connection to a
-    starter closes on the way out."""
+    starter closes on the way out, and when `stop` (the trial's autorl.process.Stop) is set by then, every
+    starter ends: a trial stopped by a signal leaves no process (the keep-alive is for trials that end)."""
     global _ACTIVE
     if os.environ.get(ENV_SWITCH, "1") == "0" or not sys.platform.startswith("linux") or _ACTIVE is not None:
         yield _ACTIVE
@@ -401,7 +405,7 @@ def starters() -> Iterator[Starters | None]:
         yield pool
     finally:
         _ACTIVE = None
-        pool.close()
+        pool.close(end=bool(stop))
 
 
 def fork(launch: Launch, ready_timeout_s: float, give_up: Callable[[], bool]) -> WarmChild | None:
@@ -492,6 +496,7 @@ class _Server:
         self.owner: dict[int, socket.socket] = {}
         self.idle_since = time.monotonic()
         self.idle_s = 0.0 if error else max(keep_s, FIRST_CONTACT_S)  # until the first runner came
+        self.home = os.getcwd()  # the directory it serves: once it is gone, no trial can come
 
     def serve(self) -> tuple[dict[str, Any], int]:
         """Serve until idle for long enough; returns only in a forked child: its request and the write end
@@ -509,16 +514,17 @@ class _Server:
                     return forked
 
     def _done_waiting(self) -> bool:
-        """Idle: whether to end. After `idle_s`, or at once when nobody can reach it (stale, failed) or a
-        newer starter of its group (the same directory and modules, another environment) serves them now:
-        a directory keeps at most one idle starter per group."""
+        """Idle: whether to end. After `idle_s` (0 once a stopped trial asked it to end), or at once when
+        nobody can reach it (stale, failed), when its directory is gone, or when a newer starter of its group
+        (the same directory and modules, another environment) serves them now: a directory keeps at most
+        one idle starter per group."""
         now = time.monotonic()
         if self.listener is None or now - self.idle_since >= self.idle_s:
             return True
         if now - self.looked < SUPERSEDED_EVERY_S:
             return False
         self.looked = now
-        return _newer_in_group(self.name, self.born_ns)
+        return not os.path.isdir(self.home) or _newer_in_group(self.name, self.born_ns)
 
     def _accept(self) -> None:
         assert self.listener is not None
@@ -548,12 +554,16 @@ class _Server:
         if not data:
             self._drop(conn)
             return None
+        request = json.loads(data)
+        if request.get("end"):  # its trial was stopped: end as soon as no runner is left
+            self.idle_s = 0.0
+            return None
         me = os.getpid()
         pid = os.fork()
         if pid == 0:
             for sock in [*self.conns, *(s for s in (self.listener, self.tag) if s is not None)]:
                 sock.close()
-            return {**json.loads(data), "starter": me}, fds[0]  # the child's own way out of the loop
+            return {**request, "starter": me}, fds[0]  # the child's own way out of the loop
         os.close(fds[0])
         self.conns[conn].add(pid)
         self.owner[pid] = conn

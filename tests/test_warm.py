@@ -287,6 +287,38 @@ def test_a_starter_whose_module_changed_on_disk_is_replaced(probe, tmp_path, kep
     assert gone(old.pid, within_s=10)  # the stale one served no one and ended
 
 
+def test_a_trial_stopped_by_a_signal_ends_its_starters_kept_or_new(probe, tmp_path, kept):
+    """The keep-alive is for trials that end: a stopped trial (its Stop set when it leaves the context)
+    leaves no starter, whether it started one or found one kept by the trial before."""
+    from autorl.process import Stop
+
+    _, found = one_trial(probe(), tmp_path / "1.log")  # a normal trial: its starter is kept
+    assert psutil.pid_exists(found.pid)
+    stop = Stop()
+    with warm.starters(stop) as pool:
+        assert pool is not None and run_budgeted(probe(), tmp_path / "2.log", spec()).status == "ok"
+        (starter,) = pool.starters.values()
+        stop.request(signal.SIGINT)
+    assert starter.pid == found.pid and gone(found.pid, within_s=5)
+    stop = Stop()
+    with warm.starters(stop) as pool:
+        assert pool is not None and run_budgeted(probe(), tmp_path / "3.log", spec()).status == "ok"
+        (new,) = pool.starters.values()
+        stop.request(signal.SIGTERM)
+    assert new.started is not None and gone(new.pid, within_s=5)
+
+
+def test_a_kept_starter_whose_directory_is_gone_ends(probe, tmp_path, kept):
+    _, starter = one_trial(probe(), tmp_path / "1.log")
+    assert psutil.pid_exists(starter.pid)
+    moved = tmp_path.with_name(tmp_path.name + "-moved")
+    tmp_path.rename(moved)  # what `rm -r` of a checkout does to the path the starter serves
+    try:
+        assert gone(starter.pid, within_s=3 * warm.SUPERSEDED_EVERY_S + 2)
+    finally:
+        moved.rename(tmp_path)
+
+
 def test_a_kept_starter_ends_after_its_idle_time(probe, tmp_path, kept, monkeypatch):
     monkeypatch.setenv(warm.KEEP_VAR, "1")
     _, starter = one_trial(probe(), tmp_path / "1.log")
