@@ -24,7 +24,9 @@ import scipy.stats as sps
 from autorl import paths, stats, warm
 from autorl.cliargs import CONFIRM_MAX_SEEDS
 from autorl.confirmed import append_confirmed, confirmed_file
-from autorl.ledger import Context, Ledger, LedgerError, as_float, best_kept, comparable, format_cell
+from autorl.context import ResearchContext, best_kept
+from autorl.ledger import Ledger, LedgerError
+from autorl.row import as_float, format_cell
 from autorl.seed import RunOptions, SeedResult, worst_status
 
 # Fresh seeds: trials draw theirs from [0, 10^6 + 64) (autorl.trial.harness_seeds); confirm from here up.
@@ -51,9 +53,11 @@ class Side:
         return worst_status(s.status for s in self.seeds)
 
 
-def choose(rows: list[dict[str, str]], run_id: str | None, ledger: Ledger) -> tuple[dict, dict, list]:
-    """(candidate, baseline, the rows of their context): the kept trial `run_id` (default: the best kept
-    trial of the latest context) and the first ok trial under the same track, eval set, harness, budget."""
+def choose(
+    rows: list[dict[str, str]], run_id: str | None, ledger: Ledger
+) -> tuple[dict, dict, ResearchContext]:
+    """(candidate, baseline, their research context): the kept trial `run_id` (default: the best kept trial
+    of the latest context) and the first ok trial of its context."""
     if run_id is not None:
         candidate = ledger.find(run_id)
         if candidate["decision"] != "keep" or candidate["status"] != "ok":
@@ -61,18 +65,17 @@ def choose(rows: list[dict[str, str]], run_id: str | None, ledger: Ledger) -> tu
     else:
         if not rows:
             raise ConfirmError("no trials yet: nothing to confirm")
-        ctx = Context.of(rows[-1])
-        candidate = best_kept(rows, *ctx)
+        candidate = best_kept(rows, ResearchContext.of(rows[-1]))
         if candidate is None or candidate["decision"] != "keep":
             raise ConfirmError("nothing kept yet under the latest trial's context: nothing to confirm")
-    ctx = Context.of(candidate)
-    if ctx.budget is None:
+    context = ResearchContext.of(candidate)
+    if context.budget is None:
         raise ConfirmError(f"trial {candidate['run_id']} has no budget recorded: re-run it to confirm it")
-    same = [r for r in rows if comparable(r, *ctx)]
+    same = context.rows(rows)
     baseline = next(r for r in same if r["status"] == "ok" and as_float(r, "eval_score") is not None)
     if baseline["run_id"] == candidate["run_id"]:
         raise ConfirmError(f"{candidate['run_id']} is the baseline: keep a better trial, then confirm it")
-    return candidate, baseline, same
+    return candidate, dict(baseline), context
 
 
 @dataclass(frozen=True)
@@ -168,7 +171,7 @@ def run_confirm(
         raise ConfirmError(problem)
     ledger = ledger or Ledger()
     rows = ledger.rows()
-    candidate, baseline, same = choose(rows, run_id, ledger)
+    candidate, baseline, context = choose(rows, run_id, ledger)
     track = get_track(candidate["track"])
     root = paths.repo_root()
     if harness_hash(root) != candidate["harness_hash"]:
@@ -190,7 +193,7 @@ def run_confirm(
             raise ConfirmError(f"the eval set changed since {row['run_id']} ran: it cannot be confirmed")
     backend = track.make_backend(candidate["backend"])
     budget = float(candidate["budget"])
-    noise = context_noise(same, track.seed_sd_prior)
+    noise = stats.noise_floor(rows, context, prior_sd=track.seed_sd_prior)
     sized = size(candidate, baseline, noise, max_seeds, n_seeds)
     n = sized.seeds
     confirm_id = f"confirm-{datetime.now().strftime('%Y%m%d-%H%M%S')}-{candidate['run_id'][-7:]}"
@@ -203,7 +206,7 @@ def run_confirm(
     )
     say(f"size: {sized.describe()}")
     say(the_plan.describe())
-    if estimate := confirm_estimate(same, 2 * n, the_plan.parallel):
+    if estimate := confirm_estimate(rows, context, 2 * n, the_plan.parallel):
         say(estimate)
     # Both sides' seeds in one pool, on the machine's slots as a trial's seeds run.
     jobs = [
@@ -233,24 +236,13 @@ def run_confirm(
     return record(ledger, confirm_id, seeds, sides, noise, sized)
 
 
-def context_noise(same: list[dict[str, str]], prior: float) -> stats.NoiseFloor:
-    """The noise floor of the confirmed trial's context (`same`: its rows), as its verdicts used it."""
-    ctx = Context.of(same[0])
-    return stats.noise_floor(
-        same,
-        track=ctx.track,
-        eval_hash=ctx.eval_hash,
-        harness_hash=ctx.harness_hash,
-        prior_sd=prior,
-        budget=ctx.budget,
-    )
-
-
-def confirm_estimate(same: list[dict[str, str]], seeds: int, parallel: int) -> str | None:
+def confirm_estimate(
+    rows: list[dict[str, str]], context: ResearchContext, seeds: int, parallel: int
+) -> str | None:
     """The confirmation's expected wall time from the context's trials measured here (None before one)."""
     from autorl.status import seed_cost, waves_seconds
 
-    if (measured := seed_cost(same)) is None:
+    if (measured := seed_cost(rows, context)) is None:
         return None
     trials, seed = measured
     wall = waves_seconds(seed, seeds, parallel)
@@ -271,7 +263,7 @@ def record(
     ok = status == "ok" and cand.rows and base.rows
     test_score = stats.eval_score(cand.rows) if cand.rows else None
     base_score = stats.eval_score(base.rows) if base.rows else None
-    ctx = Context.of(cand.row)
+    ctx = ResearchContext.of(cand.row)
     c = stats.compare(cand.rows, base.rows, noise=noise) if ok else None
     # The interval that matches the one-sided test at ALPHA: two-sided 1 - 2 ALPHA (90%); its low end is the
     # one-sided lower bound, above zero exactly when p < ALPHA (docs/protocol.md).

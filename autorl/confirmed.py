@@ -10,7 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from autorl import inputs
-from autorl.ledger import Ledger, LedgerError, clean, format_cell
+from autorl.ledger import Ledger, LedgerError
+from autorl.row import clean, format_cell
 
 COLUMNS = [
     "timestamp",

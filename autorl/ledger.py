@@ -12,8 +12,9 @@ and `append_saved` (`autorl ledger append runs/<id>/result.json`) appends that r
 
 Every `mark` is also appended to `results-marks.jsonl` (never rewritten): changing a decision that is not
 `pending` needs a reason, and the history says when the reference changed. Trials are comparable only under
-the same track, eval set, harness and budget (`Context`); a reference's eval.jsonl is checked against the
-hash its row recorded before it is compared with (`reference_rows`).
+the same track, eval set, harness and budget (autorl.context); a reference's eval.jsonl is checked against
+the hash its row recorded before it is compared with (`reference_rows`). The row itself, its columns and its
+cells: autorl/row.py.
 """
 
 from __future__ import annotations
@@ -22,74 +23,29 @@ import dataclasses
 import fcntl
 import hashlib
 import json
-import math
 import os
 import stat
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping
 from collections.abc import Set as AbstractSet
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 from autorl import atomic, inputs, paths
+from autorl.context import ResearchContext, best_kept
 from autorl.jsonl import eval_rows_problem, read_jsonl
-
-# The columns, in file order. `status` is the run outcome (written by run.py); `decision` is the agent's
-# call (written `pending`, set by `autorl mark`). `seed_scores` (`seed=score` pairs) feeds the noise floor.
-COLUMNS: list[str] = [
-    "timestamp",  # ISO 8601, local time with offset
-    "run_id",  # runs/<run_id>/
-    "commit",  # short git commit of the trial's config
-    "track",  # llm | classic
-    "backend",  # embedded | prime-rl | classic
-    "eval_score",  # mean over eval envs of the per-env mean score (pooled over seeds)
-    "eval_ci_low",  # 95% bootstrap CI of eval_score
-    "eval_ci_high",
-    "base_score",  # the untrained model on the same eval
-    "env_scores",  # env=score pairs, space separated
-    "delta",  # eval_score - reference eval_score, on the common eval examples
-    "p_value",  # one-sided p for "candidate better than reference"
-    "verdict",  # improved | worse | inconclusive | baseline (no reference yet) | n/a (no score)
-    "reference_run",  # run_id of the trial compared against
-    "training_seconds",
-    "startup_seconds",
-    "eval_seconds",
-    "total_seconds",  # the trial's wall time in the runner: base eval, seeds, their evals, statistics
-    "peak_memory_gb",
-    "steps",
-    "seeds",  # training seeds, comma separated (harness-chosen)
-    "seed_scores",  # seed=eval_score pairs, space separated (one per training seed)
-    "budget",  # training seconds per seed (--budget); trials are compared only under the same budget
-    "seeds_planned",  # --seeds (the early stop may have run fewer)
-    "parallel",  # seeds that ran at once
-    "stopped_early",  # why the trial stopped adding seeds (empty: it ran them all)
-    "status",  # ok | crash | timeout | interrupted
-    "decision",  # pending | keep | discard | crash
-    "config_hash",
-    "harness_hash",
-    "eval_hash",
-    "eval_rows_hash",  # sha256 of runs/<run_id>/eval.jsonl as written: a reference is checked against it
-    "description",
-    "lesson",
-    "extras",  # key=value pairs: everything else the caller passed (e.g. solved_seeds=5/5)
-]
-
-# Headers of earlier versions: read as they are (new columns empty); the next write upgrades the file.
-LEGACY_COLUMNS: list[list[str]] = [
-    [
-        c
-        for c in COLUMNS
-        if c not in ("budget", "seeds_planned", "parallel", "stopped_early", "eval_rows_hash")
-        and c != "total_seconds"
-    ],
-    [c for c in COLUMNS if c != "total_seconds"],  # until 2026-11-25
-]
-
-STATUSES = ("ok", "crash", "timeout", "interrupted")
-DECISIONS = ("pending", "keep", "discard", "crash")
-MARKABLE = ("keep", "discard", "crash")
+from autorl.row import (
+    COLUMNS,
+    LEGACY_COLUMNS,
+    MARKABLE,
+    as_float,
+    clean,
+    format_cell,
+    format_pairs,
+    row_problem,
+)
 
 
 class LedgerError(Exception):
@@ -100,125 +56,6 @@ REPAIR = (
     "fix that line by hand, move the file aside (`mv results.tsv results.tsv.bad`), or run "
     "`uv run autorl ledger repair` (keeps a backup; moves the rows it cannot use to results-rejected.tsv)"
 )
-NUMERIC = (  # columns holding one number (or nothing; `nan` for no score)
-    "eval_score",
-    "eval_ci_low",
-    "eval_ci_high",
-    "base_score",
-    "delta",
-    "p_value",
-    "training_seconds",
-    "startup_seconds",
-    "eval_seconds",
-    "total_seconds",
-    "peak_memory_gb",
-    "steps",
-    "budget",
-    "seeds_planned",
-    "parallel",
-)
-
-
-def clean(text: str) -> str:
-    """One TSV cell: no tabs or line breaks (descriptions and lessons are free text)."""
-    return " ".join(str(text).replace("\t", " ").splitlines()).strip()
-
-
-def _format_number(v: float) -> str:
-    if math.isnan(v):
-        return "nan"
-    return f"{v:.6g}"
-
-
-def format_pairs(pairs: Mapping[Any, Any]) -> str:
-    """{"arithmetic": 0.61, "gsm8k": 0.12} -> "arithmetic=0.61 gsm8k=0.12" (numbers), or k=v text pairs."""
-    return " ".join(f"{clean(str(k)).replace(' ', '_')}={_pair_value(v)}" for k, v in pairs.items())
-
-
-def _pair_value(v: Any) -> str:
-    if v is None:
-        return ""
-    if isinstance(v, float):
-        return _format_number(v)
-    return clean(str(v)).replace(" ", "_")
-
-
-def parse_pairs(cell: str) -> dict[str, float]:
-    """Numbers of a k=v pairs cell (separated by spaces or commas); entries without a number are skipped."""
-    out: dict[str, float] = {}
-    for part in cell.replace(",", " ").split():
-        key, sep, value = part.partition("=")
-        if sep and key.strip() and value.strip():
-            try:
-                out[key.strip()] = float(value)
-            except ValueError:
-                continue
-    return out
-
-
-def format_cell(column: str, value: Any) -> str:
-    if value is None:
-        return ""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, float):
-        return _format_number(value)
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, Mapping):
-        return format_pairs(value)
-    if isinstance(value, Sequence) and not isinstance(value, str):
-        return ",".join(clean(format_cell(column, v)) for v in value)
-    return clean(value)
-
-
-def as_float(row: Mapping[str, str], column: str) -> float | None:
-    """A numeric cell as float; None when empty or not a number."""
-    try:
-        v = float(row.get(column, "") or "nan")
-    except ValueError:
-        return None
-    return None if math.isnan(v) else v
-
-
-def row_seed_scores(row: Mapping[str, str]) -> list[float]:
-    """Per-training-seed eval_scores of a row; a one-seed row without seed_scores gives [eval_score]."""
-    scores = list(parse_pairs(row.get("seed_scores", "")).values())
-    if scores:
-        return scores
-    score = as_float(row, "eval_score")
-    seeds = [s for s in row.get("seeds", "").split(",") if s.strip()]
-    return [score] if score is not None and len(seeds) <= 1 else []
-
-
-def _number_problem(value: str) -> str | None:
-    try:
-        number = float(value)
-    except ValueError:
-        return f"{value[:40]!r} is not a number"
-    return f"{value!r} is not finite" if math.isinf(number) else None
-
-
-def row_problem(row: Mapping[str, str], seen: AbstractSet[str] = frozenset()) -> str | None:
-    """What is wrong with the values of one row, as `column <name>: <problem>` (None: nothing).
-
-    The one check of a row's values, for every row read and every row appended: a run id that is empty or
-    already in `seen`, a numeric column that is not a number (empty and `nan` are allowed: no score), a
-    status or decision that is not one of the known words.
-    """
-    run_id = row.get("run_id", "")
-    if not run_id.strip():
-        return "column run_id: empty"
-    if run_id in seen:
-        return f"column run_id: {run_id} is recorded twice (a duplicate row)"
-    for column in NUMERIC:
-        if (value := row.get(column, "")) and (problem := _number_problem(value)):
-            return f"column {column}: {problem}"
-    for column, allowed in (("status", STATUSES), ("decision", ("", *DECISIONS))):
-        if (value := row.get(column, "")) not in allowed:
-            words = ", ".join(a for a in allowed if a)
-            return f"column {column}: {value[:40]!r} is not one of {words}"
-    return None
 
 
 class Ledger:
@@ -560,12 +397,12 @@ class Ledger:
                     "the reference, so it needs --reason TEXT (recorded in "
                     f"{self.history_path.name}, shown by `autorl status`); nothing changed"
                 )
-            context = Context.of(row)
-            before = best_kept(rows, *context)
+            context = ResearchContext.of(row)
+            before = best_kept(rows, context)
             rows[index] = {**row, "decision": decision}
             if lesson is not None:
                 rows[index]["lesson"] = clean(lesson)
-            after = best_kept(rows, *context)
+            after = best_kept(rows, context)
             self._replace(rows)
             mark = Mark(
                 timestamp=time.strftime("%Y-%m-%dT%H:%M:%S%z"),
@@ -601,10 +438,8 @@ class Ledger:
         ]
 
     # -- lookups -------------------------------------------------------------------------------------
-    def best_kept(
-        self, track: str, eval_hash: str, harness_hash: str, budget: float | None = None
-    ) -> dict[str, str] | None:
-        return best_kept(self._read(), track, eval_hash, harness_hash, budget)
+    def best_kept(self, context: ResearchContext) -> dict[str, str] | None:
+        return best_kept(self._read(), context)
 
 
 @dataclass(frozen=True)
@@ -623,53 +458,6 @@ class Mark:
     def is_remark(self) -> bool:
         """A decided trial given another decision (a first mark or a lesson update is not one)."""
         return self.old != "pending" and self.old != self.new
-
-
-class Context(NamedTuple):
-    """What makes two trials comparable: the track, the eval set, the harness and the training budget."""
-
-    track: str
-    eval_hash: str
-    harness_hash: str
-    budget: float | None  # None: a row recorded before the budget was (comparable with no new trial)
-
-    @classmethod
-    def of(cls, row: Mapping[str, str]) -> Context:
-        return cls(row["track"], row["eval_hash"], row["harness_hash"], as_float(row, "budget"))
-
-
-def comparable(
-    row: Mapping[str, str], track: str, eval_hash: str, harness_hash: str, budget: float | None = None
-) -> bool:
-    """Same track, eval set, harness and budget: the only trials whose scores may be compared.
-
-    `budget` None matches only rows without a recorded budget (earlier ledgers), so an old row is never a
-    reference for a trial that records its budget. It is compared as the ledger writes it (6 digits)."""
-    recorded = float(_format_number(budget)) if budget is not None else None
-    return Context.of(row) == (track, eval_hash, harness_hash, recorded)
-
-
-def best_kept(
-    rows: Sequence[Mapping[str, str]],
-    track: str,
-    eval_hash: str,
-    harness_hash: str,
-    budget: float | None = None,
-) -> dict[str, str] | None:
-    """The reference a new trial is compared against.
-
-    The kept (`decision == keep`, `status == ok`) trial with the highest eval_score under the same track,
-    eval set, harness and budget. Until one is kept, the earliest `ok` trial under them that was not marked
-    discard or crash counts: it is the baseline (program.md runs the baseline first), so the first experiments
-    are compared with the baseline. None when there is no such trial (the next trial is a new baseline).
-    """
-    same = [r for r in rows if comparable(r, track, eval_hash, harness_hash, budget) and r["status"] == "ok"]
-    same = [r for r in same if as_float(r, "eval_score") is not None]
-    kept = [r for r in same if r["decision"] == "keep"]
-    if kept:
-        return dict(max(kept, key=lambda r: as_float(r, "eval_score") or 0.0))
-    undecided = [r for r in same if r["decision"] not in ("discard", "crash")]
-    return dict(undecided[0]) if undecided else None
 
 
 def eval_rows_hash(text: str) -> str:

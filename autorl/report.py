@@ -23,7 +23,9 @@ from matplotlib.ticker import MaxNLocator  # noqa: E402
 
 from autorl import atomic, paths  # noqa: E402
 from autorl.confirmed import confirmed_file, read_confirmed  # noqa: E402
-from autorl.ledger import Context, Ledger, as_float, comparable  # noqa: E402
+from autorl.context import ResearchContext  # noqa: E402
+from autorl.ledger import Ledger  # noqa: E402
+from autorl.row import as_float  # noqa: E402
 from autorl.status import chance_line, context_row, cut, hidden_hint, multiplicity, run_config  # noqa: E402
 from autorl.track import get_track  # noqa: E402
 
@@ -33,7 +35,7 @@ LABEL_WIDTH = 40  # a kept trial's description next to its point, cut to this ma
 def context_rows(rows: Sequence[Mapping[str, str]], track: str | None = None) -> list[Mapping[str, str]]:
     """The trials comparable with the latest one (of `track`): same track, eval set, harness and budget."""
     latest = context_row(rows, track)
-    return [r for r in rows if comparable(r, *Context.of(latest))] if latest else []
+    return ResearchContext.of(latest).rows(rows) if latest else []
 
 
 def plot(rows: Sequence[Mapping[str, str]], out: Path) -> Path:
@@ -223,7 +225,7 @@ def main(
     if not rows:
         print(f"no trials{f' on the {track} track' if track else ''} in results.tsv yet: nothing to report")
         return 1
-    if hidden := hidden_hint(everything, Context.of(rows[-1])):
+    if hidden := hidden_hint(everything, ResearchContext.of(rows[-1])):
         print(hidden.replace("autorl status --track", "autorl report --track"))
     out = out or paths.repo_root() / "progress.png"
     for target in (out, md):  # both outputs checked before either is written

@@ -16,7 +16,9 @@ from pathlib import Path
 from typing import Any
 
 from autorl import stats
+from autorl.context import ResearchContext
 from autorl.ledger import eval_rows_hash
+from autorl.row import LedgerRow
 from autorl.seed import SeedResult, worst_status
 
 
@@ -33,13 +35,10 @@ class TrialContext:
     run_id: str
     run_dir: Path
     commit: str
-    track: str
+    context: ResearchContext  # the track, eval set, harness and budget it is compared under
     backend: str
     config_hash: str
-    harness_hash: str
-    eval_hash: str
     description: str = ""
-    budget: float | None = None  # training seconds per seed
     seeds_planned: int | None = None
     score_range: tuple[float, float] = (-math.inf, math.inf)  # Track.score_range: eval_ci is clipped to it
 
@@ -145,44 +144,45 @@ class TrialResult:
         return lines
 
     def ledger_row(self) -> dict[str, Any]:
+        """The row results.tsv and result.json record, built as the typed row model (autorl.row)."""
         ctx, c = self.ctx, self.comparison
-        return {
-            "timestamp": datetime.now().isoformat(timespec="seconds"),
-            "run_id": ctx.run_id,
-            "commit": ctx.commit,
-            "track": ctx.track,
-            "backend": ctx.backend,
-            "eval_score": self.score,
-            "eval_ci_low": self.ci[0],
-            "eval_ci_high": self.ci[1],
-            "base_score": self.base_score,
-            "env_scores": self.env_scores,
-            "delta": c.delta if c else None,
-            "p_value": c.p_value if c else None,
-            "verdict": self.verdict,
-            "reference_run": self.reference_run if c else "",
-            "training_seconds": round(self.training_seconds, 1),
-            "startup_seconds": round(self.startup_seconds, 1),
-            "eval_seconds": round(self.eval_seconds, 1),
-            "total_seconds": round(self.total_seconds, 1),
-            "peak_memory_gb": round(self.peak_memory_gb, 3),
-            "steps": self.steps,
-            "seeds": self.seed_list,
-            "seed_scores": stats.seed_scores(self.rows) if self.rows else None,
-            "budget": ctx.budget,
-            "seeds_planned": ctx.seeds_planned,
-            "parallel": self.parallel,
-            "stopped_early": self.stopped_early,
-            "status": self.status,
-            "decision": "pending",
-            "config_hash": ctx.config_hash,
-            "harness_hash": ctx.harness_hash,
-            "eval_hash": ctx.eval_hash,
-            "eval_rows_hash": eval_rows_hash(self.eval_jsonl()),
-            "description": ctx.description,
-            "lesson": "",
-            "extras": self.extras,
-        }
+        return LedgerRow(
+            timestamp=datetime.now().isoformat(timespec="seconds"),
+            run_id=ctx.run_id,
+            commit=ctx.commit,
+            track=ctx.context.track,
+            backend=ctx.backend,
+            eval_score=self.score,
+            eval_ci_low=self.ci[0],
+            eval_ci_high=self.ci[1],
+            base_score=self.base_score,
+            env_scores=self.env_scores,
+            delta=c.delta if c else None,
+            p_value=c.p_value if c else None,
+            verdict=self.verdict,
+            reference_run=self.reference_run if c else "",
+            training_seconds=round(self.training_seconds, 1),
+            startup_seconds=round(self.startup_seconds, 1),
+            eval_seconds=round(self.eval_seconds, 1),
+            total_seconds=round(self.total_seconds, 1),
+            peak_memory_gb=round(self.peak_memory_gb, 3),
+            steps=self.steps,
+            seeds=self.seed_list,
+            seed_scores=stats.seed_scores(self.rows) if self.rows else None,
+            budget=ctx.context.budget,
+            seeds_planned=ctx.seeds_planned,
+            parallel=self.parallel,
+            stopped_early=self.stopped_early,
+            status=self.status,
+            decision="pending",
+            config_hash=ctx.config_hash,
+            harness_hash=ctx.context.harness_hash,
+            eval_hash=ctx.context.eval_hash,
+            eval_rows_hash=eval_rows_hash(self.eval_jsonl()),
+            description=ctx.description,
+            lesson="",
+            extras=self.extras,
+        ).as_dict()
 
 
 def seeds_needed_text(c: stats.Comparison) -> str:

@@ -28,7 +28,8 @@ from typing import Any
 import numpy as np
 from scipy import stats as sps
 
-from autorl.ledger import comparable, row_seed_scores
+from autorl.context import ResearchContext
+from autorl.row import row_seed_scores
 
 ALPHA = 0.05  # one-sided test level of the verdict
 N_BOOT = 2000  # bootstrap replicates for the CI (enough for 2 decimals of a 95% interval)
@@ -219,17 +220,14 @@ class NoiseFloor:
 
 def noise_floor(
     ledger_rows: Iterable[Mapping[str, str]],
-    track: str | None = None,
-    eval_hash: str | None = None,
-    harness_hash: str | None = None,
+    context: ResearchContext | None = None,
     prior_sd: float | None = None,
     prior_df: float = PRIOR_DF,
-    budget: float | None = None,
 ) -> NoiseFloor:
     """The single-seed eval_score sd from repeated trials of the same config in the ledger.
 
-    Groups ok trials by config_hash (within the same track / eval set / harness / budget when given); every
-    group with >= 2 per-seed scores (two trials of one config, or one trial with --seeds >= 2) adds its
+    Groups ok trials by config_hash (of `context` when given: the research context's trials); every group
+    with >= 2 per-seed scores (two trials of one config, or one trial with --seeds >= 2) adds its
     within-group sum of squares. Pooled with the prior `prior_sd` (default `DEFAULT_SEED_SD`; each track
     has its own, `Track.seed_sd_prior`).
     """
@@ -238,9 +236,8 @@ def noise_floor(
     for r in ledger_rows:
         if r.get("status") != "ok" or not r.get("config_hash"):
             continue
-        if track is not None and eval_hash is not None and harness_hash is not None:
-            if not comparable(r, track, eval_hash, harness_hash, budget):
-                continue
+        if context is not None and not context.holds(r):
+            continue
         scores = row_seed_scores(r)
         if scores:
             groups[r["config_hash"]].extend(scores)

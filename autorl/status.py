@@ -8,6 +8,7 @@ latest of another track) are summarised, and the view says how to see the others
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import statistics
 from collections.abc import Mapping, Sequence
@@ -15,8 +16,10 @@ from typing import Any
 
 from autorl import inputs, paths
 from autorl.confirmed import confirmed_file, read_confirmed
-from autorl.ledger import Context, Ledger, Mark, as_float, best_kept, comparable
+from autorl.context import ResearchContext, best_kept
+from autorl.ledger import Ledger, Mark
 from autorl.result import ceiling_note
+from autorl.row import as_float
 from autorl.stats import noise_floor
 from autorl.track import get_track
 
@@ -114,9 +117,9 @@ def baseline_repeats(same: Sequence[Mapping[str, str]]) -> set[str]:
     return {r["run_id"] for r in ok[1:] if r["config_hash"] == ok[0]["config_hash"]}
 
 
-def hidden_hint(rows: Sequence[Mapping[str, str]], shown: Context) -> str:
+def hidden_hint(rows: Sequence[Mapping[str, str]], shown: ResearchContext) -> str:
     """How to see the trials of other contexts: `--track T` for other tracks."""
-    others = [r for r in rows if Context.of(r) != shown]
+    others = [r for r in rows if not shown.holds(r)]
     if not others:
         return ""
     tracks = sorted({r["track"] for r in others if r["track"] != shown.track})
@@ -134,10 +137,12 @@ def hidden_hint(rows: Sequence[Mapping[str, str]], shown: Context) -> str:
 
 def contexts(rows: Sequence[Mapping[str, str]]) -> list[dict[str, Any]]:
     """Every context of the ledger with its trial count and latest run (`--all`)."""
-    seen: dict[Context, list[Mapping[str, str]]] = {}
+    seen: dict[ResearchContext, list[Mapping[str, str]]] = {}
     for r in rows:
-        seen.setdefault(Context.of(r), []).append(r)
-    return [{**c._asdict(), "trials": len(rs), "latest": rs[-1]["run_id"]} for c, rs in seen.items()]
+        seen.setdefault(ResearchContext.of(r), []).append(r)
+    return [
+        {**dataclasses.asdict(c), "trials": len(rs), "latest": rs[-1]["run_id"]} for c, rs in seen.items()
+    ]
 
 
 def multiplicity(
@@ -182,20 +187,13 @@ def collect(
             "trials": len(rows),
             "message": f"no trials{where} yet: run the baseline (see program.md, setup)",
         }
-    ctx = Context.of(latest)
-    same = [r for r in rows if comparable(r, *ctx)]
-    best = best_kept(same, *ctx)
+    ctx = ResearchContext.of(latest)
+    same = ctx.rows(rows)
+    best = best_kept(same, ctx)
+    the_track = get_track(ctx.track)
     # The noise floor the verdict uses: the track's prior pooled with the ledger's repeats.
-    prior = get_track(ctx.track).seed_sd_prior
-    top = get_track(ctx.track).score_range(None)[1]
-    nf = noise_floor(
-        same,
-        track=ctx.track,
-        eval_hash=ctx.eval_hash,
-        harness_hash=ctx.harness_hash,
-        prior_sd=prior,
-        budget=ctx.budget,
-    )
+    nf = noise_floor(same, ctx, prior_sd=the_track.seed_sd_prior)
+    top = the_track.score_range(None)[1]
     # A re-run of the baseline's config measures noise and is discarded by design (program.md): it counts
     # neither as a decided trial nor as a trial not kept.
     repeats = baseline_repeats(same)
@@ -234,7 +232,7 @@ def collect(
             "text": nf.describe(),
         },
         "keep_rate": {"kept": len(kept), "decided": len(decided)},
-        "chance": multiplicity(same, confirmed, get_track(ctx.track).false_keep_rate),
+        "chance": multiplicity(same, confirmed, the_track.false_keep_rate),
         "since_last_keep": since,
         "not_kept_streak": streak,
         "baseline_repeats": sorted(repeats),
@@ -250,7 +248,7 @@ def collect(
         "remarks": [vars(m) for m in marks if m.is_remark and m.run_id in run_ids][-MAX_REMARKS:],
         # Every key this track's trials changed against their reference, newest first (render shows a few).
         "tried": tried([r for r in rows if r["track"] == ctx.track]),
-        "cost": expected_cost(same, get_track(ctx.track).default_seeds),
+        "cost": expected_cost(same, ctx, the_track.default_seeds),
     }
 
 
@@ -258,7 +256,9 @@ COST_TRIALS = 10  # the expected cost is the median over this many latest ok tri
 RERUN_SEEDS = 12  # program.md's labelled re-run of a promising inconclusive
 
 
-def seed_cost(same: Sequence[Mapping[str, str]]) -> tuple[int, dict[str, float]] | None:
+def seed_cost(
+    rows: Sequence[Mapping[str, str]], context: ResearchContext
+) -> tuple[int, dict[str, float]] | None:
     """The median seconds per seed (start-up, training, eval, other, total) over the context's latest ok
     trials, the start-up a trial pays once (`once`: the first wave's wait for its warm starter's imports,
     autorl/warm.py), and how many trials it is from; None before a trial finished.
@@ -271,7 +271,7 @@ def seed_cost(same: Sequence[Mapping[str, str]]) -> tuple[int, dict[str, float]]
     firsts: list[float] = []  # per trial: the slowest start-up of its first wave
     laters: list[float] = []  # the start-ups of seeds after the first wave
     waves: list[float] = []  # per trial: its wall time per wave, its own `once` left out
-    trials = [r for r in same if r["status"] == "ok"][-COST_TRIALS:]
+    trials = [r for r in context.rows(rows) if r["status"] == "ok"][-COST_TRIALS:]
     for r in trials:
         n = len([s for s in (r.get("seeds") or "").split(",") if s])
         parts = [as_float(r, k) for k in ("startup_seconds", "training_seconds", "eval_seconds")]
@@ -323,14 +323,16 @@ def waves_seconds(seed: Mapping[str, float], seeds: int, parallel: int) -> float
     return seed["once"] + -(-seeds // max(1, parallel)) * seed["total"]
 
 
-def expected_cost(same: Sequence[Mapping[str, str]], default_seeds: int) -> dict[str, Any] | None:
+def expected_cost(
+    rows: Sequence[Mapping[str, str]], context: ResearchContext, default_seeds: int
+) -> dict[str, Any] | None:
     """What the next decisions cost on this machine (`seed_cost`): at the latest trial's seeds and
     parallelism, the wall time of the next trial (an upper bound: the early stop can end it sooner), a
     12-seed re-run and a confirm (both sides' seeds on the same slots). None before a trial finished."""
-    if (measured := seed_cost(same)) is None:
+    if (measured := seed_cost(rows, context)) is None:
         return None
     trials, seed = measured
-    latest = same[-1]
+    latest = context.rows(rows)[-1]
     parallel = max(1, int(as_float(latest, "parallel") or 1))
     planned = int(as_float(latest, "seeds_planned") or default_seeds)
 
@@ -347,9 +349,11 @@ def expected_cost(same: Sequence[Mapping[str, str]], default_seeds: int) -> dict
     }
 
 
-def trial_estimate(same: Sequence[Mapping[str, str]], seeds: int, parallel: int) -> str | None:
-    """A starting trial's expected wall time from the comparable trials measured here (its plan line)."""
-    if (measured := seed_cost(same)) is None:
+def trial_estimate(
+    rows: Sequence[Mapping[str, str]], context: ResearchContext, seeds: int, parallel: int
+) -> str | None:
+    """A starting trial's expected wall time from the context's trials measured here (its plan line)."""
+    if (measured := seed_cost(rows, context)) is None:
         return None
     trials, seed = measured
     wall = waves_seconds(seed, seeds, parallel)

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 from autorl import atomic, paths, warm
 from autorl.backend import Backend
 from autorl.cliargs import DEFAULT_BUDGET_S, add_flags, from_args
+from autorl.context import ResearchContext
 from autorl.harness import commit_short, dirty_harness_files, harness_hash
 from autorl.jsonl import eval_rows_problem, read_jsonl
 from autorl.machine import Machine, MachineFileError, load_machine
@@ -442,16 +443,17 @@ def _run_trial(setup: Setup, stop: Stop) -> int:
 
     t0 = time.monotonic()
     ledger = Ledger(paths.results_file())
-    h_hash = harness_hash(setup.root)
-    eval_hash = setup.track.eval_hash(setup.cfg)
+    context = ResearchContext(
+        setup.track.name, setup.track.eval_hash(setup.cfg), harness_hash(setup.root), setup.opts.budget
+    )
     the_plan = plan(setup.backend, setup.cfg, setup.opts)
     try:
-        ref = read_reference(ledger, setup, eval_hash, h_hash)
+        ref = read_reference(ledger, setup.track, context)
         # --ray: connected and probed before the run directory (a cluster unfit for the trial is bad input)
-        cluster = cluster_for(setup.opts, the_plan, h_hash, stop)
+        cluster = cluster_for(setup.opts, the_plan, context.harness_hash, stop)
     except (LedgerError, ConfigError) as exc:
         return invalid(str(exc))
-    ctx = new_context(setup, h_hash, eval_hash)
+    ctx = new_context(setup, context)
     try:
         trained = _train(setup, ctx, the_plan, cluster, ref, stop)
     except ConfigError as exc:
@@ -466,28 +468,21 @@ def _run_trial(setup: Setup, stop: Stop) -> int:
     return EXIT_OK if result.status == "ok" else EXIT_CRASH
 
 
-def read_reference(ledger: Ledger, setup: Setup, eval_hash: str, h_hash: str) -> Reference:
+def read_reference(ledger: Ledger, track: Track, context: ResearchContext) -> Reference:
     """The reference trial, its eval rows and the noise floor, from the ledger as it is now (read again:
     another trial may have appended since the check before prepare). Raises LedgerError."""
     from autorl import stats
-    from autorl.ledger import best_kept, reference_rows
+    from autorl.context import best_kept
+    from autorl.ledger import reference_rows
 
-    track, budget = setup.track, setup.opts.budget
     rows = ledger.rows()
-    best = best_kept(rows, track.name, eval_hash, h_hash, budget)
+    best = best_kept(rows, context)
     eval_rows = reference_rows(best, paths.runs_dir()) if best else []
-    noise = stats.noise_floor(
-        rows,
-        track=track.name,
-        eval_hash=eval_hash,
-        harness_hash=h_hash,
-        prior_sd=track.seed_sd_prior,
-        budget=budget,
-    )
+    noise = stats.noise_floor(rows, context, prior_sd=track.seed_sd_prior)
     return Reference(rows, best, eval_rows, noise)
 
 
-def new_context(setup: Setup, h_hash: str, eval_hash: str) -> TrialContext:
+def new_context(setup: Setup, context: ResearchContext) -> TrialContext:
     """The trial's identity and its new run directory (runs/<time>-<commit>)."""
     from autorl.result import TrialContext
 
@@ -498,13 +493,10 @@ def new_context(setup: Setup, h_hash: str, eval_hash: str) -> TrialContext:
         run_id=run_id,
         run_dir=run_dir,
         commit=commit,
-        track=setup.track.name,
+        context=context,
         backend=setup.backend_name,
         config_hash=setup.cfg.config_hash,
-        harness_hash=h_hash,
-        eval_hash=eval_hash,
         description=setup.opts.description,
-        budget=setup.opts.budget,
         seeds_planned=setup.opts.seeds,
         score_range=setup.track.score_range(setup.cfg),
     )
@@ -515,7 +507,6 @@ def _train(
 ) -> Trained:
     """The run's files, the base eval, then the seeds in waves (an interim look after each). Raises
     ConfigError when the backend refuses the config at launch."""
-    from autorl.ledger import comparable
     from autorl.live import LiveView
     from autorl.pool import PoolRun, SeedJob, run_local
     from autorl.status import trial_estimate
@@ -528,9 +519,7 @@ def _train(
     atomic.write_text(run_dir / "config.diff", diff)
     say(f"run {ctx.run_id}: backend {ctx.backend}, seeds {seeds}, budget {opts.budget:g} s per seed")
     say(the_plan.describe())
-    here = (ctx.track, ctx.eval_hash, ctx.harness_hash, ctx.budget)
-    same = [r for r in ref.ledger_rows if comparable(r, *here)]
-    if estimate := trial_estimate(same, len(seeds), the_plan.parallel):
+    if estimate := trial_estimate(ref.ledger_rows, ctx.context, len(seeds), the_plan.parallel):
         say(estimate)
     if stop:  # it came while connecting to Ray: nothing is started
         return Trained()
@@ -562,7 +551,8 @@ def _base_eval(setup: Setup, ctx: TrialContext, stop: Stop) -> list[dict[str, An
     """The base model's eval rows, cached per (track, backend, model, eval set, harness); [] on failure."""
     track = setup.track
     base_key = hashlib.sha256(
-        f"{track.name}|{ctx.backend}|{track.base_model_id(setup.cfg)}|{ctx.eval_hash}|{ctx.harness_hash}".encode()
+        f"{track.name}|{ctx.backend}|{track.base_model_id(setup.cfg)}|{ctx.context.eval_hash}|"
+        f"{ctx.context.harness_hash}".encode()
     )
     base_rows, base_error = base_eval_rows(
         setup.backend, setup.cfg, base_key.hexdigest()[:16], ctx.run_dir, stop

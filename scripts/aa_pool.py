@@ -70,7 +70,8 @@ def _pool_configs(args: argparse.Namespace, pool_dir: Path) -> dict[str, Path]:
 
 
 def _seeds_done(track: str) -> dict[str, int]:
-    from autorl.ledger import Ledger, row_seed_scores
+    from autorl.ledger import Ledger
+    from autorl.row import row_seed_scores
 
     done = {POOL_A: 0, POOL_B: 0}
     path = _root() / "results.tsv"
@@ -149,13 +150,12 @@ def decide(ref: list[list[dict]], cand: list[list[dict]], parallel: int, pool: P
     (simulate_decisions.decide_rule: stats.early_decision after each wave, stats.sequential_verdict), and
     under the rule before 2026-11-25 on the same seeds."""
     from autorl import stats
-    from autorl.ledger import Context
+    from autorl.context import ResearchContext
 
     ref_rows = [r for s in ref for r in s]
     scores = " ".join(f"{k}={v!r}" for k, v in stats.seed_scores(ref_rows).items())
     row = {**pool.ledger_row, "seed_scores": scores}
-    context = Context.of(row)
-    noise = stats.noise_floor([row], *context[:3], prior_sd=prior, budget=context.budget)
+    noise = stats.noise_floor([row], ResearchContext.of(row), prior_sd=prior)
     n = len(cand)
 
     @functools.cache

@@ -18,8 +18,9 @@ import pytest
 from autorl import cli, trial
 from autorl.classic.config import load_classic_config
 from autorl.harness import dirty_harness_files
-from autorl.ledger import COLUMNS, Ledger, LedgerError
+from autorl.ledger import Ledger, LedgerError
 from autorl.llm.config import load_train_config
+from autorl.row import COLUMNS
 from autorl.tomlcheck import ConfigError
 
 REPO = Path(__file__).resolve().parent.parent

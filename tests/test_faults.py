@@ -24,8 +24,9 @@ from fakes.fake_backend import FakeBackend
 
 from autorl import atomic, cli, confirm, inputs, trial
 from autorl.jsonl import read_jsonl
-from autorl.ledger import COLUMNS, Ledger, LedgerError
+from autorl.ledger import Ledger, LedgerError
 from autorl.llm.track import LLMTrack
+from autorl.row import COLUMNS
 from autorl.tune import parse_summary
 
 REPO = Path(__file__).resolve().parent.parent

@@ -21,9 +21,10 @@ from autorl.classic.config import load_classic_config
 from autorl.classic.track import ClassicTrack
 from autorl.confirm import CONFIRM_SEED_BASE
 from autorl.confirmed import read_confirmed
+from autorl.context import ResearchContext, best_kept
 from autorl.harness import harness_hash
 from autorl.jsonl import read_jsonl
-from autorl.ledger import Ledger, LedgerError, best_kept, eval_rows_hash, reference_rows
+from autorl.ledger import Ledger, LedgerError, eval_rows_hash, reference_rows
 from autorl.llm.config import load_train_config
 from autorl.llm.track import LLMTrack
 from autorl.machine import Machine, save_machine
@@ -85,13 +86,15 @@ def test_reference_and_noise_floor_only_under_the_same_budget(root):
     add(ledger, "b600", 0.50, "keep", config_hash="A", seed_scores={1: 0.4, 2: 0.6})
     add(ledger, "b60", 0.90, "keep", budget=60.0, config_hash="A", seed_scores={1: 0.0, 2: 1.0})
     rows = ledger.rows()
-    assert best_kept(rows, "llm", "e", "h", 600.0)["run_id"] == "b600"
-    assert ledger.best_kept("llm", "e", "h", 60.0)["run_id"] == "b60"
-    assert best_kept(rows, "llm", "e", "h", 30.0) is None
-    assert best_kept(rows, "llm", "e", "h")["run_id"] == "legacy"  # legacy rows only among themselves
+    assert best_kept(rows, ResearchContext("llm", "e", "h", 600.0))["run_id"] == "b600"
+    assert ledger.best_kept(ResearchContext("llm", "e", "h", 60.0))["run_id"] == "b60"
+    assert best_kept(rows, ResearchContext("llm", "e", "h", 30.0)) is None
+    assert (
+        best_kept(rows, ResearchContext("llm", "e", "h", None))["run_id"] == "legacy"
+    )  # legacy rows only among themselves
     add(ledger, "odd", 0.5, "keep", budget=12345.678)  # written with 6 digits, still found by its budget
-    assert ledger.best_kept("llm", "e", "h", 12345.678)["run_id"] == "odd"
-    nf = noise_floor(rows, "llm", "e", "h", prior_sd=0.1, budget=600.0)
+    assert ledger.best_kept(ResearchContext("llm", "e", "h", 12345.678))["run_id"] == "odd"
+    nf = noise_floor(rows, ResearchContext("llm", "e", "h", 600.0), prior_sd=0.1)
     assert nf.df == 1 and nf.measured_sd == pytest.approx(0.2 / 2**0.5)  # not pooled with the 60 s seeds
 
 
@@ -114,7 +117,7 @@ def test_changing_a_decision_needs_a_reason_and_is_kept_in_the_history(root, cap
 
     assert cli.main(["mark", "discard", "--run", "k2", "--reason", "eval.jsonl was from a bad seed"]) == 0
     assert "the reference is now k1 (was k2)" in capsys.readouterr().out
-    assert ledger.best_kept("llm", "e", "h", 600.0)["run_id"] == "k1"
+    assert ledger.best_kept(ResearchContext("llm", "e", "h", 600.0))["run_id"] == "k1"
     first = ledger.history_path.read_text()
     assert cli.main(["mark", "discard", "--run", "k2", "--lesson", "seed 3 diverged"]) == 0  # same decision
     assert ledger.history_path.read_text().startswith(first)  # appended, never rewritten

@@ -7,7 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from autorl.ledger import COLUMNS, Ledger, LedgerError, best_kept, parse_pairs
+from autorl.context import ResearchContext, best_kept
+from autorl.ledger import Ledger, LedgerError
+from autorl.row import COLUMNS, parse_pairs
 
 
 def row(run_id: str, score: float | None = 0.5, **kw) -> dict:
@@ -93,13 +95,15 @@ def test_malformed_file_is_reported_never_rewritten(tmp_path: Path, content: str
 
 def test_best_kept_same_eval_and_harness(tmp_path: Path) -> None:
     ledger = Ledger(tmp_path / "results.tsv")
-    assert ledger.best_kept("llm", "e1", "h1") is None
+    assert ledger.best_kept(ResearchContext("llm", "e1", "h1", None)) is None
     ledger.append(row("crash0", None, status="crash"))
-    assert ledger.best_kept("llm", "e1", "h1") is None  # no ok trial: nothing to compare with
+    assert (
+        ledger.best_kept(ResearchContext("llm", "e1", "h1", None)) is None
+    )  # no ok trial: nothing to compare with
     ledger.append(row("base", 0.40))
     ledger.append(row("base2", 0.45, decision="discard"))
     # Nothing kept yet: the earliest ok trial (the baseline) is the reference, not the higher repeat.
-    assert ledger.best_kept("llm", "e1", "h1")["run_id"] == "base"
+    assert ledger.best_kept(ResearchContext("llm", "e1", "h1", None))["run_id"] == "base"
     ledger.append(row("k1", 0.50, decision="keep"))
     ledger.append(row("k2", 0.60, decision="keep"))
     ledger.append(row("k3", 0.55, decision="keep"))
@@ -107,10 +111,10 @@ def test_best_kept_same_eval_and_harness(tmp_path: Path) -> None:
     ledger.append(row("other-eval", 0.95, decision="keep", eval_hash="e2"))
     ledger.append(row("other-harness", 0.95, decision="keep", harness_hash="h2"))
     ledger.append(row("classic", 400.0, decision="keep", track="classic"))
-    assert ledger.best_kept("llm", "e1", "h1")["run_id"] == "k2"
-    assert ledger.best_kept("llm", "e2", "h1")["run_id"] == "other-eval"
-    assert ledger.best_kept("classic", "e1", "h1")["run_id"] == "classic"
-    assert best_kept(ledger.rows(), "llm", "e9", "h1") is None
+    assert ledger.best_kept(ResearchContext("llm", "e1", "h1", None))["run_id"] == "k2"
+    assert ledger.best_kept(ResearchContext("llm", "e2", "h1", None))["run_id"] == "other-eval"
+    assert ledger.best_kept(ResearchContext("classic", "e1", "h1", None))["run_id"] == "classic"
+    assert best_kept(ledger.rows(), ResearchContext("llm", "e9", "h1", None)) is None
 
 
 def test_mark_latest_by_default_and_by_run_id(tmp_path: Path) -> None:
@@ -164,7 +168,7 @@ def test_mark_and_append_concurrently_lose_nothing(tmp_path: Path) -> None:
 def test_a_ledger_of_the_earlier_header_is_read_and_upgraded_keeping_every_row(
     tmp_path: Path, old_rows: int, version: int
 ) -> None:
-    from autorl.ledger import LEGACY_COLUMNS
+    from autorl.row import LEGACY_COLUMNS
 
     old = LEGACY_COLUMNS[version]
     path = tmp_path / "results.tsv"

@@ -9,6 +9,7 @@ import pytest
 from scipy import stats as sps
 
 from autorl import stats
+from autorl.context import ResearchContext
 from autorl.stats import NoiseFloor, compare, confidence_interval, eval_score, noise_floor
 from autorl.track import get_track
 
@@ -179,16 +180,16 @@ def test_noise_floor_pools_repeated_configs() -> None:
         ledger_row("A", 0.10, status="crash"),  # crashes do not count
         ledger_row("A", 0.90, eval_hash="other"),  # another eval set does not count
     ]
-    nf = noise_floor(rows, track="llm", eval_hash="e", harness_hash="h", prior_sd=0.04, prior_df=4)
+    nf = noise_floor(rows, ResearchContext("llm", "e", "h", None), prior_sd=0.04, prior_df=4)
     assert nf.df == 3 and nf.ss == pytest.approx(0.025)
     assert nf.n_configs == 2 and nf.n_runs == 3
     assert nf.measured_sd == pytest.approx(math.sqrt(0.025 / 3))
     assert nf.sd == pytest.approx(math.sqrt((4 * 0.04**2 + 0.025) / 7))
     assert "measured" in nf.describe()
-    empty = noise_floor([], track="llm", eval_hash="e", harness_hash="h")
+    empty = noise_floor([], ResearchContext("llm", "e", "h", None))
     assert empty.sd == stats.DEFAULT_SEED_SD and empty.df == 0 and "default" in empty.describe()
     classic_prior = get_track("classic").seed_sd_prior
-    assert noise_floor([], track="classic", prior_sd=classic_prior).prior_sd == 0.11  # 0..1 curve area
+    assert noise_floor([], prior_sd=classic_prior).prior_sd == 0.11  # 0..1 curve area
 
 
 # ---- the group-sequential early stop ------------------------------------------------------------------

@@ -24,6 +24,7 @@ import tomllib
 from pathlib import Path
 
 from autorl import paths, stats
+from autorl.context import ResearchContext
 from autorl.jsonl import read_jsonl
 from autorl.ledger import Ledger
 from autorl.result import TrialContext, conclude
@@ -79,14 +80,12 @@ def main() -> int:
         run_id=run_id,
         run_dir=run_dir,
         commit="fake",
-        track=args.track,
+        context=ResearchContext(args.track, "e", "h", None),
         backend="fake",
         config_hash=hashlib.sha256(text.encode()).hexdigest()[:12],
-        harness_hash="h",
-        eval_hash="e",
         description=args.description,
     )
-    reference = ledger.best_kept(args.track, "e", "h")
+    reference = ledger.best_kept(ctx.context)
     ref_rows = read_jsonl(paths.runs_dir() / reference["run_id"] / "eval.jsonl") if reference else []
     prior = get_track(args.track).seed_sd_prior
     result = conclude(
@@ -95,7 +94,7 @@ def main() -> int:
         [],
         reference,
         ref_rows,
-        stats.noise_floor(rows, args.track, "e", "h", prior_sd=prior),
+        stats.noise_floor(rows, ctx.context, prior_sd=prior),
     )
     result.run_dir_shown = f"runs/{run_id}"
     with open(run_dir / "eval.jsonl", "w") as f:
