@@ -29,7 +29,7 @@ from autorl.ledger import Ledger, LedgerError
 from autorl.row import as_float, format_cell
 from autorl.seed import RunOptions, SeedResult, worst_status
 
-# Fresh seeds: trials draw theirs from [0, 10^6 + 64) (autorl.trial.harness_seeds); confirm from here up.
+# Fresh seeds: trials draw theirs from [0, 10^6 + 64) (autorl.trial_run.harness_seeds); confirm from here up.
 CONFIRM_SEED_BASE = 2_000_000
 
 
@@ -165,7 +165,7 @@ def run_confirm(
     from autorl.slots import plan
     from autorl.tomlcheck import ConfigError
     from autorl.track import get_track
-    from autorl.trial import _Signals
+    from autorl.trial_run import _Signals
 
     if problem := warm.keep_problem():
         raise ConfirmError(problem)

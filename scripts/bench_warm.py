@@ -116,7 +116,7 @@ def main() -> None:
                 show(track, label, r)
     roots = {str(r.resolve()) for _, _, r in ways.values()}
     for proc in psutil.process_iter(["cmdline", "cwd"]):  # the kept starters of these roots
-        if "autorl.warm" in (proc.info["cmdline"] or []) and proc.info["cwd"] in roots:
+        if "autorl.warm_starter" in (proc.info["cmdline"] or []) and proc.info["cwd"] in roots:
             proc.kill()
     print("# medians")
     for (track, mode), rs in results.items():

@@ -837,7 +837,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {core}", file=sys.stderr)
         return 2
     from autorl.process import Stop
-    from autorl.trial import EXIT_SIGNAL, _Signals
+    from autorl.trial_run import EXIT_SIGNAL, _Signals
 
     stop = Stop()
     cuda, device = describe_device()

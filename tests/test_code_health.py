@@ -1,23 +1,29 @@
 """Readable code: no function of the project above McCabe complexity 12 (ruff's C90 rule, configured in
-pyproject.toml, run here so CI enforces it), and no function of run.py -> trial -> seed -> process ->
-pool/ray_pool -> result -> ledger longer than a reader can hold at once (issue 29)."""
+pyproject.toml, run here so CI enforces it), no function of run.py -> trial -> seed -> process ->
+pool/ray_pool -> result -> ledger longer than a reader can hold at once (issue 29), and the package's shape
+that docs/architecture.md states: no module over 600 lines, no import cycle (imports inside functions
+included)."""
 
 from __future__ import annotations
 
 import ast
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 TRIAL_PATH = [
     "run.py",
     "autorl/trial.py",
+    "autorl/trial_run.py",
+    "autorl/context.py",
     "autorl/seed.py",
     "autorl/process.py",
     "autorl/pool.py",
     "autorl/ray_pool.py",
     "autorl/result.py",
+    "autorl/row.py",
     "autorl/ledger.py",
 ]
 MAX_LINES = 80
@@ -66,3 +72,104 @@ def test_the_complexity_rule_finds_a_complex_function(tmp_path):
     cmd = [str(ruff), "check", "--config", str(REPO / "pyproject.toml"), "--select", "C90", "--no-cache"]
     run = subprocess.run([*cmd, str(tmp_path / "m.py")], capture_output=True, text=True)
     assert run.returncode == 1 and "C901 `f` is too complex (14 > 12)" in run.stdout
+
+
+# ---- the package's shape: module sizes and import cycles ------------------------------------------------
+
+MAX_MODULE_LINES = 600
+
+
+def modules(root: Path) -> dict[str, Path]:
+    """Every module of the package under `root` by dotted name (a package by its own name)."""
+    out = {}
+    for path in sorted((root / "autorl").rglob("*.py")):
+        parts = list(path.relative_to(root).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts.pop()
+        out[".".join(parts)] = path
+    return out
+
+
+def _runtime_imports(tree: ast.AST) -> Iterator[ast.Import | ast.ImportFrom]:
+    """Every import statement that runs (at the top or inside a function), not those under
+    `if TYPE_CHECKING:`, which only the type checker reads."""
+    for node in ast.iter_child_nodes(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            yield from (n for branch in node.orelse for n in _runtime_imports(ast.Module([branch], [])))
+            continue
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            yield node
+        yield from _runtime_imports(node)
+
+
+def import_graph(root: Path) -> dict[str, set[str]]:
+    """module -> the package's modules it imports (`from autorl.x import y` counts autorl.x.y when that is
+    a module, else autorl.x)."""
+    known = modules(root)
+    graph: dict[str, set[str]] = {name: set() for name in known}
+    for name, path in known.items():
+        for node in _runtime_imports(ast.parse(path.read_text(), filename=str(path))):
+            if isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            else:
+                base = node.module or ""
+                targets = [f"{base}.{a.name}" if f"{base}.{a.name}" in known else base for a in node.names]
+            graph[name] |= {t for t in targets if t in known and t != name}
+    return graph
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan), each sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in sorted(graph[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while (w := stack.pop()) != v:
+                component.append(w)
+            component.append(v)
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def test_no_module_is_over_600_lines():
+    long = {
+        name: n for name, path in modules(REPO).items() if (n := len(path.read_text().splitlines())) > 600
+    }
+    assert long == {}, f"split by responsibility (at most {MAX_MODULE_LINES} lines a module): {long}"
+
+
+def test_no_import_cycle_even_through_imports_inside_functions():
+    assert cycles(import_graph(REPO)) == []
+
+
+def test_the_cycle_check_finds_a_cycle_through_a_function_level_import(tmp_path):
+    package = tmp_path / "autorl"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "a.py").write_text("from autorl.b import f\n")
+    (package / "b.py").write_text("def f():\n    from autorl import a\n")
+    (package / "c.py").write_text(
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from autorl import a\n"
+    )
+    (package / "d.py").write_text("import autorl.c\n")
+    graph = import_graph(tmp_path)
+    assert graph["autorl.a"] == {"autorl.b"} and graph["autorl.b"] == {"autorl.a"}
+    assert graph["autorl.c"] == set() and graph["autorl.d"] == {"autorl.c"}  # a type-only import is not one
+    assert cycles(graph) == [["autorl.a", "autorl.b"]]

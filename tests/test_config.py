@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from autorl.llm.config import EMBEDDED_UNSUPPORTED, REFUSED, load_train_config
-from autorl.llm.schema import TrainConfig, is_primerl_key, primerl_schema_keys
+from autorl.llm.primerl_keys import is_primerl_key, primerl_schema_keys
+from autorl.llm.schema import TrainConfig
 from autorl.tomlcheck import ConfigError, key_lines, model_keys
 
 # The reference's minimal 2-GPU example (prime-rl.md §3) minus the harness-owned keys

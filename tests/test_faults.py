@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 from fakes.fake_backend import FakeBackend
 
-from autorl import atomic, cli, confirm, inputs, trial
+from autorl import atomic, cli, confirm, inputs, trial, trial_run
 from autorl.jsonl import read_jsonl
 from autorl.ledger import Ledger, LedgerError
 from autorl.llm.track import LLMTrack
@@ -341,7 +341,7 @@ def test_disk_full_for_eval_jsonl_records_a_crash_row_with_the_reason(root, monk
 
 def test_disk_full_everywhere_under_runs_still_leaves_the_row_in_results_tsv(root, monkeypatch, capsys):
     use_backend(monkeypatch, root)
-    monkeypatch.setattr(trial, "base_eval_rows", lambda *a: ([], None))
+    monkeypatch.setattr(trial_run, "base_eval_rows", lambda *a: ([], None))
     enospc_under(monkeypatch, root / "runs")
     assert trial.main(RUN) == 1
     out = capsys.readouterr().out
@@ -554,7 +554,7 @@ def test_a_signal_during_validation_records_nothing(root, monkeypatch, capsys):
 
 @pytest.mark.parametrize(
     ("owner", "name", "status"),
-    [(trial, "base_eval_rows", "interrupted"), (Ledger, "append", "ok")],
+    [(trial_run, "base_eval_rows", "interrupted"), (Ledger, "append", "ok")],
     ids=["base-eval", "recording"],
 )
 def test_a_signal_after_the_start_still_leaves_one_row(root, monkeypatch, capsys, owner, name, status):
@@ -578,7 +578,7 @@ print(json.dumps({"eval_score": 1.0}), flush=True)
 
 def test_an_eval_writing_malformed_rows_is_a_crash_row_not_a_traceback(root, monkeypatch, capsys):
     use_backend(monkeypatch, root)
-    monkeypatch.setattr(trial, "base_eval_rows", lambda *a: ([], None))
+    monkeypatch.setattr(trial_run, "base_eval_rows", lambda *a: ([], None))
     (root / "fake_eval.py").write_text(BAD_EVAL)
     assert trial.main(RUN) == 1
     out = capsys.readouterr().out

@@ -33,7 +33,7 @@ from autorl.llm.primerl.follow import (
 from autorl.llm.primerl.install import NOT_FOUND, PrimeRLNotFound, find_prime_rl, locate_prime_rl
 from autorl.llm.primerl.render import render, to_toml, unknown_keys
 from autorl.llm.primerl.weights import latest_stable_broadcast
-from autorl.llm.schema import is_primerl_key
+from autorl.llm.primerl_keys import is_primerl_key
 from autorl.tomlcheck import ConfigError
 
 REPO = Path(__file__).resolve().parent.parent

@@ -350,7 +350,7 @@ def test_a_killed_runner_takes_its_children_but_leaves_the_kept_starter(probe, t
     while "@@autorl" not in ((tmp_path / "run.log").read_text() if (tmp_path / "run.log").exists() else ""):
         assert time.monotonic() < deadline and runner.poll() is None
         time.sleep(0.05)
-    (starter,) = [p for p in runner.children() if "autorl.warm" in p.cmdline()]
+    (starter,) = [p for p in runner.children() if "autorl.warm_starter" in p.cmdline()]
     (child,) = starter.children()
     runner.kill()
     runner.wait()

@@ -12,7 +12,8 @@ from pathlib import Path
 
 from autorl import paths
 from autorl.llm import envs
-from autorl.llm.schema import ModelConfig, TrainConfig, is_primerl_key
+from autorl.llm.primerl_keys import is_primerl_key
+from autorl.llm.schema import ModelConfig, TrainConfig
 from autorl.tomlcheck import Check, KeyPath, config_hash, dotted, load_toml, match_key, short
 
 # ====================================================================================================

@@ -189,7 +189,7 @@ def flat_keys(data: Any, prefix: tuple[str, ...] = ()) -> Iterator[str]:
 
 def unknown_keys(config: dict[str, Any]) -> list[str]:
     """Rendered keys that the pinned prime-rl schema does not have (must be none)."""
-    from autorl.llm.schema import is_primerl_key
+    from autorl.llm.primerl_keys import is_primerl_key
 
     return [key for key in flat_keys(config) if not is_primerl_key(key)]
 
