@@ -406,4 +406,3 @@ def send(sock: socket.socket, msg: dict[str, Any]) -> None:
     """One JSON message on a SOCK_SEQPACKET connection (the protocol above; both sides use it)."""
     with contextlib.suppress(OSError):  # a runner that is gone: its connection is dropped when read
         sock.send(json.dumps(msg).encode())
-
