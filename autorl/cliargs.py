@@ -28,6 +28,7 @@ CONFIRM_MAX_SEEDS = 16  # autorl confirm --max-seeds: the sized confirm's most s
 # polls every 0.05 s, so less is no budget at all) to a week (a typo guard: a night is 28,800 s).
 MIN_BUDGET_S = 0.1
 DEFAULT_BUDGET_S = 600.0  # a track's first baseline, when --budget is not given
+QUICK_BUDGET_S = 60.0  # run.py --quick: one seed of this many seconds, unless --budget
 MAX_BUDGET_S = 7 * 86_400.0
 
 

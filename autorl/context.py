@@ -35,12 +35,20 @@ class ResearchContext:
         return cls(row["track"], row["eval_hash"], row["harness_hash"], as_float(row, "budget"))
 
     def holds(self, row: Mapping[str, str]) -> bool:
-        """Whether the row's trial belongs to this context (its score may be compared with ours)."""
-        return ResearchContext.of(row) == self
+        """Whether the row's trial belongs to this context (its score may be compared with ours). A quick
+        look (run.py --quick) belongs to none: never a baseline, a reference or a noise-floor sample."""
+        return not is_quick(row) and ResearchContext.of(row) == self
 
     def rows(self, rows: Sequence[Mapping[str, str]]) -> list[Mapping[str, str]]:
         """The rows of this context, in ledger order."""
         return [r for r in rows if self.holds(r)]
+
+
+QUICK = "quick"  # the verdict of a quick look (run.py --quick): it was compared with nothing
+
+
+def is_quick(row: Mapping[str, str]) -> bool:
+    return row.get("verdict") == QUICK
 
 
 def best_kept(rows: Sequence[Mapping[str, str]], context: ResearchContext) -> dict[str, str] | None:

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from autorl import stats
-from autorl.context import ResearchContext
+from autorl.context import QUICK, ResearchContext
 from autorl.ledger import eval_rows_hash
 from autorl.row import LedgerRow
 from autorl.seed import SeedResult, worst_status
@@ -235,12 +235,14 @@ def conclude(
     parallel: int = 1,
     interrupted: bool = False,
     sequential: bool = True,
+    quick: bool = False,
 ) -> TrialResult:
     """Pool the seeds' eval rows and compare them with the reference.
 
     `noise` is the ledger's noise floor (with the track's prior). `extras_fn(rows)` returns the backend's
     summary extras. `sequential`: the trial looked after each wave (no --all-seeds), so its verdict is
-    judged at the level of the look it ended at (stats.sequential_verdict).
+    judged at the level of the look it ended at (stats.sequential_verdict). `quick`: run.py --quick, whose
+    verdict is `quick` (no reference; never a baseline).
     """
     seeds = sorted(seeds, key=lambda s: s.index)
     rows = [r for s in seeds for r in s.eval_rows]
@@ -257,7 +259,9 @@ def conclude(
     comparison = None
     if reference is not None and rows and status == "ok" and ref_rows:
         comparison = stats.compare(rows, ref_rows, noise=noise)
-    if comparison is not None:
+    if quick:  # run.py --quick: compared with nothing, never a baseline
+        verdict = QUICK
+    elif comparison is not None:
         # judged at the level of the look it ended at: with interim looks, each look spends part of ALPHA
         planned = ctx.seeds_planned or len(seeds)
         look, looks = stats.looks(len(seeds), planned, parallel) if sequential else (1, 1)

@@ -19,6 +19,7 @@ from autorl import atomic
 from autorl.backend import WHOLE_MACHINE, Backend, Launch, Slot, TrainOutcome
 from autorl.cliargs import (
     MAX_SEEDS,
+    QUICK_BUDGET_S,
     auto_or_seeds,
     budget_seconds,
     config_path,
@@ -56,6 +57,11 @@ class RunOptions:
     )
     new_context: bool = flag(  # without it, a --budget other than the baseline's is refused
         False, "leave the baseline's context: another --budget (a new baseline, or that budget's context)"
+    )
+    quick: bool = flag(  # one seed, QUICK_BUDGET_S unless --budget: never a baseline, reference or sample
+        False,
+        f"a quick look: 1 seed x {QUICK_BUDGET_S:g} s (or --budget), no verdict; its row never becomes a "
+        "baseline, a reference or a noise-floor sample",
     )
     all_seeds: bool = flag(  # no early stop
         False, "run every seed even when the candidate is behind the reference after some (no early stop)"

@@ -16,7 +16,7 @@ from typing import Any
 
 from autorl import inputs, paths
 from autorl.confirmed import confirmed_file, read_confirmed
-from autorl.context import ResearchContext, best_kept
+from autorl.context import ResearchContext, best_kept, is_quick
 from autorl.ledger import Ledger, Mark
 from autorl.result import ceiling_note
 from autorl.row import as_float
@@ -105,8 +105,10 @@ def tried(rows: Sequence[Mapping[str, str]]) -> list[dict[str, Any]]:
 
 
 def context_row(rows: Sequence[Mapping[str, str]], track: str | None = None) -> Mapping[str, str] | None:
-    """The row whose context (track, eval set, harness, budget) is shown: the latest (of `track`)."""
-    return next((r for r in reversed(rows) if track is None or r["track"] == track), None)
+    """The row whose context (track, eval set, harness, budget) is shown: the latest (of `track`) that is not
+    a quick look (run.py --quick belongs to no context)."""
+    mine = (r for r in reversed(rows) if track is None or r["track"] == track)
+    return next((r for r in mine if not is_quick(r)), None)
 
 
 def baseline_repeats(same: Sequence[Mapping[str, str]]) -> set[str]:
@@ -183,9 +185,15 @@ def collect(
     latest = context_row(rows, track)
     if latest is None:
         where = f" on the {track} track" if track else ""
+        quick = sum(is_quick(r) for r in rows if track is None or r["track"] == track)
+        looks = (
+            f" (only {quick} quick look{'s' * (quick != 1)}, which no trial is compared with)"
+            if quick
+            else ""
+        )
         return {
             "trials": len(rows),
-            "message": f"no trials{where} yet: run the baseline (see program.md, setup)",
+            "message": f"no trials{where} yet{looks}: run the baseline (see program.md, setup)",
         }
     ctx = ResearchContext.of(latest)
     same = ctx.rows(rows)

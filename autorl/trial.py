@@ -16,7 +16,7 @@ from typing import Any
 
 from autorl import paths, warm
 from autorl.backend import Backend
-from autorl.cliargs import DEFAULT_BUDGET_S, add_flags, from_args
+from autorl.cliargs import DEFAULT_BUDGET_S, QUICK_BUDGET_S, add_flags, from_args
 from autorl.harness import dirty_harness_files
 from autorl.machine import Machine, MachineFileError, load_machine
 from autorl.seed import RunOptions
@@ -134,6 +134,12 @@ def context_defaults(opts: RunOptions, track: Track, cfg: Any) -> RunOptions:
     baseline on this eval set (a trial compares only under its budget), else the defaults. A --budget other
     than the baseline's needs --new-context. Parallelism stays `auto` unless given: on the same machine it is
     the baseline's, and a difference is noted in the summary. Raises Invalid."""
+    if opts.quick:
+        if opts.seeds not in (None, 1):
+            raise Invalid("--quick is one seed: leave --seeds out (a trial of more seeds is a real trial)")
+        budget = opts.budget or QUICK_BUDGET_S
+        say(f"quick look: 1 seed x {budget:g} s; no verdict, and its row is never a baseline or reference")
+        return replace(opts, budget=budget, seeds=1)
     base = None if opts.new_context else context_baseline(track, cfg)
     if base is None:
         return replace(opts, budget=opts.budget or DEFAULT_BUDGET_S, seeds=opts.seeds or track.default_seeds)

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from autorl import atomic, paths, warm
 from autorl.backend import Backend
-from autorl.context import ResearchContext
+from autorl.context import ResearchContext, is_quick
 from autorl.harness import commit_short, harness_hash
 from autorl.jsonl import eval_rows_problem, read_jsonl
 from autorl.process import Stop
@@ -74,7 +74,7 @@ def new_run_dir(commit: str) -> tuple[str, Path]:
 def config_diff_vs_baseline(ledger_rows: list[dict[str, str]], track: str, text: str) -> str:
     """Diff of this trial's config against the first trial of the track (the baseline) in results.tsv."""
     for row in ledger_rows:
-        if row.get("track") == track:
+        if row.get("track") == track and not is_quick(row):
             base_cfg = paths.runs_dir() / row["run_id"] / "config.toml"
             if base_cfg.exists():
                 return "".join(
@@ -221,7 +221,7 @@ def _run_trial(setup: Setup, stop: Stop) -> int:
     )
     the_plan = plan(setup.backend, setup.cfg, setup.opts)
     try:
-        ref = read_reference(ledger, setup.track, context)
+        ref = read_reference(ledger, setup.track, context, quick=setup.opts.quick)
         # --ray: connected and probed before the run directory (a cluster unfit for the trial is bad input)
         cluster = cluster_for(setup.opts, the_plan, context.harness_hash, stop)
     except (LedgerError, ConfigError) as exc:
@@ -241,15 +241,16 @@ def _run_trial(setup: Setup, stop: Stop) -> int:
     return EXIT_OK if result.status == "ok" else EXIT_CRASH
 
 
-def read_reference(ledger: Ledger, track: Track, context: ResearchContext) -> Reference:
+def read_reference(ledger: Ledger, track: Track, context: ResearchContext, quick: bool = False) -> Reference:
     """The reference trial, its eval rows and the noise floor, from the ledger as it is now (read again:
-    another trial may have appended since the check before prepare). Raises LedgerError."""
+    another trial may have appended since the check before prepare); a quick look has no reference. Raises
+    LedgerError."""
     from autorl import stats
     from autorl.context import best_kept
     from autorl.ledger import reference_rows
 
     rows = ledger.rows()
-    best = best_kept(rows, context)
+    best = None if quick else best_kept(rows, context)
     eval_rows = reference_rows(best, paths.runs_dir()) if best else []
     noise = stats.noise_floor(rows, context, prior_sd=track.seed_sd_prior)
     return Reference(rows, best, eval_rows, noise)
@@ -392,6 +393,7 @@ def _conclude(
             parallel=parallel,
             interrupted=bool(stop),
             sequential=not setup.opts.all_seeds,
+            quick=setup.opts.quick,
         )
     except Exception as exc:  # the statistics or a backend's extras failed: still one row, with the reason
         traceback.print_exc()

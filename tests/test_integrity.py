@@ -405,3 +405,34 @@ def test_status_and_report_say_how_many_improved_verdicts_chance_alone_explains(
     assert (
         line in (root / "r.md").read_text() and "confirmed on the test split 1" in (root / "r.md").read_text()
     )
+
+
+# ---- a quick look: its own flag, never a context's baseline, reference or noise-floor sample ---------------
+
+
+def test_a_quick_look_is_one_short_seed_that_no_trial_is_compared_with(fake_root, capsys):
+    """`run.py --quick` (here with a test budget): one seed, said on screen, verdict `quick`; the plain run
+    after it starts the baseline with the defaults it would have had without the quick look (its own
+    budget, all its seeds, no --new-context), and neither it nor the noise floor sees the quick row."""
+    assert trial.main(["--quick", "--budget", "0.2"]) == 0
+    out = capsys.readouterr().out
+    assert "quick look: 1 seed x 0.2 s; no verdict" in out and "verdict: quick" in out
+    (quick,) = Ledger(fake_root / "results.tsv").rows()
+    assert quick["verdict"] == "quick" and quick["seeds_planned"] == "1"
+    assert cli.main(["status"]) == 0
+    assert "no trials yet (only 1 quick look, which no trial is compared with)" in capsys.readouterr().out
+    assert trial.main(["--quick", "--seeds", "2"]) == 2  # a quick look is one seed
+    assert "--quick is one seed" in capsys.readouterr().err
+    assert trial.main(["--budget", "0.3", "--seeds", "2"]) == 0  # no --new-context needed: no baseline yet
+    out = capsys.readouterr().out
+    assert "verdict: baseline" in out and "from the baseline" not in out
+    _, base = Ledger(fake_root / "results.tsv").rows()
+    assert (base["budget"], base["seeds_planned"]) == ("0.3", "2")
+    assert trial.main([]) == 0  # a plain run now takes the baseline's context, not the quick look's
+    assert "budget 0.3 s and 2 seeds: from the baseline" in capsys.readouterr().out
+    rows = Ledger(fake_root / "results.tsv").rows()
+    assert rows[-1]["reference_run"] == base["run_id"]
+    context = ResearchContext.of(base)
+    assert [r["run_id"] for r in context.rows(rows)] == [base["run_id"], rows[-1]["run_id"]]
+    assert noise_floor(rows, context).n_runs == 2  # the quick look's seed is not a sample
+    assert status.collect(rows)["context"]["trials"] == 2
