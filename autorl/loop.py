@@ -163,6 +163,11 @@ class Loop:
 
     def run(self) -> int:
         prompt = loop_prompt(self.root)
+        if self.confirm_every:  # one owner of the periodic confirms: the loop (program.md)
+            prompt += (
+                f" This loop runs `autorl confirm` itself after every {self.confirm_every} keeps and at the "
+                "end: do not run it yourself."
+            )
         command = build_command(self.agent, prompt)
         limits = f"{self.hours:g} h" if self.hours else "no time limit"
         self.log(f"start: agent {self.agent!r}; {limits}; max trials {self.max_trials or 'none'}")

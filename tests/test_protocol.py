@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shlex
 import subprocess
 import sys
@@ -185,10 +186,43 @@ def test_loop_refuses_a_dirty_harness(root: Path) -> None:
 def test_shipped_program_md_has_the_loop_prompt() -> None:
     prompt = loop.loop_prompt(REPO)
     assert prompt != loop.DEFAULT_PROMPT and "autorl status" in prompt
+    assert "classic.toml" in prompt and "train.toml" in prompt  # the track's own file
     text = (REPO / "program.md").read_text()
-    keys = "eval_score|eval_ci|delta|p_value|verdict|seeds_needed|stopped_early|status|eval/.*|health/.*"
-    assert f'grep -E "^({keys}):" run.log' in text
     assert "autorl mark keep" in text and "git reset --hard HEAD~1" in text
+
+
+def test_program_md_grep_shows_every_line_its_decision_rules_act_on() -> None:
+    """The grep of program.md's loop (step 5), run as grep -E would, keeps each summary line that step 6
+    decides on (a refusal's `error`, the verdict, the status, a `note`, the early stop, the seeds a delta
+    needs, every eval env and health flag) and drops the rest."""
+    text = (REPO / "program.md").read_text()
+    (pattern,) = re.findall(r'grep -E "(\^\([^"]+\):)" run\.log', text)
+    shown = [
+        "error: the fixed harness differs from the last commit",
+        "eval_score: 0.5500",
+        "delta: +0.0300",
+        "p_value: 0.0210",
+        "verdict: inconclusive",
+        "seeds_needed: 9 candidate seeds for delta +0.0300",
+        "stopped_early: after 1/6 seeds: delta -0.0100 <= 0",
+        "note: the reference's eval_ci reaches the top of score_range (1): no improvement is possible",
+        "status: interrupted",
+        "eval/arithmetic: 0.3500",
+        "health/reward_collapse: reward collapsed on 1/6 seeds",
+    ]
+    assert [line for line in shown if not re.match(pattern, line)] == []
+    assert not re.match(pattern, "training_seconds: 90.0") and not re.match(pattern, "run_dir: runs/x")
+
+
+def test_the_loop_that_confirms_tells_the_agent_it_does(root: Path) -> None:
+    """One owner of the periodic confirms: with --confirm-every the prompt says the loop confirms."""
+    (root / "program.md").write_text("# p\n<!-- loop-prompt -->\nKeep going, agent.\n<!-- /loop-prompt -->\n")
+    assert loop.main(agent_cmd(root), max_trials=1, confirm_every=2) == 0
+    (prompt,) = (root / "prompts.txt").read_text().splitlines()
+    assert (
+        prompt.startswith("Keep going, agent. ")
+        and "runs `autorl confirm` itself after every 2 keeps" in prompt
+    )
 
 
 # ---- tune -----------------------------------------------------------------------------------------------
