@@ -65,6 +65,16 @@ class Table:
     examples: dict[str, list[str]]
     matrix: dict[str, np.ndarray]
 
+    def restricted(self, examples: Mapping[str, Sequence[str]]) -> Table:
+        """The table on these envs and examples only (each present here), in their order: what
+        `tabulate(rows, examples)` gives, without reading the rows again."""
+        envs = sorted(examples)
+        matrix = {}
+        for env in envs:
+            column = {ex: i for i, ex in enumerate(self.examples[env])}
+            matrix[env] = self.matrix[env][:, [column[ex] for ex in examples[env]]]
+        return Table(self.seeds, envs, {e: list(examples[e]) for e in envs}, matrix)
+
 
 def tabulate(rows: Iterable[Mapping[str, Any]], examples: Mapping[str, Sequence[str]] | None = None) -> Table:
     """Average samples per (seed, env, example); optionally restricted to a given example set per env."""
@@ -430,11 +440,11 @@ def compare(
     it must already contain the reference trial (it comes from the ledger), so only the candidate's own
     seeds are added here. None means the default prior alone.
     """
-    cand_rows, ref_rows = list(candidate_rows), list(reference_rows)
-    common = _common_examples(tabulate(cand_rows), tabulate(ref_rows))
+    cand, ref = tabulate(candidate_rows), tabulate(reference_rows)
+    common = _common_examples(cand, ref)
     if not common:
         return Comparison(float("nan"), float("nan"), "inconclusive", 0, "no common eval examples")
-    return compare_tables(tabulate(cand_rows, common), tabulate(ref_rows, common), noise, alpha)
+    return compare_tables(cand.restricted(common), ref.restricted(common), noise, alpha)
 
 
 def compare_tables(

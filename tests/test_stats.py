@@ -319,3 +319,28 @@ def test_power_is_the_rate_at_which_scipy_t_test_rejects():
     b = rng.normal(0.0, 1.0, size=(trials, n))
     rejected = sps.ttest_ind(a, b, axis=1, alternative="greater").pvalue < stats.ALPHA
     assert rejected.mean() == pytest.approx(stats.power(d, 1.0, n), abs=0.02)  # binomial se 0.006
+
+
+def test_a_table_restricted_to_examples_is_the_table_of_those_examples():
+    """compare() tabulates each side once and restricts it to the common examples: the same table as
+    tabulating the rows on those examples (seeds with missing cells included)."""
+    rng = np.random.default_rng(0)
+    rows = [
+        {"seed": s, "env": e, "example_id": str(i), "sample": k, "score": float(rng.random())}
+        for s in range(3)
+        for e in ("a", "b")
+        for i in range(50)
+        for k in range(2)
+        if rng.random() > 0.1
+    ]
+    table = stats.tabulate(rows)
+    common = {"a": [str(i) for i in range(0, 50, 3)], "b": [str(i) for i in range(40, 0, -7)]}
+    common = {e: [x for x in ids if x in table.examples[e]] for e, ids in common.items()}
+    direct, restricted = stats.tabulate(rows, common), table.restricted(common)
+    assert (restricted.seeds, restricted.envs, restricted.examples) == (
+        direct.seeds,
+        direct.envs,
+        direct.examples,
+    )
+    for env in direct.envs:
+        assert np.array_equal(restricted.matrix[env], direct.matrix[env], equal_nan=True)
