@@ -117,12 +117,17 @@ def auto_or_seeds(text: str) -> int | None:
 
 @dataclasses.dataclass(frozen=True)
 class Flag:
-    """How a dataclass field is given on the command line: `--` + its name with dashes, and these."""
+    """How a dataclass field is given on the command line: `--` + its name with dashes (or `name`), and
+    these. argparse's help shows the default after the text (the text never restates it)."""
 
     help: str
     type: Callable[[str], Any] | None = None  # parses and range-checks the text; None: the text as given
     choices: tuple[str, ...] | None = None
     metavar: str | None = None
+    name: str | None = None  # the option string when it is not the field's name (`--json` for as_json)
+    positional: bool = False  # an argument, not an option (`autorl mark keep`)
+    nargs: str | None = None  # "?": a positional that may be left out
+    required: bool = False
 
 
 def flag(default: Any, help: str, **how: Any) -> Any:
@@ -131,19 +136,40 @@ def flag(default: Any, help: str, **how: Any) -> Any:
     return dataclasses.field(default=default, metadata={"flag": Flag(help, **how)})
 
 
+def _help(how: Flag, default: Any) -> str:
+    """The help text, then the default unless the text speaks of it (or there is none to show)."""
+    given = how.required or (how.positional and how.nargs is None)
+    nothing = default is None or default is False or default == ""
+    shown = not given and not nothing and "default" not in how.help
+    return (
+        f"{how.help} (default: {default:g})"
+        if shown and isinstance(default, float)
+        else (f"{how.help} (default: {default})" if shown else how.help)
+    )
+
+
 def add_flags(parser: argparse.ArgumentParser, options: type) -> None:
     """One argument per `flag` field of the dataclass `options`, in field order, with the field's default."""
     for f in dataclasses.fields(options):
         how: Flag | None = f.metadata.get("flag")
         if how is None:
             continue
-        name = "--" + f.name.replace("_", "-")
+        if how.positional:
+            name, extra = f.name, {"nargs": how.nargs} if how.nargs else {}
+        else:
+            name, extra = how.name or "--" + f.name.replace("_", "-"), {"dest": f.name}
+            if how.required:
+                extra["required"] = True
         if f.default is False:
-            parser.add_argument(name, action="store_true", help=how.help)
+            parser.add_argument(name, action="store_true", help=how.help, **extra)
             continue
         given = {"type": how.type, "choices": how.choices, "metavar": how.metavar}
         parser.add_argument(
-            name, default=f.default, help=how.help, **{k: v for k, v in given.items() if v is not None}
+            name,
+            default=f.default,
+            help=_help(how, f.default),
+            **extra,
+            **{k: v for k, v in given.items() if v is not None},
         )
 
 

@@ -306,9 +306,10 @@ def record(
     return 0 if status == "ok" else 1
 
 
-def main(run_id: str | None = None, n_seeds: int | None = None, max_seeds: int = CONFIRM_MAX_SEEDS) -> int:
+def main(run: str | None = None, seeds: int | None = None, max_seeds: int = CONFIRM_MAX_SEEDS) -> int:
+    """`autorl confirm` (autorl.cli_options.ConfirmOptions): exit 2 when it cannot start."""
     try:
-        return run_confirm(run_id, n_seeds, max_seeds=max_seeds)
+        return run_confirm(run, seeds, max_seeds=max_seeds)
     except ConfirmError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -44,7 +44,7 @@ class RunOptions:
     config: Path | None = flag(  # None: the track's default config file
         None, "config file (default train.toml; classic.toml)", type=config_path
     )
-    track: str = flag("llm", "llm (default) or classic PPO", choices=tuple(track_names()))
+    track: str = flag("llm", "llm or classic (PPO)", choices=tuple(track_names()))
     budget: float | None = flag(  # None: the budget of the track's baseline (its research context), else 600
         None,
         "training seconds per seed (default: the track's baseline's, else 600)",
@@ -80,7 +80,7 @@ class RunOptions:
     )
     ray_start_timeout: float = flag(  # a broken venv on a node must not hang the trial
         60.0,
-        "seconds for each Ray node's first worker to start (60; 1..3600)",
+        "seconds for each Ray node's first worker to start (1..3600)",
         type=float_in(1, 3600, low_open=False),
     )
     description: str = flag("", "one line recorded in results.tsv")
@@ -90,18 +90,18 @@ class RunOptions:
         "print a config key's meaning, type, range, default and where the config sets it, exit",
         metavar="KEY",
     )
-    backend: str = flag("auto", "llm track backend (auto)", choices=("auto", "embedded", "prime-rl"))
+    backend: str = flag("auto", "llm track backend", choices=("auto", "embedded", "prime-rl"))
     allow_dirty_harness: bool = flag(False, "run although harness files are modified")
     hang_timeout: float = flag(
-        300.0, "seconds without output = hung (300; 1..86400)", type=float_in(1, 86400, low_open=False)
+        300.0, "seconds without output = hung (1..86400)", type=float_in(1, 86400, low_open=False)
     )
     startup_cap: float = flag(
         900.0,
-        "max seconds of start-up before training (900; 1..86400)",
+        "max seconds of start-up before training (1..86400)",
         type=float_in(1, 86400, low_open=False),
     )
     grace: float = flag(
-        30.0, "seconds between SIGTERM and SIGKILL (30; 0.5..3600)", type=float_in(0.5, 3600, low_open=False)
+        30.0, "seconds between SIGTERM and SIGKILL (0.5..3600)", type=float_in(0.5, 3600, low_open=False)
     )
 
     def budget_spec(self) -> BudgetSpec:

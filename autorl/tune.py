@@ -309,6 +309,25 @@ class Running:
     log: Path  # the run's stdout and stderr (a file: a pipe nobody reads would block a talkative trial)
 
 
+def main(
+    trials: int,
+    space: Path | None,
+    budget: float | None,
+    config: Path | None,
+    track: str,
+    seed: int,
+    parallel_trials: int | None,
+) -> int:
+    """`autorl tune` (autorl.cli_options.TuneOptions): a bad space.toml is exit 2 with its reason."""
+    try:
+        return run_tune(
+            trials, space, budget, config, track=track, seed=seed, parallel_trials=parallel_trials
+        )
+    except SpaceError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+
+
 def run_tune(
     trials: int,
     space: Path | None = None,
