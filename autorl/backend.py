@@ -6,13 +6,16 @@ Every backend subclasses `Backend` explicitly; the optional members (`preflight`
 
 from __future__ import annotations
 
+import argparse
 import os
+import sys
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, Self
 
 from autorl import progress
+from autorl.cliargs import add_flags, flag, from_args
 
 if TYPE_CHECKING:
     from autorl.machine import Machine
@@ -35,6 +38,32 @@ class Launch:
     def child_env(self) -> dict[str, str]:
         """The child's environment, cold or warm: the runner's, then the launch's, and unbuffered output."""
         return {**os.environ, **self.env, "PYTHONUNBUFFERED": "1"}
+
+
+@dataclass(frozen=True)
+class ChildArgs:
+    """The flags of a training child, declared once for both sides: the backend's `launch` writes them
+    (`argv`), the child parses them (`parse`). A backend whose child takes more subclasses it."""
+
+    config: Path = flag(None, "resolved.json written by the runner", type=Path, required=True)
+    run_dir: Path = flag(None, "the seed's directory: weights, metrics, logs", type=Path, required=True)
+    seed: int = flag(0, "the training seed (harness-chosen)", type=int, required=True)
+
+    def argv(self, module: str) -> list[str]:
+        """`python -m module` with these flags (a None value is left out, a True switch given bare)."""
+        out = [sys.executable, "-m", module]
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if value is None or value is False:
+                continue
+            out += [f"--{f.name.replace('_', '-')}"] + ([] if value is True else [str(value)])
+        return out
+
+    @classmethod
+    def parse(cls, argv: list[str] | None, description: str) -> Self:
+        parser = argparse.ArgumentParser(description=description)
+        add_flags(parser, cls)
+        return from_args(cls, parser.parse_args(argv))
 
 
 @dataclass

@@ -336,21 +336,21 @@ def run_tune(
     track: str = "llm",
     seed: int = 0,
     runner: list[str] | None = None,
-    extra_args: list[str] | None = None,
+    seeds: int | None = None,
     parallel_trials: int | None = 1,
 ) -> int:
     """`parallel_trials`: candidates run at once (None: as many as the machine's slots hold, each trial's
-    seeds side by side within its own share of the cores)."""
+    seeds side by side within its own share of the cores). `seeds`: each trial's (None: the track's);
+    `runner`: the command that runs a trial (run.py; tests give a double)."""
     root = paths.repo_root()
     space = space or root / "space.toml"
     config = config or root / get_track(track).default_config
     params = load_space(space)
-    extra = list(extra_args or [])
-    seeds = int(extra[extra.index("--seeds") + 1]) if "--seeds" in extra[:-1] else None
     k = parallel_trials or auto_parallel_trials(track, config, seeds)
     runner = runner or [sys.executable, str(root / "run.py")]
     # after each trial's own flags; a --budget of its own is tune's context (its first trial the baseline)
-    tail = (["--budget", f"{budget:g}", "--new-context"] if budget is not None else []) + extra
+    tail = ["--budget", f"{budget:g}", "--new-context"] if budget is not None else []
+    tail += ["--seeds", str(seeds)] if seeds is not None else []
     tuner = _Tuner(params, config, (runner, track, tail), trials, k, seed)
     print(
         f"[tune] {trials} trials over {len(params)} parameters from {space}; config {config}; {k} at a time",

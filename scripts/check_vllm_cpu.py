@@ -32,7 +32,7 @@ import tomlkit
 
 from autorl.jsonl import read_jsonl
 from autorl.llm.config import load_train_config
-from autorl.llm.embedded import build_spec
+from autorl.llm.embedded import EmbeddedChildArgs, build_spec
 from autorl.llm.model_builder import build_base_model
 
 REPO = Path(__file__).resolve().parent.parent
@@ -109,7 +109,7 @@ def check_trainer(model: Path, steps: int, out: Path) -> None:
         )
         config = run_dir / "resolved.json"
         config.write_text(spec.model_dump_json(indent=2))
-        args = ["-m", "autorl.llm.embedded.train", "--config", str(config), "--run-dir", str(run_dir)]
+        args = EmbeddedChildArgs(config, run_dir, 0).argv("autorl.llm.embedded.train")[1:]
         stdout = run(args, out / f"train-{sampler}.log")
         header = next(line for line in stdout.splitlines() if line.startswith("embedded trainer:"))
         print(f"  {header}")

@@ -449,7 +449,7 @@ def test_tune_end_to_end_through_the_real_runner_on_the_classic_track(root: Path
     )
     (root / "space.toml").write_text('[lr]\nkey = "learning_rate"\nlow = 1e-4\nhigh = 3e-3\nlog = true\n')
     runner = [sys.executable, str(repo / "run.py"), "--allow-dirty-harness"]
-    assert tune.run_tune(2, budget=30, track="classic", runner=runner, extra_args=["--seeds", "1"]) == 0
+    assert tune.run_tune(2, budget=30, track="classic", runner=runner, seeds=1) == 0
     rows = Ledger(root / "results.tsv").rows()
     assert [r["track"] for r in rows] == ["classic", "classic"] and all(r["status"] == "ok" for r in rows)
     assert rows[0]["verdict"] == "baseline" and rows[0]["decision"] == "keep"

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from autorl import paths
-from autorl.backend import WHOLE_MACHINE, Backend, Launch, Slot, TrainOutcome
+from autorl.backend import WHOLE_MACHINE, Backend, ChildArgs, Launch, Slot, TrainOutcome
 from autorl.classic.evaluate import (
     EVAL_EPISODES,
     EVAL_SEED,
@@ -75,17 +75,8 @@ class ClassicBackend(Backend):
         }
 
     def launch(self, cfg: Any, run_dir: Path, seed: int, slot: Slot = WHOLE_MACHINE) -> Launch:
-        argv = [
-            sys.executable,
-            "-m",
-            "autorl.classic.train",
-            "--config",
-            str(run_dir / "resolved.json"),  # written by the runner
-            "--run-dir",
-            str(run_dir),
-            "--seed",
-            str(seed),
-        ]
+        # resolved.json: written by the runner
+        argv = ChildArgs(run_dir / "resolved.json", run_dir, seed).argv("autorl.classic.train")
         # The child runs the config's torch_threads; plan_slots gave the slot that many cores.
         return Launch(argv=argv, cwd=paths.repo_root(), env=dict(CHILD_ENV), cpus=slot.cpus, warm=WARM)
 

@@ -20,7 +20,6 @@ threshold; null if none did).
 
 from __future__ import annotations
 
-import argparse
 import io
 import json
 import signal
@@ -32,6 +31,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 from autorl import atomic, progress
+from autorl.backend import ChildArgs
 from autorl.classic.config import ClassicConfig
 from autorl.classic.evaluate import SCORE_STEPS, SOLVED_AT, TRAIN_EVAL_TOGETHER, due_eval, train_eval
 from autorl.machine import peak_rss_gb
@@ -253,11 +253,7 @@ class ClassicRun:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description="classic-track PPO training child")
-    p.add_argument("--config", type=Path, required=True, help="resolved.json written by the runner")
-    p.add_argument("--run-dir", type=Path, required=True)
-    p.add_argument("--seed", type=int, required=True)
-    args = p.parse_args(argv)
+    args = ChildArgs.parse(argv, "classic-track PPO training child")
 
     stop = threading.Event()  # acted on between vector steps: the weights saved are a complete update's
     signal.signal(signal.SIGTERM, lambda signum, frame: stop.set())

@@ -34,13 +34,15 @@ from __future__ import annotations
 import json
 import sys
 import warnings
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from autorl import paths
-from autorl.backend import WHOLE_MACHINE, Backend, Launch, Slot, TrainOutcome
+from autorl.backend import WHOLE_MACHINE, Backend, ChildArgs, Launch, Slot, TrainOutcome
+from autorl.cliargs import flag
 from autorl.jsonl import read_jsonl
 from autorl.llm.embedded.slots import VLLM_GPU_FRACTION, plan_slots, read_param_count
 from autorl.llm.schema import GRPOAlgo, LengthPenalty, LossConfig, OptimConfig, SchedulerConfig, TrainConfig
@@ -74,6 +76,14 @@ class SourceSpec(BaseModel):
     max_completion_tokens: int | None
     taskset_id: str
     taskset_fields: dict[str, Any] = Field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class EmbeddedChildArgs(ChildArgs):
+    """The trainer child's flags: a training child's, and the seed's share of the machine (its Slot)."""
+
+    threads: int | None = flag(None, "torch CPU threads (default: the config's num_threads)", type=int)
+    gpu_share: float | None = flag(None, "fraction of the GPU's memory this seed may use", type=float)
 
 
 class RunSpec(BaseModel):
@@ -221,21 +231,9 @@ class EmbeddedBackend(Backend):
 
     def launch(self, cfg: Any, run_dir: Path, seed: int, slot: Slot = WHOLE_MACHINE) -> Launch:
         run_dir = Path(run_dir)
-        argv = [
-            sys.executable,
-            "-m",
-            "autorl.llm.embedded.train",
-            "--config",
-            str(run_dir / "resolved.json"),  # written by the runner
-            "--run-dir",
-            str(run_dir),
-            "--seed",
-            str(seed),
-        ]
-        if slot.threads is not None:
-            argv += ["--threads", str(slot.threads)]
-        if slot.gpu_share is not None:
-            argv += ["--gpu-share", str(slot.gpu_share)]
+        # resolved.json: written by the runner; the slot's share of the machine on top
+        child = EmbeddedChildArgs(run_dir / "resolved.json", run_dir, seed, slot.threads, slot.gpu_share)
+        argv = child.argv("autorl.llm.embedded.train")
         # PASSIVE: idle OpenMP threads sleep instead of spinning, so a busy neighbour on a small CPU does not
         # stall every op (tiny matmul, 2 threads, loaded 2-core box: 4.5 ms spinning, 36 us passive).
         env = {"OMP_WAIT_POLICY": "PASSIVE", "TOKENIZERS_PARALLELISM": "false"}

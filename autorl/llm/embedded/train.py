@@ -51,7 +51,6 @@ give the same first steps.
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import importlib.util
 import json
@@ -69,7 +68,7 @@ import torch
 from transformers import set_seed
 
 from autorl import progress
-from autorl.llm.embedded import COMPLETE_MARKER, RunSpec, grpo
+from autorl.llm.embedded import COMPLETE_MARKER, EmbeddedChildArgs, RunSpec, grpo
 from autorl.llm.embedded.batches import Batches, BatchPlan, Sample, default_env_loader
 from autorl.llm.embedded.generation import HFSampler, VLLMSampler, shared_prefill, vllm_available
 from autorl.llm.embedded.sampler_process import ProcessSampler
@@ -520,14 +519,7 @@ class Trainer:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="autorl embedded GRPO trainer (prime-rl semantics)")
-    parser.add_argument("--config", type=Path, required=True, help="resolved.json written by the backend")
-    parser.add_argument("--run-dir", type=Path, required=True)
-    parser.add_argument("--seed", type=int, default=0)
-    # The seed's share of the machine (autorl.backend.Slot), set by EmbeddedBackend.launch:
-    parser.add_argument("--threads", type=int, help="torch CPU threads (default: the config's num_threads)")
-    parser.add_argument("--gpu-share", type=float, help="fraction of the GPU's memory this seed may use")
-    args = parser.parse_args(argv)
+    args = EmbeddedChildArgs.parse(argv, "autorl embedded GRPO trainer (prime-rl semantics)")
     # Until the trainer installs its own handlers (right before training), a stop request just exits:
     # there is nothing to save yet.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
