@@ -104,6 +104,56 @@ def attention_implementation(device: torch.device) -> str:
     return "sdpa"
 
 
+def _device(spec: RunSpec) -> tuple[torch.device, torch.dtype | None]:
+    """(the device, the autocast dtype): on a GPU float32 master weights with bf16 compute, capped at the
+    seed's share of the GPU's memory (k seeds share it); on a CPU plain float32."""
+    if spec.device == "auto":
+        device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    else:
+        device = torch.device(spec.device)
+    if device.type == "cuda" and spec.gpu_share < 1.0:
+        torch.cuda.set_per_process_memory_fraction(spec.gpu_share, device.index)  # None = current
+    return device, torch.bfloat16 if device.type == "cuda" else None
+
+
+def _policy(spec: RunSpec, device: torch.device) -> tuple[Any, torch.nn.Module]:
+    """(the tokenizer, the model in training mode on `device`), with the torch threads its size wants."""
+    from transformers import AutoModelForCausalLM
+
+    tokenizer = load_tokenizer(spec.model_path)
+    model = AutoModelForCausalLM.from_pretrained(
+        spec.model_path, dtype=torch.float32, attn_implementation=attention_implementation(device)
+    ).to(device)
+    torch.set_num_threads(cpu_threads(spec.num_threads, sum(p.numel() for p in model.parameters())))
+    model.train()
+    model.config.use_cache = False  # training forwards never need the KV cache
+    return tokenizer, model
+
+
+def _eos_ids(tokenizer: Any, model: torch.nn.Module) -> list[int]:
+    """Every token id that ends a completion: the tokenizer's and the model's generation config's."""
+    eos: set[int] = set()
+    for candidate in (tokenizer.eos_token_id, getattr(model.generation_config, "eos_token_id", None)):
+        if isinstance(candidate, int):
+            eos.add(candidate)
+        elif isinstance(candidate, (list, tuple)):
+            eos.update(int(c) for c in candidate)
+    return sorted(eos)
+
+
+def _optimizer(model: torch.nn.Module, spec: RunSpec) -> tuple[torch.optim.Optimizer, Any]:
+    """AdamW with the config's settings, and its lr schedule (the scheduler type's own fields)."""
+    o = spec.optim
+    optimizer = torch.optim.AdamW(
+        model.parameters(), lr=o.lr, betas=(o.betas1, o.betas2), weight_decay=o.weight_decay, foreach=True
+    )
+    sched = spec.scheduler  # warmup_steps, decay_steps, min_lr: as its type has them
+    scheduler = build_scheduler(
+        optimizer, sched.type, o.lr, spec.max_steps, **sched.model_dump(exclude={"type"})
+    )
+    return optimizer, scheduler
+
+
 class Trainer:
     """The whole loop; ``run()`` trains until max_steps or a stop request."""
 
@@ -114,92 +164,23 @@ class Trainer:
         seed: int,
         env_loader: Callable[[str, dict[str, Any]], Any] = default_env_loader,
     ):
-        from transformers import AutoModelForCausalLM
-
-        self.spec = spec
+        self.spec, self.seed = spec, seed
         self.run_dir = Path(run_dir)
         self.run_dir.mkdir(parents=True, exist_ok=True)
-        self.seed = seed
         self.stop_requested = False
-
         set_seed(seed)  # random, numpy, torch (and CUDA)
-        if spec.device == "auto":
-            self.device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
-        else:
-            self.device = torch.device(spec.device)
-        # GPU: float32 master weights, bf16 compute (autocast); CPU: plain float32.
-        self.autocast_dtype = torch.bfloat16 if self.device.type == "cuda" else None
-        if self.device.type == "cuda" and spec.gpu_share < 1.0:  # k seeds share this GPU
-            torch.cuda.set_per_process_memory_fraction(spec.gpu_share, self.device.index)  # None = current
-
-        self.tokenizer = load_tokenizer(spec.model_path)
-        model = AutoModelForCausalLM.from_pretrained(
-            spec.model_path, dtype=torch.float32, attn_implementation=attention_implementation(self.device)
-        )
-        self.model = model.to(self.device)
-        torch.set_num_threads(cpu_threads(spec.num_threads, sum(p.numel() for p in model.parameters())))
-        self.model.train()
-        self.model.config.use_cache = False  # training forwards never need the KV cache
-        tok = self.tokenizer
-        self.pad_id = tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id
-        eos = set()
-        for candidate in (tok.eos_token_id, getattr(self.model.generation_config, "eos_token_id", None)):
-            if isinstance(candidate, int):
-                eos.add(candidate)
-            elif isinstance(candidate, (list, tuple)):
-                eos.update(int(c) for c in candidate)
-        self.eos_ids = sorted(eos)
-
+        self.device, self.autocast_dtype = _device(spec)
+        self.tokenizer, self.model = _policy(spec, self.device)
+        self.pad_id = self.tokenizer.pad_token_id
+        if self.pad_id is None:
+            self.pad_id = self.tokenizer.eos_token_id
+        self.eos_ids = _eos_ids(self.tokenizer, self.model)
         self.batches = Batches(spec, self.tokenizer, self.eos_ids, seed, env_loader)
-
-        o = spec.optim
-        self.optimizer = torch.optim.AdamW(
-            self.model.parameters(),
-            lr=o.lr,
-            betas=(o.betas1, o.betas2),
-            weight_decay=o.weight_decay,
-            foreach=True,
-        )
-        sched = spec.scheduler  # its type's own fields: warmup_steps, decay_steps, min_lr
-        self.scheduler = build_scheduler(
-            self.optimizer, sched.type, o.lr, spec.max_steps, **sched.model_dump(exclude={"type"})
-        )
-
+        self.optimizer, self.scheduler = _optimizer(self.model, spec)
         self.generator = torch.Generator(device=self.device)
         self.generator.manual_seed(seed)
-        use_vllm = spec.sampler == "vllm" or (spec.sampler == "auto" and vllm_available())
-        if use_vllm:
-            self.sampler: HFSampler | VLLMSampler = VLLMSampler(
-                spec.model_path,
-                self.pad_id,
-                seed,
-                # room for any prompt up to seq_len plus a full completion (the trainer cuts at seq_len)
-                max_model_len=spec.seq_len + max(s.max_completion_tokens or 0 for s in spec.sources),
-                gpu_memory_utilization=spec.vllm_gpu_memory_utilization * spec.gpu_share,
-                dtype="bfloat16" if self.device.type == "cuda" else "float32",  # the trainer's compute dtype
-                device=str(self.device),
-            )
-        else:
-            self.sampler = HFSampler(self.model, self.pad_id, self.eos_ids)
-        self.sampler_name = "vllm" if use_vllm else "hf"
-        self.lag = 1 if spec.max_off_policy_steps >= 1 else 0
-        # CPU: sample in a second process on another core, overlapped with training (sampler_process.py).
-        self.process_sampler: ProcessSampler | None = None
-        if spec.sampler == "hf-process" or (
-            spec.sampler == "auto"
-            and not use_vllm
-            and self.device.type == "cpu"
-            and self.lag == 1
-            and torch.get_num_threads() == 1
-            and len(own_cpu_ids()) >= 2
-        ):
-            if self.device.type != "cpu":
-                raise ValueError("sampler 'hf-process' is for CPU training (on a GPU use 'hf' or 'vllm')")
-            self.process_sampler = ProcessSampler(
-                self.model, spec.model_path, self.pad_id, self.eos_ids, seed
-            )
-            self.sampler_name = "hf-process"
-
+        self.lag = 1 if spec.max_off_policy_steps >= 1 else 0  # 1: train on the previous step's rollouts
+        self.sampler, self.process_sampler, self.sampler_name = self._samplers()
         # Big vocabularies make the logits the largest activation: smaller chunks on a GPU.
         self.micro_batch_tokens = spec.micro_batch_tokens or (4096 if self.device.type == "cuda" else 16384)
         self.empty_batches = 0
@@ -209,6 +190,39 @@ class Trainer:
         self.last_save = time.perf_counter()
         self.last_save_seconds = 0.0
         self.metrics_path = self.run_dir / "metrics.jsonl"
+
+    def _samplers(self) -> tuple[HFSampler | VLLMSampler, ProcessSampler | None, str]:
+        """(the sampler, the CPU's second-process sampler or None, the name the header prints): vLLM when
+        asked for or found; on a CPU with a one-thread trainer, one step behind and a second core, the
+        rollouts sample in a second process overlapped with training (sampler_process.py)."""
+        spec = self.spec
+        use_vllm = spec.sampler == "vllm" or (spec.sampler == "auto" and vllm_available())
+        if use_vllm:
+            vllm = VLLMSampler(
+                spec.model_path,
+                self.pad_id,
+                self.seed,
+                # room for any prompt up to seq_len plus a full completion (the trainer cuts at seq_len)
+                max_model_len=spec.seq_len + max(s.max_completion_tokens or 0 for s in spec.sources),
+                gpu_memory_utilization=spec.vllm_gpu_memory_utilization * spec.gpu_share,
+                dtype="bfloat16" if self.device.type == "cuda" else "float32",  # the trainer's compute dtype
+                device=str(self.device),
+            )
+            return vllm, None, "vllm"
+        hf = HFSampler(self.model, self.pad_id, self.eos_ids)
+        overlapped = (
+            spec.sampler == "auto"
+            and self.device.type == "cpu"
+            and self.lag == 1
+            and torch.get_num_threads() == 1
+            and len(own_cpu_ids()) >= 2
+        )
+        if spec.sampler != "hf-process" and not overlapped:
+            return hf, None, "hf"
+        if self.device.type != "cpu":
+            raise ValueError("sampler 'hf-process' is for CPU training (on a GPU use 'hf' or 'vllm')")
+        process = ProcessSampler(self.model, spec.model_path, self.pad_id, self.eos_ids, self.seed)
+        return hf, process, "hf-process"
 
     # ------------------------------------------------------------------ control
 
