@@ -26,6 +26,7 @@ from autorl.cliargs import CONFIRM_MAX_SEEDS
 from autorl.confirmed import append_confirmed, confirmed_file
 from autorl.context import ResearchContext, best_kept
 from autorl.ledger import Ledger, LedgerError
+from autorl.retrain import RetrainError, recorded_config, run_jobs, same_harness
 from autorl.row import as_float, format_cell
 from autorl.seed import RunOptions, SeedResult, worst_status
 
@@ -33,7 +34,7 @@ from autorl.seed import RunOptions, SeedResult, worst_status
 CONFIRM_SEED_BASE = 2_000_000
 
 
-class ConfirmError(Exception):
+class ConfirmError(RetrainError):
     """The confirmation cannot start (nothing to confirm, the harness or eval changed): exit 2."""
 
 
@@ -157,15 +158,9 @@ def run_confirm(
     ledger: Ledger | None = None,
     max_seeds: int = CONFIRM_MAX_SEEDS,
 ) -> int:
-    from autorl.harness import harness_hash
-    from autorl.live import LiveView
-    from autorl.machine import load_machine
-    from autorl.pool import PoolRun, SeedJob, run_local
-    from autorl.process import Stop
+    from autorl.pool import SeedJob
     from autorl.slots import plan
-    from autorl.tomlcheck import ConfigError
     from autorl.track import get_track
-    from autorl.trial_run import _Signals
 
     if problem := warm.keep_problem():
         raise ConfirmError(problem)
@@ -173,24 +168,11 @@ def run_confirm(
     rows = ledger.rows()
     candidate, baseline, context = choose(rows, run_id, ledger)
     track = get_track(candidate["track"])
-    root = paths.repo_root()
-    if harness_hash(root) != candidate["harness_hash"]:
-        raise ConfirmError(
-            f"the harness changed since {candidate['run_id']} ran: its config cannot be confirmed under it"
-        )
-    machine = load_machine()
-    model = machine.model_name if machine else None
-    configs = {}
-    for role, row in (("candidate", candidate), ("baseline", baseline)):
-        path = paths.runs_dir() / row["run_id"] / "config.toml"
-        if not path.exists():
-            raise ConfirmError(f"{path} is missing: the {role}'s config cannot be re-trained")
-        try:
-            configs[role] = track.load_config(path, row["backend"], model)
-        except ConfigError as exc:
-            raise ConfirmError(f"the {role}'s config no longer loads: {exc}") from None
-        if track.eval_hash(configs[role]) != row["eval_hash"]:
-            raise ConfirmError(f"the eval set changed since {row['run_id']} ran: it cannot be confirmed")
+    same_harness(candidate, "confirmed")
+    configs = {
+        role: recorded_config(row, track, role)
+        for role, row in (("candidate", candidate), ("baseline", baseline))
+    }
     backend = track.make_backend(candidate["backend"])
     budget = float(candidate["budget"])
     noise = stats.noise_floor(rows, context, prior_sd=track.seed_sd_prior)
@@ -222,11 +204,8 @@ def run_confirm(
         if result.error:
             print(result.error, flush=True)
 
-    stop = Stop()
-    with _Signals(stop), LiveView(budget) as view, warm.starters(stop):
-        run = PoolRun(backend, None, jobs, opts.budget_spec(), the_plan, stop, lambda done: "", report)
-        results, _ = run_local(run, view)
-    if stop:
+    results = run_jobs(backend, jobs, budget, the_plan, report)
+    if results is None:
         say("interrupted: nothing recorded")
         return 130
     sides = {
@@ -310,6 +289,6 @@ def main(run: str | None = None, seeds: int | None = None, max_seeds: int = CONF
     """`autorl confirm` (autorl.cli_options.ConfirmOptions): exit 2 when it cannot start."""
     try:
         return run_confirm(run, seeds, max_seeds=max_seeds)
-    except ConfirmError as exc:
+    except RetrainError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
