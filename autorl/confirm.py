@@ -19,8 +19,6 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-import scipy.stats as sps
-
 from autorl import paths, stats, warm
 from autorl.cliargs import CONFIRM_MAX_SEEDS
 from autorl.confirmed import append_confirmed, confirmed_file
@@ -132,7 +130,7 @@ def size(
                 f"{exc}\n  without its eval rows the confirm cannot be sized: give --seeds"
             ) from None
         return Size(given, math.nan, math.nan, noise.sd, math.nan, None, "--seeds")
-    low = c.delta - float(sps.t.ppf(1 - stats.ALPHA, c.df)) * c.se if math.isfinite(c.se) else math.nan
+    low = stats.matching_interval(c)[0]
     needed = stats.seeds_for_power(low, noise.sd) if math.isfinite(low) else None
     if given is not None:
         n, how = given, "--seeds"
@@ -244,11 +242,7 @@ def record(
     base_score = stats.eval_score(base.rows) if base.rows else None
     ctx = ResearchContext.of(cand.row)
     c = stats.compare(cand.rows, base.rows, noise=noise) if ok else None
-    # The interval that matches the one-sided test at ALPHA: two-sided 1 - 2 ALPHA (90%); its low end is the
-    # one-sided lower bound, above zero exactly when p < ALPHA (docs/protocol.md).
-    half = (
-        float(sps.t.ppf(1 - stats.ALPHA, c.df)) * c.se if c is not None and math.isfinite(c.se) else math.nan
-    )
+    low, high = stats.matching_interval(c) if c is not None else (None, None)  # 90%: the test's own
     eval_delta = (as_float(cand.row, "eval_score") or math.nan) - (
         as_float(base.row, "eval_score") or math.nan
     )
@@ -263,8 +257,8 @@ def record(
         "test_score": test_score,
         "baseline_test_score": base_score,
         "delta": c.delta if c else None,
-        "ci_low": c.delta - half if c else None,
-        "ci_high": c.delta + half if c else None,
+        "ci_low": low,
+        "ci_high": high,
         "p_value": c.p_value if c else None,
         "verdict": c.verdict if c else "n/a",
         "eval_delta": eval_delta,

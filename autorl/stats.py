@@ -279,6 +279,16 @@ class Comparison:
     n_reference: int = 0
 
 
+def matching_interval(c: Comparison, alpha: float = ALPHA) -> tuple[float, float]:
+    """The interval of `c.delta` that matches its one-sided test at `alpha`: two-sided 1 - 2 alpha (90%),
+    delta +- t(1 - alpha, df) SE; its low end is above zero exactly when p < alpha (docs/protocol.md).
+    (nan, nan) when the comparison has no standard error."""
+    if not (math.isfinite(c.se) and math.isfinite(c.delta)):
+        return math.nan, math.nan
+    half = float(sps.t.ppf(1 - alpha, c.df)) * c.se
+    return c.delta - half, c.delta + half
+
+
 def seeds_needed(
     c: Comparison, power: float = POWER, alpha: float = ALPHA, both_sides: bool = False
 ) -> int | None:
