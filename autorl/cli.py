@@ -1,4 +1,4 @@
-"""The `autorl` console script: status, show, mark, loop, confirm, tune, report, ledger (trials: run.py).
+"""The `autorl` console script: status, show, mark, loop, confirm, fidelity, tune, report, ledger.
 
 Each subcommand's flags are declared once, as the fields of its options class (autorl/cli_options.py);
 the parser is built from them and the command is called with the parsed values, named as the fields are.
@@ -18,6 +18,7 @@ from typing import Any
 from autorl import paths
 from autorl.cli_options import (
     ConfirmOptions,
+    FidelityOptions,
     LedgerOptions,
     LoopOptions,
     MarkOptions,
@@ -37,6 +38,10 @@ COMMANDS: dict[str, tuple[type, str]] = {  # name -> (its options, its help)
     "confirm": (
         ConfirmOptions,
         "re-train a kept config and the baseline with fresh seeds, score both on the test split",
+    ),
+    "fidelity": (
+        FidelityOptions,
+        "re-train the context's configs at a longer budget: does the short budget's ranking hold?",
     ),
     "tune": (TuneOptions, "Optuna TPE over space.toml, every trial through run.py"),
     "report": (ReportOptions, "progress.png and a markdown table of kept trials"),
@@ -101,6 +106,10 @@ def command(opts: Any) -> Callable[..., int]:
         from autorl import confirm
 
         return confirm.main
+    if isinstance(opts, FidelityOptions):
+        from autorl import fidelity
+
+        return fidelity.main
     if isinstance(opts, TuneOptions):
         from autorl import tune
 

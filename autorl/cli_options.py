@@ -15,6 +15,7 @@ from autorl.cliargs import (
     MAX_SEEDS,
     budget_seconds,
     flag,
+    float_in,
     int_in,
     nonempty_str,
     positive_float,
@@ -148,3 +149,18 @@ class LedgerOptions:
     result_json: Path | None = flag(
         None, "append: the trial's runs/<id>/result.json", positional=True, nargs="?", type=Path
     )
+
+
+@dataclass(frozen=True)
+class FidelityOptions:
+    """`autorl fidelity`: the context's configs re-trained at a longer budget, the two rankings compared."""
+
+    track: str | None = track_flag(None, "the latest context of this track (default: the latest trial's)")
+    factor: float = flag(4.0, "long budget = factor x the context's budget", type=float_in(1, 1000))
+    budget: float | None = flag(None, "the long budget in seconds (instead of --factor)", type=budget_seconds)
+    seeds: int = flag(3, "fresh seeds per config (the same for every config)", type=positive_int(MAX_SEEDS))
+    configs: int = flag(
+        8, "configs re-trained: the baseline, every keep, then discarded ones", type=int_in(2, 64)
+    )
+    resume: str | None = flag(None, "go on with this fidelity run: only its missing seeds run", metavar="ID")
+    png: Path | None = flag(None, "also draw short vs long scores to this PNG", type=Path)

@@ -217,13 +217,13 @@ def confirm_estimate(
     rows: list[dict[str, str]], context: ResearchContext, seeds: int, parallel: int
 ) -> str | None:
     """The confirmation's expected wall time from the context's trials measured here (None before one)."""
-    from autorl.status import seed_cost, waves_seconds
+    from autorl.status import minutes, seed_cost, waves_seconds
 
     if (measured := seed_cost(rows, context)) is None:
         return None
     trials, seed = measured
     wall = waves_seconds(seed, seeds, parallel)
-    return f"expected: ~{wall / 60:.0f} min ({seeds} seeds, {parallel} at a time, from {trials} trials here)"
+    return f"expected: ~{minutes(wall)} ({seeds} seeds, {parallel} at a time, from {trials} trials here)"
 
 
 def record(

@@ -24,9 +24,19 @@ from matplotlib.ticker import MaxNLocator  # noqa: E402
 from autorl import atomic, paths  # noqa: E402
 from autorl.confirmed import confirmed_file, read_confirmed  # noqa: E402
 from autorl.context import ResearchContext  # noqa: E402
+from autorl.fidelity_tsv import fidelity_file, read_fidelity  # noqa: E402
 from autorl.ledger import Ledger  # noqa: E402
 from autorl.row import as_float  # noqa: E402
-from autorl.status import chance_line, context_row, cut, hidden_hint, multiplicity, run_config  # noqa: E402
+from autorl.status import (  # noqa: E402
+    chance_line,
+    context_row,
+    cut,
+    fidelity_line,
+    hidden_hint,
+    latest_fidelity,
+    multiplicity,
+    run_config,
+)
 from autorl.track import get_track  # noqa: E402
 
 LABEL_WIDTH = 40  # a kept trial's description next to its point, cut to this many characters
@@ -237,6 +247,9 @@ def main(
         table += "\n\nConfirmed on the sealed test split (`autorl confirm`):\n\n" + confirmed
     chance = multiplicity(rows, confirmed_rows, get_track(rows[-1]["track"]).false_keep_rate)
     table += "\n\n" + chance_line(chance)
+    context = ResearchContext.of(rows[-1])
+    if line := fidelity_line(latest_fidelity(read_fidelity(fidelity_file(ledger)), context)):
+        table += "\n\n" + line
     plot(rows, out)
     if md is not None:
         atomic.write_text(md, table + "\n")

@@ -17,6 +17,7 @@ from typing import Any
 from autorl import inputs, paths
 from autorl.confirmed import confirmed_file, read_confirmed
 from autorl.context import ResearchContext, best_kept, is_quick
+from autorl.fidelity_tsv import fidelity_file, read_fidelity
 from autorl.ledger import Ledger, Mark
 from autorl.result import ceiling_note
 from autorl.row import as_float
@@ -174,14 +175,50 @@ def chance_line(m: Mapping[str, Any]) -> str:
     )
 
 
+def latest_fidelity(fidelity: Sequence[Mapping[str, str]], context: ResearchContext) -> dict[str, Any] | None:
+    """The context's latest `autorl fidelity` run: its summary (runs/<id>/fidelity.json) and whether each
+    kept config held at the long budget; None when there is none."""
+    mine = [
+        r
+        for r in fidelity
+        if (r["track"], r["eval_hash"], r["harness_hash"])
+        == (context.track, context.eval_hash, context.harness_hash)
+        and as_float(r, "short_budget") == context.budget
+    ]
+    if not mine:
+        return None
+    fid = mine[-1]["fidelity_id"]
+    summary = inputs.read_json_object(paths.runs_dir() / fid / "fidelity.json") or {}
+    kept = {r["run_id"]: r["holds"] for r in mine if r["fidelity_id"] == fid and r["role"] == "kept"}
+    return {"fidelity_id": fid, "summary": summary, "kept": kept}
+
+
+def fidelity_line(f: Mapping[str, Any] | None) -> str | None:
+    if f is None:
+        return None
+    s = f["summary"]
+    rho = f"rho {s['spearman_rho']:.2f}" if isinstance(s.get("spearman_rho"), float) else "rho -"
+    ci = s.get("rho_ci") or [None, None]
+    if None not in ci:
+        rho += f" [{ci[0]:.2f}, {ci[1]:.2f}]"
+    held = sum(v == "holds" for v in f["kept"].values())
+    failed = [k for k, v in f["kept"].items() if v == "does not hold"]
+    budget = f"{s['long_budget']:g}" if isinstance(s.get("long_budget"), float | int) else "?"
+    out = f"fidelity ({f['fidelity_id']}, {s.get('configs', '?')} configs at {budget} s): {rho}"
+    out += f"; keeps that hold at the long budget: {held}/{len(f['kept'])}"
+    return out + (f" (does not hold: {', '.join(failed)})" if failed else "")
+
+
 def collect(
     rows: Sequence[Mapping[str, str]],
     last: int = 8,
     track: str | None = None,
     marks: Sequence[Mark] = (),
     confirmed: Sequence[Mapping[str, str]] = (),
+    fidelity: Sequence[Mapping[str, str]] = (),
 ) -> dict[str, Any]:
-    """The status as a dict (what `--json` prints). `confirmed`: confirmed.tsv's rows."""
+    """The status as a dict (what `--json` prints). `confirmed`, `fidelity`: confirmed.tsv's and
+    fidelity.tsv's rows."""
     latest = context_row(rows, track)
     if latest is None:
         where = f" on the {track} track" if track else ""
@@ -241,6 +278,7 @@ def collect(
         },
         "keep_rate": {"kept": len(kept), "decided": len(decided)},
         "chance": multiplicity(same, confirmed, the_track.false_keep_rate),
+        "fidelity": latest_fidelity(fidelity, ctx),
         "since_last_keep": since,
         "not_kept_streak": streak,
         "baseline_repeats": sorted(repeats),
@@ -366,7 +404,7 @@ def trial_estimate(
     trials, seed = measured
     wall = waves_seconds(seed, seeds, parallel)
     return (
-        f"expected: <= {_minutes(wall)} ({_seed_text(seed)}, median of the {trials} latest comparable trials "
+        f"expected: <= {minutes(wall)} ({_seed_text(seed)}, median of the {trials} latest comparable trials "
         "here; the early stop can end it sooner)"
     )
 
@@ -380,7 +418,7 @@ def _seed_text(seed: Mapping[str, float]) -> str:
     )
 
 
-def _minutes(seconds: float) -> str:
+def minutes(seconds: float) -> str:
     return f"{seconds / 60:.0f} min" if seconds >= 90 else f"{seconds:.0f} s"
 
 
@@ -390,9 +428,9 @@ def cost_line(cost: Mapping[str, Any] | None) -> str | None:
     return (
         f"cost here (median of {cost['trials']} trials): {_seed_text(cost['seed'])}, {cost['parallel']} at a "
         "time; next trial "
-        f"({cost['next_trial']['seeds']} seeds) <= {_minutes(cost['next_trial']['seconds'])}, a "
-        f"{cost['rerun']['seeds']}-seed re-run {_minutes(cost['rerun']['seconds'])}, a confirm of "
-        f"{cost['confirm']['seeds'] // 2} seeds a side {_minutes(cost['confirm']['seconds'])} "
+        f"({cost['next_trial']['seeds']} seeds) <= {minutes(cost['next_trial']['seconds'])}, a "
+        f"{cost['rerun']['seeds']}-seed re-run {minutes(cost['rerun']['seconds'])}, a confirm of "
+        f"{cost['confirm']['seeds'] // 2} seeds a side {minutes(cost['confirm']['seconds'])} "
         "(autorl confirm sizes itself and says its own)"
     )
 
@@ -446,6 +484,8 @@ def render(st: Mapping[str, Any]) -> str:
         f"crashes: {st['crashes']}; timeouts: {st['timeouts']}"
     )
     out.append(chance_line(st["chance"]))
+    if line := fidelity_line(st.get("fidelity")):
+        out.append(line)
     if line := cost_line(st.get("cost")):
         out.append(line)
     if st["pending"]:
@@ -491,7 +531,8 @@ def main(
 ) -> int:
     ledger = ledger or Ledger()
     rows = ledger.rows()
-    st = collect(rows, last, track, ledger.history(), read_confirmed(confirmed_file(ledger)))
+    confirmed = read_confirmed(confirmed_file(ledger))
+    st = collect(rows, last, track, ledger.history(), confirmed, read_fidelity(fidelity_file(ledger)))
     if all_contexts:
         st["contexts"] = contexts(rows)
     if as_json:

@@ -122,10 +122,16 @@ REFUSED = {
 }
 # Refused where it is shown, for a reason the page gives: program.md confirms "after every 3 keeps"; its
 # latest trials, on the classic track, kept none.
-REFUSED_IN_ORDER = {("program.md", "uv run autorl confirm"): "nothing kept yet under the latest trial's"}
+REFUSED_IN_ORDER = {
+    ("program.md", "uv run autorl confirm"): "nothing kept yet under the latest trial's",
+    # program.md checks fidelity "after every few keeps": the walk's latest context has one config
+    ("program.md", "uv run autorl fidelity"): "the context has one config: ranking needs at least two",
+}
 # Not run, for the reason given (each is parsed above like every command).
 BIPEDAL = "uv run run.py --track classic --config docs/classic-bipedalwalker.toml --budget 600 --seeds 1"
 PARSED_ONLY = {
+    "uv run autorl fidelity --track classic --factor 4 --seeds 3 --configs 8 --png fidelity.png": "re-trains "
+    "8 configs x 3 seeds at 4x the budget; tests/test_fidelity.py runs the command end to end",
     BIPEDAL: "the base policy's evaluation alone is a minute of Box2D (100 episodes of a random walker); "
     "tests/test_classic.py::test_continuous_policy_runs_on_bipedalwalker trains and evaluates on it",
 }

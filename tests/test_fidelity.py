@@ -1,0 +1,165 @@
+"""`autorl fidelity`: the rank statistics against scipy on known inputs, a real run on the classic track at
+tiny budgets (recorded, drawn, resumed after a SIGINT without re-running a finished seed), and bad input
+refused with nothing recorded."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from scipy import stats as sps
+
+from autorl import cli, fidelity
+from autorl.fidelity_tsv import read_fidelity
+from autorl.ledger import Ledger
+from autorl.trial import main as run_py
+from autorl.tune import parse_summary
+
+REPO = Path(__file__).resolve().parent.parent
+SHIPPED = REPO / "classic.toml"
+
+
+def test_rank_statistics_are_scipy_s_on_known_inputs():
+    short, long = [0.1, 0.2, 0.3, 0.4], [0.15, 0.35, 0.25, 0.30]
+    got = fidelity.rank_stats(short, long)
+    assert got["rho"] == pytest.approx(sps.spearmanr(short, long).statistic) == pytest.approx(0.4)
+    assert got["tau"] == pytest.approx(sps.kendalltau(short, long).statistic)
+    assert got["winner_rank"] == 2 and got["regret"] == pytest.approx(0.05)  # 0.4's long 0.30 < 0.35
+    assert fidelity.rank_stats([1, 2], [1, 2]) == pytest.approx(
+        {"rho": 1, "tau": 1, "winner_rank": 1, "regret": 0}
+    )
+
+
+def test_rho_interval_resamples_configs_and_seeds():
+    exact = [[0.1, 0.1], [0.2, 0.2], [0.3, 0.3], [0.4, 0.4], [0.5, 0.5]]
+    assert fidelity.rho_interval(exact, exact) == pytest.approx((1, 1))  # no seed noise, a perfect ranking
+    noisy_long = [[0.1, 0.35], [0.3, 0.15], [0.2, 0.4], [0.45, 0.3], [0.5, 0.6]]
+    low, high = fidelity.rho_interval(exact, noisy_long)
+    point = sps.spearmanr([0.1, 0.2, 0.3, 0.4, 0.5], [sum(x) / 2 for x in noisy_long]).statistic
+    assert -1 <= low < point < high <= 1 and high - low > 0.3
+
+
+def test_choose_takes_the_baseline_every_keep_then_discarded_ones_across_the_range():
+    def row(run_id: str, score: float, decision: str, config: str | None = None) -> dict[str, str]:
+        return {
+            "run_id": run_id,
+            "status": "ok",
+            "eval_score": str(score),
+            "decision": decision,
+            "config_hash": config or run_id,
+        }
+
+    rows = [row("base", 0.5, "keep"), row("repeat", 0.52, "discard", "base"), row("k1", 0.6, "keep")]
+    rows += [row(f"d{i}", 0.3 + i / 20, "discard") for i in range(8)]
+    chosen = fidelity.choose(rows, 5)
+    assert [(role, r["run_id"]) for role, r in chosen][:2] == [("baseline", "base"), ("kept", "k1")]
+    discarded = [r["run_id"] for role, r in chosen if role == "discarded"]
+    assert discarded == ["d0", "d4", "d7"]  # the lowest, the middle and the highest short score
+    assert "repeat" not in [r["run_id"] for _, r in chosen]  # the baseline's config once
+
+
+@pytest.fixture(scope="module")
+def context(tmp_path_factory: pytest.TempPathFactory):
+    """A classic context of three real trials at 1.5 s and 2 seeds: the shipped config (the baseline), a
+    learning rate of 2e-3 (kept) and of 1e-4 (discarded)."""
+    root = tmp_path_factory.mktemp("fidelity")
+    text = SHIPPED.read_text()
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("AUTORL_ROOT", str(root))
+        for name, lr, decision in (
+            ("base", "5e-4", "keep"),
+            ("fast", "2e-3", "keep"),
+            ("slow", "1e-4", "discard"),
+        ):
+            (root / f"{name}.toml").write_text(
+                text.replace("learning_rate = 5e-4 ", f"learning_rate = {lr} ")
+            )
+            argv = [
+                "--track",
+                "classic",
+                "--config",
+                str(root / f"{name}.toml"),
+                "--budget",
+                "1.5",
+                "--seeds",
+                "2",
+            ]
+            assert run_py([*argv, "--all-seeds", "--description", name]) == 0
+            Ledger(root / "results.tsv").mark(decision, lesson=name, reason="test context")
+    return root
+
+
+def fidelity_cmd(root: Path, *args: str) -> subprocess.Popen[str]:
+    env = {**os.environ, "AUTORL_ROOT": str(root)}
+    cmd = [sys.executable, "-m", "autorl.cli", "fidelity", "--track", "classic", *args]
+    return subprocess.Popen(
+        cmd, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
+
+
+def test_a_fidelity_run_is_recorded_and_resumes_after_a_signal(context, capsys, monkeypatch):
+    """SIGINT after the first finished seed: exit 130, that seed kept; `--resume` runs only the rest, then the
+    summary, fidelity.tsv (rho = scipy's on its rows) and the scatter plot."""
+    proc = fidelity_cmd(context, "--factor", "2", "--seeds", "2", "--png", str(context / "f.png"))
+    lines = []
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        lines.append(line)
+        if " seed " in line and ": ok" in line:  # the first seed finished
+            proc.send_signal(signal.SIGINT)
+            break
+    rest, _ = proc.communicate(timeout=120)
+    out = "".join(lines) + rest
+    assert proc.returncode == 130, out
+    fid = next(w for w in out.split() if w.startswith("fidelity-")).rstrip(":")
+    assert f"autorl fidelity --resume {fid}" in out and not (context / "fidelity.tsv").exists()
+
+    resumed = fidelity_cmd(context, "--resume", fid, "--png", str(context / "f.png"))
+    out, _ = resumed.communicate(timeout=300)
+    assert resumed.returncode == 0, out
+    finished_before = int(out.split(" seeds finished before")[0].split()[-1])
+    assert finished_before >= 1 and f"{6 - finished_before} to run" in out
+    summary = parse_summary(out)
+    assert summary["configs"] == "3" and summary["long_budget"] == "3" and summary["fidelity_id"] == fid
+    rows = read_fidelity(context / "fidelity.tsv")
+    assert [r["role"] for r in rows] == ["baseline", "kept", "discarded"]
+    short = [float(r["short_score"]) for r in rows]
+    long = [float(r["long_score"]) for r in rows]
+    assert float(summary["spearman_rho"]) == pytest.approx(sps.spearmanr(short, long).statistic, abs=1e-3)
+    kept = rows[1]
+    assert kept["holds"] in ("holds", "does not hold", "inconclusive") and summary["kept_holds"].endswith(
+        "/1"
+    )
+    assert f"kept/{kept['run_id']}: delta " in out and (context / "f.png").stat().st_size > 5000
+    monkeypatch.setenv("AUTORL_ROOT", str(context))
+    assert cli.main(["fidelity", "--resume", fid]) == 2  # recorded: nothing to resume
+    assert "already recorded" in capsys.readouterr().err
+    assert cli.main(["status", "--track", "classic"]) == 0  # the context's latest fidelity, and its keep
+    line = next(ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("fidelity ("))
+    assert line.startswith(f"fidelity ({fid}, 3 configs at 3 s): rho {float(summary['spearman_rho']):.2f} [")
+    assert f"keeps that hold at the long budget: {int(kept['holds'] == 'holds')}/1" in line
+
+
+def test_bad_input_is_refused_with_nothing_recorded(tmp_path, monkeypatch, capsys, context):
+    monkeypatch.setenv("AUTORL_ROOT", str(tmp_path))
+    assert cli.main(["fidelity"]) == 2  # no trials: no context
+    assert "no trials yet: nothing to re-train" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exit_:
+        cli.main(["fidelity", "--factor", "0.5"])
+    assert exit_.value.code == 2
+    monkeypatch.setenv("AUTORL_ROOT", str(context))
+    before = sorted(p.name for p in (context / "runs").iterdir())
+    assert cli.main(["fidelity", "--track", "classic", "--budget", "1"]) == 2  # not longer than 1.5 s
+    assert "must exceed the context's 1.5 s" in capsys.readouterr().err
+    gone = context / "runs" / Ledger(context / "results.tsv").rows()[1]["run_id"] / "config.toml"
+    gone.rename(gone.with_suffix(".bak"))
+    try:
+        assert cli.main(["fidelity", "--track", "classic"]) == 2
+        assert "is missing: the kept trial's config cannot be re-trained" in capsys.readouterr().err
+    finally:
+        gone.with_suffix(".bak").rename(gone)
+    assert sorted(p.name for p in (context / "runs").iterdir()) == before  # no fidelity run directory
