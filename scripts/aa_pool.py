@@ -5,7 +5,10 @@
     uv run scripts/aa_pool.py collect --track llm --budget 90 --a-seeds 60 --b-seeds 30 \
         --per-round 2 1 --b-set trainer.optim.lr=3e-5
     # analyze: draw disjoint pairs from the pools and decide each with the runner's code
-    uv run scripts/aa_pool.py analyze --track llm --pairs 2000
+    uv run scripts/aa_pool.py analyze --track llm --pairs 2000 --parallel 1
+    # export the pools to one file; analyze it again anywhere (the studies commit theirs)
+    uv run scripts/aa_pool.py export --track llm --out pool.jsonl.gz
+    uv run scripts/aa_pool.py analyze --track llm --pairs 2000 --parallel 1 --pool-file pool.jsonl.gz
 
 A trial's verdict sees nothing but the per-seed eval rows of both sides and the ledger's noise floor, so
 pairs drawn from pools of seeds that really trained are decided as real trial pairs are: `autorl.stats`'s
@@ -24,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import gzip
 import json
 import os
 import subprocess
@@ -193,6 +197,37 @@ def pairs(a: Pool, b: Pool | None, n: int, count: int, parallel: int, prior: flo
     return out
 
 
+CONTEXT_KEYS = ("track", "eval_hash", "harness_hash", "budget", "config_hash", "status")
+
+
+def export(args: argparse.Namespace) -> None:
+    """The pools as one gzipped JSON-lines file: a header line per pool (its context), then one line per
+    eval row (the completion dropped): what `analyze --pool-file` reads, so a study's figures can be
+    recomputed from a committed file."""
+    pools = load_pools(args.track, args.a_run)
+    with gzip.open(args.out, "wt", encoding="utf-8") as f:
+        for name, pool in pools.items():
+            f.write(json.dumps({"pool": name, "row": {k: pool.ledger_row[k] for k in CONTEXT_KEYS}}) + "\n")
+            for k, seed in enumerate(pool.seeds):
+                for r in seed:
+                    keep = {c: r[c] for c in ("env", "example_id", "sample", "score")}
+                    f.write(json.dumps({"pool": name, "seed": k, **keep}) + "\n")
+    print(f"[pool] wrote {args.out}: " + ", ".join(f"{n} {len(p.seeds)} seeds" for n, p in pools.items()))
+
+
+def read_pool_file(path: Path) -> dict[str, Pool]:
+    rows: dict[str, dict] = {}
+    seeds: dict[str, dict[int, list[dict]]] = {}
+    with gzip.open(path, "rt", encoding="utf-8") as f:
+        for line in f:
+            r = json.loads(line)
+            if "row" in r:
+                rows[r["pool"]] = r["row"]
+            else:
+                seeds.setdefault(r.pop("pool"), {}).setdefault(r["seed"], []).append(r)
+    return {name: Pool([rows[name]], list(seeds[name].values())) for name in rows}
+
+
 def load_pools(track: str, a_runs: list[str]) -> dict[str, Pool]:
     from autorl.ledger import Ledger
 
@@ -212,7 +247,7 @@ def load_pools(track: str, a_runs: list[str]) -> dict[str, Pool]:
 def analyze(args: argparse.Namespace) -> None:
     from autorl.track import get_track
 
-    pools = load_pools(args.track, args.a_run)
+    pools = read_pool_file(args.pool_file) if args.pool_file else load_pools(args.track, args.a_run)
     track = get_track(args.track)
     n, prior = args.seeds or track.default_seeds, track.seed_sd_prior
     a, b = pools[POOL_A], pools.get(POOL_B)
@@ -292,11 +327,20 @@ def main() -> None:
     an.add_argument("--parallel", type=int, required=True, help="seeds at once (this machine's slots)")
     an.add_argument("--a-run", action="append", default=[], help="also count this run's seeds in pool A")
     an.add_argument("--pool-boot", type=int, default=0, metavar="B", help="also resample the pools B times")
+    an.add_argument("--pool-file", type=Path, default=None, help="the pools from `export` (not the ledger)")
     an.add_argument("--rng", type=int, default=0)
     an.add_argument("--json", type=Path, default=None)
+    ex = sub.add_parser(
+        "export", help="write the pools' eval rows to one gzipped file (for analyze --pool-file)"
+    )
+    ex.add_argument("--track", choices=("llm", "classic"), default="llm")
+    ex.add_argument("--a-run", action="append", default=[], help="also count this run's seeds in pool A")
+    ex.add_argument("--out", type=Path, required=True)
     args = p.parse_args()
     if args.command == "analyze":
         analyze(args)
+    elif args.command == "export":
+        export(args)
     elif args.command == "collect":
         if args.config is None:
             args.config = REPO / ("train.toml" if args.track == "llm" else "classic.toml")

@@ -86,3 +86,11 @@ def test_aa_pool_decides_pairs_of_pool_seeds_as_the_runner_does(tmp_path):
     assert aa["improved"] + aa["worse"] + aa["inconclusive"] == 60 and aa["improved"] <= 9
     assert ab["improved"] >= 55 and 1 <= ab["mean_seeds"] < 4  # the efficacy stop ends most of them early
     assert "A/A, the rule: improved" in proc.stdout and "A/A, the rule before 2026-11-25" in proc.stdout
+    # exported to one file, the pools decide the same pairs the same way (a study commits its file)
+    pool_file, again = tmp_path / "pool.jsonl.gz", tmp_path / "again.json"
+    script = [sys.executable, str(REPO / "scripts" / "aa_pool.py")]
+    env = {**os.environ, "AUTORL_ROOT": str(tmp_path)}
+    subprocess.run([*script, "export", "--track", "llm", "--out", str(pool_file)], env=env, check=True)
+    from_file = [*cmd[:-1], str(again), "--pool-file", str(pool_file)]
+    subprocess.run(from_file, cwd=REPO, env={**os.environ, "AUTORL_ROOT": str(tmp_path / "none")}, check=True)
+    assert json.loads(again.read_text()) == json.loads(out_json.read_text())
