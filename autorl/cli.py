@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import importlib
 import os
 import sys
 from collections.abc import Callable
@@ -30,50 +31,68 @@ from autorl.cli_options import (
 from autorl.cliargs import add_flags, from_args
 from autorl.ledger import Ledger, LedgerError
 
-COMMANDS: dict[str, tuple[type, str]] = {  # name -> (its options, its help)
-    "status": (StatusOptions, "short bounded state: best kept trial, noise floor, last trials"),
-    "show": (ShowOptions, "one trial against its reference: curves, steps, causes, health flags"),
-    "mark": (MarkOptions, "record your decision on a trial (the latest by default)"),
-    "loop": (LoopOptions, "re-invoke a coding agent until a time/trial limit or a STOP file"),
+COMMANDS: dict[str, tuple[type, str, str]] = {  # name -> (its options, its help, the function that runs it)
+    "status": (
+        StatusOptions,
+        "short bounded state: best kept trial, noise floor, last trials",
+        "autorl.status:main",
+    ),
+    "show": (
+        ShowOptions,
+        "one trial against its reference: curves, steps, causes, health flags",
+        "autorl.show:main",
+    ),
+    "mark": (MarkOptions, "record your decision on a trial (the latest by default)", "autorl.cli:mark"),
+    "loop": (
+        LoopOptions,
+        "re-invoke a coding agent until a time/trial limit or a STOP file",
+        "autorl.loop:main",
+    ),
     "confirm": (
         ConfirmOptions,
         "re-train a kept config and the baseline with fresh seeds, score both on the test split",
+        "autorl.confirm:main",
     ),
     "fidelity": (
         FidelityOptions,
         "re-train the context's configs at a longer budget: does the short budget's ranking hold?",
+        "autorl.fidelity:main",
     ),
-    "tune": (TuneOptions, "Optuna TPE over space.toml, every trial through run.py"),
-    "report": (ReportOptions, "progress.png and a markdown table of kept trials"),
-    "ledger": (LedgerOptions, "check or repair results.tsv, or append a row a trial saved in result.json"),
+    "tune": (TuneOptions, "Optuna TPE over space.toml, every trial through run.py", "autorl.tune:main"),
+    "report": (ReportOptions, "progress.png and a markdown table of kept trials", "autorl.report:main"),
+    "ledger": (
+        LedgerOptions,
+        "check or repair results.tsv, or append a row a trial saved in result.json",
+        "autorl.cli:ledger",
+    ),
 }
 
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="autorl", description="autorl research tools (trials: uv run run.py)")
     sub = p.add_subparsers(dest="command", required=True)
-    for name, (options, help) in COMMANDS.items():
+    for name, (options, help, _) in COMMANDS.items():
         add_flags(sub.add_parser(name, help=help, description=options.__doc__), options)
     return p
 
 
-def parse(argv: list[str] | None) -> Any:
-    """The subcommand's options object (a bad value exits 2 with argparse's usage line)."""
+def parse(argv: list[str] | None) -> tuple[str, Any]:
+    """The subcommand and its options object (a bad value exits 2 with argparse's usage line)."""
     parser = build_parser()
     args = parser.parse_args(argv)
     opts = from_args(COMMANDS[args.command][0], args)
     if isinstance(opts, LedgerOptions) and (opts.action == "append") != (opts.result_json is not None):
         parser.error("`autorl ledger append` takes the result.json to append; check and repair take none")
-    return opts
+    return args.command, opts
 
 
 def main(argv: list[str] | None = None) -> int:
-    opts = parse(argv)
+    name, opts = parse(argv)
     if problem := paths.root_problem():
         print(f"error: {problem}", file=sys.stderr)
         return 2
     try:
-        code = command(opts)(**dataclasses.asdict(opts))
+        code = command(name)(**dataclasses.asdict(opts))
         sys.stdout.flush()  # inside the try: a closed pipe (`autorl status | head -1`) is not an error
         return code
     except BrokenPipeError:
@@ -88,37 +107,11 @@ def main(argv: list[str] | None = None) -> int:
         return 2
 
 
-def command(opts: Any) -> Callable[..., int]:
-    """The function that runs the subcommand of `opts`, called with its fields as keyword arguments."""
-    if isinstance(opts, StatusOptions):
-        from autorl import status
-
-        return status.main
-    if isinstance(opts, ShowOptions):
-        from autorl import show
-
-        return show.main
-    if isinstance(opts, LoopOptions):
-        from autorl import loop
-
-        return loop.main
-    if isinstance(opts, ConfirmOptions):
-        from autorl import confirm
-
-        return confirm.main
-    if isinstance(opts, FidelityOptions):
-        from autorl import fidelity
-
-        return fidelity.main
-    if isinstance(opts, TuneOptions):
-        from autorl import tune
-
-        return tune.main
-    if isinstance(opts, ReportOptions):
-        from autorl import report
-
-        return report.main
-    return mark if isinstance(opts, MarkOptions) else ledger
+def command(name: str) -> Callable[..., int]:
+    """The function that runs the subcommand `name`, imported only now (`autorl mark` does not pay for
+    matplotlib or Optuna); it is called with the options' fields as keyword arguments."""
+    module, function = COMMANDS[name][2].split(":")
+    return getattr(importlib.import_module(module), function)
 
 
 def mark(decision: str, run: str | None, lesson: str | None, reason: str | None) -> int:

@@ -21,12 +21,12 @@ from typing import Any
 
 from autorl import paths, stats, warm
 from autorl.cliargs import CONFIRM_MAX_SEEDS
-from autorl.confirmed import append_confirmed, confirmed_file
 from autorl.context import ResearchContext, best_kept
 from autorl.ledger import Ledger, LedgerError
 from autorl.retrain import RetrainError, recorded_config, run_jobs, same_harness
 from autorl.row import as_float, format_cell
 from autorl.seed import RunOptions, SeedResult, worst_status
+from autorl.sidetables import CONFIRMED
 
 # Fresh seeds: trials draw theirs from [0, 10^6 + 64) (autorl.trial_run.harness_seeds); confirm from here up.
 CONFIRM_SEED_BASE = 2_000_000
@@ -217,12 +217,11 @@ def confirm_estimate(
     rows: list[dict[str, str]], context: ResearchContext, seeds: int, parallel: int
 ) -> str | None:
     """The confirmation's expected wall time from the context's trials measured here (None before one)."""
-    from autorl.status import minutes, seed_cost, waves_seconds
+    from autorl.status import expected_wall, minutes
 
-    if (measured := seed_cost(rows, context)) is None:
+    if (expected := expected_wall(rows, context, seeds, parallel)) is None:
         return None
-    trials, seed = measured
-    wall = waves_seconds(seed, seeds, parallel)
+    wall, trials, _ = expected
     return f"expected: ~{minutes(wall)} ({seeds} seeds, {parallel} at a time, from {trials} trials here)"
 
 
@@ -264,8 +263,8 @@ def record(
         "eval_delta": eval_delta,
         "status": status,
     }
-    path = confirmed_file(ledger)
-    append_confirmed(path, row)
+    path = CONFIRMED.beside(ledger)
+    CONFIRMED.append(path, [row])
     lines = {k: format_cell(k, v) for k, v in row.items() if k != "timestamp"}
     lines["confirmed"] = "yes" if c is not None and c.verdict == "improved" else "no"
     lines["seeds_per_side"] = f"{sized.seeds} ({sized.chosen_by})"

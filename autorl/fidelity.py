@@ -30,12 +30,12 @@ from scipy import stats as sps
 
 from autorl import atomic, inputs, paths, stats, warm
 from autorl.context import ResearchContext, is_quick
-from autorl.fidelity_tsv import append_fidelity, fidelity_file, read_fidelity
 from autorl.jsonl import eval_rows_problem, read_jsonl
 from autorl.ledger import Ledger
 from autorl.retrain import RetrainError, recorded_config, run_jobs, same_harness
 from autorl.row import as_float, row_seed_scores
 from autorl.seed import SeedResult
+from autorl.sidetables import FIDELITY
 
 FIDELITY_SEED_BASE = 3_000_000  # trials draw seeds below 1,000,064, confirm from 2,000,000: these no one else
 BOOT = 2000  # bootstrap replicates of rho's interval
@@ -242,7 +242,7 @@ def run_fidelity(
     ledger = ledger or Ledger()
     rows = ledger.rows()
     plan = Plan.load(resume) if resume else new_plan(rows, track, factor, budget, seeds, configs)
-    if any(r["fidelity_id"] == plan.fidelity_id for r in read_fidelity(fidelity_file(ledger))):
+    if any(r["fidelity_id"] == plan.fidelity_id for r in FIDELITY.read(FIDELITY.beside(ledger))):
         raise RetrainError(f"{plan.fidelity_id} is already recorded in fidelity.tsv: nothing to resume")
     chosen, backend, prior = _configs(plan, rows)  # every config checked before anything is written
     plan.save()
@@ -324,14 +324,15 @@ def _announce(plan: Plan, chosen: list[Config], n_jobs: int) -> None:
 
 def _estimate(rows: list[dict[str, str]], plan: Plan, n_jobs: int, parallel: int) -> str | None:
     """The wall time from the context's measured seconds per seed, its training at the long budget."""
-    from autorl.status import minutes, seed_cost
+    from autorl.status import expected_wall, minutes
 
-    if (measured := seed_cost(rows, plan.context)) is None:
+    if (expected := expected_wall(rows, plan.context, n_jobs, parallel, plan.long_budget)) is None:
         return None
-    _, seed = measured
-    per_wave = seed["total"] - seed["training"] + plan.long_budget
-    wall = seed["once"] + -(-n_jobs // parallel) * per_wave
-    return f"expected: ~{minutes(wall)} ({n_jobs} seeds, {parallel} at a time, {plan.long_budget:g} s each)"
+    wall, trials, _ = expected
+    return (
+        f"expected: ~{minutes(wall)} ({n_jobs} seeds, {parallel} at a time, {plan.long_budget:g} s each; "
+        f"from {trials} trials here)"
+    )
 
 
 def _report(result: SeedResult) -> None:
@@ -379,7 +380,7 @@ def _conclude(ledger: Ledger, plan: Plan, chosen: list[Config], prior: float, pn
     atomic.write_text(
         plan.dir / "fidelity.json", json.dumps({**summary, "fidelity_id": plan.fidelity_id}) + "\n"
     )
-    append_fidelity(fidelity_file(ledger), records)
+    FIDELITY.append(FIDELITY.beside(ledger), records)
     if png is not None:
         say(f"wrote {plot(scored, long, png)}")
     lines = {
@@ -394,7 +395,7 @@ def _conclude(ledger: Ledger, plan: Plan, chosen: list[Config], prior: float, pn
         )
     lines["fidelity_id"] = plan.fidelity_id
     sys.stdout.write("---\n" + "".join(f"{k}: {v}\n" for k, v in lines.items()))
-    say(f"recorded in {fidelity_file(ledger).name} and runs/{plan.fidelity_id}/fidelity.json")
+    say(f"recorded in {FIDELITY.name} and runs/{plan.fidelity_id}/fidelity.json")
     return 0
 
 
@@ -469,18 +470,11 @@ def _png(fig: Any) -> bytes:
     return buf.getvalue()
 
 
-def main(
-    track: str | None = None,
-    factor: float = 4.0,
-    budget: float | None = None,
-    seeds: int = 3,
-    configs: int = 8,
-    resume: str | None = None,
-    png: Path | None = None,
-) -> int:
-    """`autorl fidelity` (autorl.cli_options.FidelityOptions): exit 2 when it cannot start."""
+def main(**options: Any) -> int:
+    """`autorl fidelity`, called with autorl.cli_options.FidelityOptions' fields: exit 2 when it cannot
+    start (RetrainError: nothing is recorded)."""
     try:
-        return run_fidelity(track, factor, budget, seeds, configs, resume, png)
+        return run_fidelity(**options)
     except RetrainError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

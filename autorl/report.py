@@ -22,11 +22,10 @@ from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.ticker import MaxNLocator  # noqa: E402
 
 from autorl import atomic, paths  # noqa: E402
-from autorl.confirmed import confirmed_file, read_confirmed  # noqa: E402
 from autorl.context import ResearchContext  # noqa: E402
-from autorl.fidelity_tsv import fidelity_file, read_fidelity  # noqa: E402
 from autorl.ledger import Ledger  # noqa: E402
 from autorl.row import as_float  # noqa: E402
+from autorl.sidetables import CONFIRMED, FIDELITY  # noqa: E402
 from autorl.status import (  # noqa: E402
     chance_line,
     context_row,
@@ -242,13 +241,13 @@ def main(
         if target is not None:
             atomic.check_target(target)
     table = kept_table(rows)
-    confirmed_rows = read_confirmed(confirmed_file(ledger))
+    confirmed_rows = CONFIRMED.read(CONFIRMED.beside(ledger))
     if confirmed := confirmed_table(rows, confirmed_rows):
         table += "\n\nConfirmed on the sealed test split (`autorl confirm`):\n\n" + confirmed
     chance = multiplicity(rows, confirmed_rows, get_track(rows[-1]["track"]).false_keep_rate)
     table += "\n\n" + chance_line(chance)
     context = ResearchContext.of(rows[-1])
-    if line := fidelity_line(latest_fidelity(read_fidelity(fidelity_file(ledger)), context)):
+    if line := fidelity_line(latest_fidelity(FIDELITY.read(FIDELITY.beside(ledger)), context)):
         table += "\n\n" + line
     plot(rows, out)
     if md is not None:

@@ -15,12 +15,11 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from autorl import inputs, paths
-from autorl.confirmed import confirmed_file, read_confirmed
 from autorl.context import ResearchContext, best_kept, is_quick
-from autorl.fidelity_tsv import fidelity_file, read_fidelity
 from autorl.ledger import Ledger, Mark
 from autorl.result import ceiling_note
 from autorl.row import as_float
+from autorl.sidetables import CONFIRMED, FIDELITY
 from autorl.stats import noise_floor
 from autorl.track import get_track
 
@@ -395,14 +394,31 @@ def expected_cost(
     }
 
 
+def expected_wall(
+    rows: Sequence[Mapping[str, str]],
+    context: ResearchContext,
+    seeds: int,
+    parallel: int,
+    training_s: float | None = None,
+) -> tuple[float, int, dict[str, float]] | None:
+    """(wall seconds, trials measured, the seed's cost) of `seeds` seeds run `parallel` at a time, from the
+    context's trials measured here, each seed training `training_s` when given (fidelity's long budget)
+    instead of the measured training; None before a trial of the context finished."""
+    if (measured := seed_cost(rows, context)) is None:
+        return None
+    trials, seed = measured
+    if training_s is not None:
+        seed = {**seed, "total": seed["total"] - seed["training"] + training_s, "training": training_s}
+    return waves_seconds(seed, seeds, parallel), trials, seed
+
+
 def trial_estimate(
     rows: Sequence[Mapping[str, str]], context: ResearchContext, seeds: int, parallel: int
 ) -> str | None:
     """A starting trial's expected wall time from the context's trials measured here (its plan line)."""
-    if (measured := seed_cost(rows, context)) is None:
+    if (expected := expected_wall(rows, context, seeds, parallel)) is None:
         return None
-    trials, seed = measured
-    wall = waves_seconds(seed, seeds, parallel)
+    wall, trials, seed = expected
     return (
         f"expected: <= {minutes(wall)} ({_seed_text(seed)}, median of the {trials} latest comparable trials "
         "here; the early stop can end it sooner)"
@@ -531,8 +547,8 @@ def main(
 ) -> int:
     ledger = ledger or Ledger()
     rows = ledger.rows()
-    confirmed = read_confirmed(confirmed_file(ledger))
-    st = collect(rows, last, track, ledger.history(), confirmed, read_fidelity(fidelity_file(ledger)))
+    confirmed, fidelity = (t.read(t.beside(ledger)) for t in (CONFIRMED, FIDELITY))
+    st = collect(rows, last, track, ledger.history(), confirmed, fidelity)
     if all_contexts:
         st["contexts"] = contexts(rows)
     if as_json:

@@ -239,7 +239,7 @@ def test_confirm_runs_both_sides_on_the_slots_and_reports_the_interval_of_its_te
 ):
     """`autorl confirm` after a keep: both sides' seeds run in one pool on the machine's slots (the plan says
     how many at a time), and the interval is the 90% one: its low end is above zero exactly when p < 0.05."""
-    from autorl.confirmed import read_confirmed
+    from autorl.sidetables import CONFIRMED
     from autorl.slots import current_machine
 
     root, _, cand = classic_runs
@@ -250,7 +250,7 @@ def test_confirm_runs_both_sides_on_the_slots_and_reports_the_interval_of_its_te
     out = capsys.readouterr().out
     at_once = min(2, current_machine().cpus)  # classic: one core per seed
     assert f"plan: 2 seed(s), {at_once} at a time" in out
-    (row,) = read_confirmed(root / "confirmed.tsv")
+    (row,) = CONFIRMED.read(root / "confirmed.tsv")
     low, high, p = float(row["ci_low"]), float(row["ci_high"]), float(row["p_value"])
     assert low < float(row["delta"]) < high
     assert (low > 0) == (p < stats.ALPHA)

@@ -14,8 +14,8 @@ import pytest
 from scipy import stats as sps
 
 from autorl import cli, fidelity
-from autorl.fidelity_tsv import read_fidelity
 from autorl.ledger import Ledger
+from autorl.sidetables import FIDELITY
 from autorl.trial import main as run_py
 from autorl.tune import parse_summary
 
@@ -125,7 +125,7 @@ def test_a_fidelity_run_is_recorded_and_resumes_after_a_signal(context, capsys, 
     assert finished_before >= 1 and f"{6 - finished_before} to run" in out
     summary = parse_summary(out)
     assert summary["configs"] == "3" and summary["long_budget"] == "3" and summary["fidelity_id"] == fid
-    rows = read_fidelity(context / "fidelity.tsv")
+    rows = FIDELITY.read(context / "fidelity.tsv")
     assert [r["role"] for r in rows] == ["baseline", "kept", "discarded"]
     short = [float(r["short_score"]) for r in rows]
     long = [float(r["long_score"]) for r in rows]

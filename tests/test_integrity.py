@@ -20,7 +20,6 @@ from autorl import cli, report, status, trial
 from autorl.classic.config import load_classic_config
 from autorl.classic.track import ClassicTrack
 from autorl.confirm import CONFIRM_SEED_BASE
-from autorl.confirmed import read_confirmed
 from autorl.context import ResearchContext, best_kept
 from autorl.harness import harness_hash
 from autorl.jsonl import read_jsonl
@@ -28,6 +27,7 @@ from autorl.ledger import Ledger, LedgerError, eval_rows_hash, reference_rows
 from autorl.llm.config import load_train_config
 from autorl.llm.track import LLMTrack
 from autorl.machine import Machine, save_machine
+from autorl.sidetables import CONFIRMED
 from autorl.stats import noise_floor
 from autorl.tomlcheck import ConfigError
 
@@ -284,7 +284,7 @@ def test_confirm_retrains_both_configs_on_fresh_seeds_and_scores_the_test_split(
 
     assert cli.main(["confirm", "--seeds", "2"]) == 0
     out = capsys.readouterr().out
-    (row,) = read_confirmed(root / "confirmed.tsv")
+    (row,) = CONFIRMED.read(root / "confirmed.tsv")
     assert (row["run_id"], row["baseline_run"], row["status"]) == ("cand", "base", "ok")
     seeds = [int(s) for s in row["seeds"].split(",")]
     assert len(seeds) == 2 and min(seeds) >= CONFIRM_SEED_BASE  # no trial ever trains on these
@@ -373,8 +373,6 @@ def test_confirm_is_sized_for_the_low_end_of_the_eval_delta(root):
 
 
 def test_status_and_report_say_how_many_improved_verdicts_chance_alone_explains(root, capsys):
-    from autorl.confirmed import append_confirmed
-
     ledger = Ledger(root / "results.tsv")
     add(ledger, "base", 0.40, "keep", verdict="baseline")
     for run_id, verdict, decision in [
@@ -386,10 +384,13 @@ def test_status_and_report_say_how_many_improved_verdicts_chance_alone_explains(
     ]:
         add(ledger, run_id, 0.5, decision, verdict=verdict, reference_run="base")
     add(ledger, "crashed", None, "crash", verdict="n/a")
-    append_confirmed(root / "confirmed.tsv", {"run_id": "k1", "verdict": "improved", "status": "ok"})
-    append_confirmed(root / "confirmed.tsv", {"run_id": "k2", "verdict": "inconclusive", "status": "ok"})
+    rows = [
+        {"run_id": "k1", "verdict": "improved", "status": "ok"},
+        {"run_id": "k2", "verdict": "inconclusive", "status": "ok"},
+    ]
+    CONFIRMED.append(root / "confirmed.tsv", rows)
     rate = LLMTrack().false_keep_rate
-    st = status.collect(ledger.rows(), confirmed=read_confirmed(root / "confirmed.tsv"))
+    st = status.collect(ledger.rows(), confirmed=CONFIRMED.read(root / "confirmed.tsv"))
     assert st["chance"] == {
         "comparisons": 5,
         "improved": 2,
