@@ -32,6 +32,9 @@ from autorl.sidetables import CONFIRMED
 CONFIRM_SEED_BASE = 2_000_000
 
 
+NEEDED_MOST = 100_000  # the seeds a side the size line names at most ("more than" beyond)
+
+
 class ConfirmError(RetrainError):
     """The confirmation cannot start (nothing to confirm, the harness or eval changed): exit 2."""
 
@@ -88,8 +91,9 @@ class Size:
     low: float  # the low end of its 90% interval: the delta sized for
     sd: float  # single-seed sd (the noise floor the verdict uses)
     power: float  # of `seeds` per side for `low` (stats.power)
-    needed: int | None  # seeds per side for stats.POWER at `low` (None: more than stats.MAX_SEEDS_NEEDED)
+    needed: int | None  # seeds per side for stats.POWER at `low` (None: more than NEEDED_MOST)
     chosen_by: str  # "sized" | "capped" (--max-seeds) | "--seeds"
+    power_at_delta: float = math.nan  # of `seeds` per side for the eval delta itself (no discount)
 
     def describe(self) -> str:
         if not math.isfinite(self.low):
@@ -97,7 +101,7 @@ class Size:
         if self.needed is not None:
             need = f"{self.needed} seeds a side give {stats.POWER:.0%}"
         elif self.low > 0:
-            need = f"more than {stats.MAX_SEEDS_NEEDED} seeds a side would be needed for {stats.POWER:.0%}"
+            need = f"more than {NEEDED_MOST} seeds a side would be needed for {stats.POWER:.0%}"
         else:
             need = "no seed count gives power for a low end <= 0"
         text = (
@@ -108,7 +112,7 @@ class Size:
             text += f"; capped at {self.seeds} a side (--max-seeds): power {self.power:.2f}, too little"
         elif self.chosen_by == "--seeds":
             text += f"; --seeds {self.seeds} a side: power {self.power:.2f}"
-        return text
+        return text + f" ({self.power_at_delta:.2f} if the eval delta itself is the true gain)"
 
 
 def size(
@@ -131,14 +135,15 @@ def size(
             ) from None
         return Size(given, math.nan, math.nan, noise.sd, math.nan, None, "--seeds")
     low = stats.matching_interval(c)[0]
-    needed = stats.seeds_for_power(low, noise.sd) if math.isfinite(low) else None
+    needed = stats.seeds_for_power(low, noise.sd, most=NEEDED_MOST) if math.isfinite(low) else None
     if given is not None:
         n, how = given, "--seeds"
     elif needed is not None and needed <= cap:
         n, how = needed, "sized"
     else:
         n, how = cap, "capped"
-    return Size(n, c.delta, low, noise.sd, stats.power(low, noise.sd, n), needed, how)
+    at_delta = stats.power(c.delta, noise.sd, n)
+    return Size(n, c.delta, low, noise.sd, stats.power(low, noise.sd, n), needed, how, at_delta)
 
 
 def confirm_seeds(confirm_id: str, n: int) -> list[int]:
@@ -269,7 +274,8 @@ def record(
     lines["confirmed"] = "yes" if c is not None and c.verdict == "improved" else "no"
     lines["seeds_per_side"] = f"{sized.seeds} ({sized.chosen_by})"
     lines["power"] = (
-        f"{sized.power:.2f} for delta {sized.low:+.4f} (the eval delta's 90% low end), seed sd {sized.sd:.4g}"
+        f"{sized.power:.2f} for delta {sized.low:+.4f} (the eval delta's 90% low end), "
+        f"{sized.power_at_delta:.2f} for the eval delta {sized.eval_delta:+.4f}; seed sd {sized.sd:.4g}"
         if math.isfinite(sized.power)
         else "not computed (the eval delta is unknown)"
     )

@@ -330,8 +330,14 @@ def seeds_for_power(
     delta: float, sd: float, target: float = POWER, alpha: float = ALPHA, most: int = MAX_SEEDS_NEEDED
 ) -> int | None:
     """The fewest seeds per side (at least MIN_SEEDS_WELCH, where the verdict is Welch's over seeds) whose
-    `power` reaches `target`; None when not even `most` do (or delta <= 0)."""
-    return next((n for n in range(MIN_SEEDS_WELCH, most + 1) if power(delta, sd, n, alpha) >= target), None)
+    `power` reaches `target`; None when not even `most` do (or delta <= 0). Power grows with n: bisection."""
+    if power(delta, sd, most, alpha) < target:
+        return None
+    low, high = MIN_SEEDS_WELCH - 1, most  # power(low) < target (or low below the range) <= power(high)
+    while high - low > 1:
+        mid = (low + high) // 2
+        low, high = (low, mid) if power(delta, sd, mid, alpha) >= target else (mid, high)
+    return high
 
 
 def futile(interim: Comparison) -> bool:

@@ -269,7 +269,8 @@ def analyze(args: argparse.Namespace) -> None:
         "pairs": args.pairs,
         "kinds": {},
     }
-    for kind, other in [("A/A", None)] + ([("A/B", b)] if b else []):
+    kinds = [("A/A", None)] + ([("A/B", b)] if b else [])
+    for kind, other in [k for k in kinds if args.only in (None, k[0])]:
         t0 = time.monotonic()
         results = pairs(a, other, n, args.pairs, args.parallel, prior, rng)
         figures = {}
@@ -328,6 +329,7 @@ def main() -> None:
     an.add_argument("--a-run", action="append", default=[], help="also count this run's seeds in pool A")
     an.add_argument("--pool-boot", type=int, default=0, metavar="B", help="also resample the pools B times")
     an.add_argument("--pool-file", type=Path, default=None, help="the pools from `export` (not the ledger)")
+    an.add_argument("--only", choices=("A/A", "A/B"), default=None, help="one kind only")
     an.add_argument("--rng", type=int, default=0)
     an.add_argument("--json", type=Path, default=None)
     ex = sub.add_parser(
