@@ -6,7 +6,7 @@ prepares the environments' data and writes .autorl/machine.json, which run.py re
 
 import sys
 
-from autorl.prepare import main
+from autorl.llm.prepare import main
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -32,6 +32,6 @@ def load_harness() -> None:
 
 if __name__ == "__main__":
     load_harness()
-    from autorl.trial import main
+    from autorl.commands.trial import main
 
     sys.exit(main())

@@ -35,8 +35,8 @@ from scipy.stats import binomtest
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from autorl.harness import commit_short  # noqa: E402
-from autorl.tune import parse_summary  # noqa: E402
+from autorl.commands.tune import parse_summary  # noqa: E402
+from autorl.io.harness import commit_short  # noqa: E402
 
 
 def run_trial(root: Path, config: Path, args: argparse.Namespace) -> dict[str, str]:

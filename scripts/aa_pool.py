@@ -10,11 +10,11 @@
     uv run scripts/aa_pool.py export --track llm --out pool.jsonl.gz
     uv run scripts/aa_pool.py analyze --track llm --pairs 2000 --parallel 1 --pool-file pool.jsonl.gz
 
-A trial's verdict sees nothing but the per-seed eval rows of both sides and the ledger's noise floor, so
-pairs drawn from pools of seeds that really trained are decided as real trial pairs are: `autorl.stats`'s
+A trial's verdict sees nothing but the per-seed eval rows of both sides and the ledger's noise floor, so pairs
+drawn from pools of seeds that really trained are decided as real trial pairs are: `autorl.record.stats`'s
 `noise_floor` over a ledger holding the reference trial, then the candidate's seeds in waves of `--parallel`
-(the machine's slots, as a trial runs them) with `stats.interim_look` after each wave but the last (both
-early stops) and `stats.final_verdict` on the seeds run: the functions run.py calls.
+(the machine's slots, as a trial runs them) with `stats.interim_look` after each wave but the last (both early
+stops) and `stats.final_verdict` on the seeds run: the functions run.py calls.
   * A/A: reference and candidate are disjoint sets of A's seeds: `improved` is a false keep, `worse` a
     false alarm.
   * A/B: the reference from A, the candidate from B: `improved` is a detection (power).
@@ -46,7 +46,7 @@ POOL_A, POOL_B = "pool A", "pool B"  # the trials' descriptions: how analyze fin
 
 
 def _root() -> Path:
-    from autorl import paths
+    from autorl.io import paths
 
     return paths.repo_root()
 
@@ -74,8 +74,8 @@ def _pool_configs(args: argparse.Namespace, pool_dir: Path) -> dict[str, Path]:
 
 
 def _seeds_done(track: str) -> dict[str, int]:
-    from autorl.ledger import Ledger
-    from autorl.row import row_seed_scores
+    from autorl.record.ledger import Ledger
+    from autorl.record.row import row_seed_scores
 
     done = {POOL_A: 0, POOL_B: 0}
     path = _root() / "results.tsv"
@@ -126,8 +126,8 @@ class Pool:
     """The seeds of one config: each seed's eval rows, from the trials the ledger's rows name."""
 
     def __init__(self, rows: list[dict[str, str]], seeds: list[list[dict]] | None = None) -> None:
-        from autorl import paths
-        from autorl.ledger import reference_rows
+        from autorl.io import paths
+        from autorl.record.ledger import reference_rows
 
         self.ledger_row = rows[0]
         self.seeds: list[list[dict]] = seeds if seeds is not None else []
@@ -153,8 +153,8 @@ def decide(ref: list[list[dict]], cand: list[list[dict]], parallel: int, pool: P
     the context, so the noise floor's only repeats) against the candidate's seeds, wave by wave
     (simulate_decisions.decide_rule: stats.early_decision after each wave, stats.sequential_verdict), and
     under the rule before 2026-11-25 on the same seeds."""
-    from autorl import stats
-    from autorl.context import ResearchContext
+    from autorl.record import stats
+    from autorl.record.context import ResearchContext
 
     ref_rows = [r for s in ref for r in s]
     scores = " ".join(f"{k}={v!r}" for k, v in stats.seed_scores(ref_rows).items())
@@ -229,7 +229,7 @@ def read_pool_file(path: Path) -> dict[str, Pool]:
 
 
 def load_pools(track: str, a_runs: list[str]) -> dict[str, Pool]:
-    from autorl.ledger import Ledger
+    from autorl.record.ledger import Ledger
 
     rows = [r for r in Ledger(_root() / "results.tsv").rows() if r["track"] == track and r["status"] == "ok"]
     pools = {}
@@ -245,7 +245,7 @@ def load_pools(track: str, a_runs: list[str]) -> dict[str, Pool]:
 
 
 def analyze(args: argparse.Namespace) -> None:
-    from autorl.track import get_track
+    from autorl.engine.track import get_track
 
     pools = read_pool_file(args.pool_file) if args.pool_file else load_pools(args.track, args.a_run)
     track = get_track(args.track)

@@ -69,9 +69,9 @@ def work_ppo(seconds: float) -> dict:
 
 
 def work_llm(seconds: float, sampler: str | None = None) -> dict:
-    import autorl.progress
+    import autorl.engine.progress
     from autorl.llm.config import load_train_config
-    from autorl.llm.embedded import build_spec
+    from autorl.llm.embedded.backend import build_spec
     from autorl.llm.embedded.train import Trainer
 
     spec = build_spec(load_train_config(Path("train.toml"), "embedded").model)
@@ -80,7 +80,7 @@ def work_llm(seconds: float, sampler: str | None = None) -> dict:
         spec = spec.model_copy(update={"sampler": sampler})
     started: list[float] = []
     cpu: list[float] = []
-    emit = autorl.progress.emit
+    emit = autorl.engine.progress.emit
 
     def on_event(event: str, **fields) -> None:  # the training clock starts at `ready`, as in a trial
         if event == "ready":
@@ -88,7 +88,7 @@ def work_llm(seconds: float, sampler: str | None = None) -> dict:
             cpu.append(time.process_time())
         emit(event, **fields)
 
-    autorl.progress.emit = on_event
+    autorl.engine.progress.emit = on_event
     with tempfile.TemporaryDirectory() as run_dir:
         trainer = Trainer(spec, Path(run_dir), SEED)
 

@@ -4,7 +4,7 @@
     uv run python scripts/bench_learning.py --budget 300 --seeds 0 1
     uv run python scripts/bench_learning.py --jobs 2                # two seeds at a time
 
-Runs each seed exactly as ``run.py`` does (``autorl.seed.run_seed``: budgeted child -> saved weights ->
+Runs each seed exactly as ``run.py`` does (``autorl.engine.seed.run_seed``: budgeted child -> saved weights ->
 the fixed eval of eval.toml), without touching results.tsv: for each seed it trains for ``--budget`` seconds
 of training (model loading excluded, as in a trial), stops the child with SIGTERM, evaluates the saved
 weights, and finally prints base_score, each seed's eval_score, their mean and spread, and the gain over
@@ -29,19 +29,20 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from autorl import stats, warm  # noqa: E402
-from autorl.jsonl import read_jsonl  # noqa: E402
+from autorl.commands.show import Curve  # noqa: E402
+from autorl.engine import warm  # noqa: E402
+from autorl.engine.process import BudgetSpec  # noqa: E402
+from autorl.engine.seed import run_eval, run_seed  # noqa: E402
+from autorl.io.jsonl import read_jsonl  # noqa: E402
 from autorl.llm.config import load_train_config  # noqa: E402
-from autorl.llm.embedded import EmbeddedBackend, build_spec  # noqa: E402
-from autorl.prepare import require_model  # noqa: E402
-from autorl.process import BudgetSpec  # noqa: E402
-from autorl.seed import run_eval, run_seed  # noqa: E402
-from autorl.show import Curve  # noqa: E402
+from autorl.llm.embedded.backend import EmbeddedBackend, build_spec  # noqa: E402
+from autorl.llm.prepare import require_model  # noqa: E402
+from autorl.record import stats  # noqa: E402
 
 
 def reward_curve(seed_dir: Path) -> str:
     """The seed's training reward, smoothed: start -> peak@step -> end, and whether it collapsed (the
-    health flag's rule, autorl/show.py)."""
+    health flag's rule, autorl/commands/show.py)."""
     rows = read_jsonl(seed_dir / "metrics.jsonl")
     rows = [r for r in rows if isinstance(r.get("reward_mean"), int | float)]
     curve = Curve.of("reward", [int(r["step"]) for r in rows], [r["reward_mean"] for r in rows])
@@ -94,9 +95,9 @@ def main() -> None:
         )
         return score
 
-    # The base eval and every seed's children fork from one warm starter (autorl/warm.py), as in a trial.
-    # --jobs > 1 trains several seeds at once, each child in its own processes (on a CPU with 2+ cores a
-    # trainer and its sampling process: N cores fit N/2 seeds at about the speed of one alone).
+    # The base eval and every seed's children fork from one warm starter (autorl/engine/warm.py), as in a
+    # trial. --jobs > 1 trains several seeds at once, each child in its own processes (on a CPU with 2+ cores
+    # a trainer and its sampling process: N cores fit N/2 seeds at about the speed of one alone).
     with warm.starters():
         base = eval_score(backend, cfg, None, out / "base_eval.jsonl")
         print(f"base_score {base:.4f}", flush=True)

@@ -28,7 +28,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from autorl.tune import parse_summary  # noqa: E402
+from autorl.commands.tune import parse_summary  # noqa: E402
 
 
 def make_root(track: str) -> Path:

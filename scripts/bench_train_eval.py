@@ -28,9 +28,9 @@ sys.path.insert(0, str(REPO))
 
 import torch  # noqa: E402
 
-from autorl import progress  # noqa: E402
 from autorl.classic import train  # noqa: E402
 from autorl.classic.config import load_classic_config  # noqa: E402
+from autorl.engine import progress  # noqa: E402
 
 SAVE_EVERY = {"together": train.SAVE_EVERY_S, "alone": 0.0}
 

@@ -41,8 +41,8 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 def load_spec(config: Path):
     from autorl.llm.config import load_train_config
-    from autorl.llm.embedded import build_spec
-    from autorl.prepare import require_model
+    from autorl.llm.embedded.backend import build_spec
+    from autorl.llm.prepare import require_model
 
     spec = build_spec(load_train_config(config, backend="embedded").model)
     require_model(spec.model_path)

@@ -1,4 +1,4 @@
-"""Where a trial's wall time goes, cold starts against warm ones (autorl/warm.py), both tracks.
+"""Where a trial's wall time goes, cold starts against warm ones (autorl/engine/warm.py), both tracks.
 
     uv run python scripts/bench_warm.py                      # classic default + LLM 2 seeds x 20 s, 2 rounds
     uv run python scripts/bench_warm.py --rounds 3 --tracks classic
@@ -41,7 +41,7 @@ sys.path.insert(0, str(REPO))
 
 import psutil  # noqa: E402
 
-from autorl.tune import parse_summary  # noqa: E402
+from autorl.commands.tune import parse_summary  # noqa: E402
 
 FIELDS = ("startup_seconds", "training_seconds", "eval_seconds", "total_seconds")
 MODES = {
@@ -116,7 +116,7 @@ def main() -> None:
                 show(track, label, r)
     roots = {str(r.resolve()) for _, _, r in ways.values()}
     for proc in psutil.process_iter(["cmdline", "cwd"]):  # the kept starters of these roots
-        if "autorl.warm_starter" in (proc.info["cmdline"] or []) and proc.info["cwd"] in roots:
+        if "autorl.engine.warm_starter" in (proc.info["cmdline"] or []) and proc.info["cwd"] in roots:
             proc.kill()
     print("# medians")
     for (track, mode), rs in results.items():

@@ -30,9 +30,9 @@ from pathlib import Path
 
 import tomlkit
 
-from autorl.jsonl import read_jsonl
+from autorl.io.jsonl import read_jsonl
 from autorl.llm.config import load_train_config
-from autorl.llm.embedded import EmbeddedChildArgs, build_spec
+from autorl.llm.embedded.backend import EmbeddedChildArgs, build_spec
 from autorl.llm.model_builder import build_base_model
 
 REPO = Path(__file__).resolve().parent.parent

@@ -141,7 +141,8 @@ class Kit:
     cuda: bool
     device_name: str
     peak_tflops: float | None
-    stop: Any  # autorl.process.Stop: set by SIGINT/SIGTERM; running children stop, no further part starts
+    # autorl.engine.process.Stop: set by SIGINT/SIGTERM; running children stop, no further part starts
+    stop: Any
     evals: dict[tuple[str, str], list[dict[str, Any]]] = field(default_factory=dict)  # (weights, device)
 
 
@@ -220,12 +221,12 @@ def make_root(work: Path, settings: Settings) -> Path:
     as prepare.py installs it, and a CPU-only machine file (part 4 is the CPU default)."""
     import tomlkit
 
-    from autorl import paths
+    from autorl.io import paths
+    from autorl.io.machine import inspect, save_machine
     from autorl.llm import model_builder as mb
     from autorl.llm.config import load_train_config
-    from autorl.llm.embedded import EmbeddedBackend
-    from autorl.machine import inspect, save_machine
-    from autorl.prepare import BUILTIN_MODEL
+    from autorl.llm.embedded.backend import EmbeddedBackend
+    from autorl.llm.prepare import BUILTIN_MODEL
 
     root = work / "root"
     root.mkdir(parents=True)
@@ -254,8 +255,8 @@ def default_config(kit: Kit):
 def kit_backend(env: dict[str, str] | None = None, spec: dict[str, Any] | None = None, device: str = ""):
     """The embedded backend with the kit's changes: extra child environment (CUDA_VISIBLE_DEVICES="" keeps
     a child on the CPU), RunSpec fields replaced (validated here), and the eval's --device."""
-    from autorl.backend import WHOLE_MACHINE
-    from autorl.llm.embedded import EmbeddedBackend, RunSpec
+    from autorl.engine.backend import WHOLE_MACHINE
+    from autorl.llm.embedded.backend import EmbeddedBackend, RunSpec
 
     class KitBackend(EmbeddedBackend):
         def resolve(self, cfg, run_dir, seed, slot=None):
@@ -280,14 +281,14 @@ CPU_ONLY = {"CUDA_VISIBLE_DEVICES": ""}
 
 
 def cores() -> list[int]:
-    from autorl.machine import own_cpu_ids
+    from autorl.io.machine import own_cpu_ids
 
     return own_cpu_ids()
 
 
 def eval_rows(kit: Kit, cfg, weights: Path | None, device: str) -> list[dict[str, Any]]:
     """The fixed eval of ``weights`` (None = the base model) on ``device``, once per kit run."""
-    from autorl.seed import run_eval
+    from autorl.engine.seed import run_eval
 
     key = (str(weights), device)
     if key not in kit.evals:
@@ -309,7 +310,7 @@ def rounded(value: float | None, digits: int) -> float | None:
 
 
 def score(rows: list[dict[str, Any]]) -> float:
-    from autorl import stats
+    from autorl.record import stats
 
     return stats.eval_score(rows)
 
@@ -318,8 +319,8 @@ def score(rows: list[dict[str, Any]]) -> float:
 
 
 def train_default(kit: Kit, cfg, device: str, slot) -> Row:
-    from autorl.process import BudgetSpec
-    from autorl.seed import run_seed
+    from autorl.engine.process import BudgetSpec
+    from autorl.engine.seed import run_seed
 
     backend = kit_backend(CPU_ONLY if device == "cpu" else {}, device=device)
     base = score(eval_rows(kit, cfg, None, device))
@@ -358,7 +359,7 @@ def train_default(kit: Kit, cfg, device: str, slot) -> Row:
 
 
 def part_default(kit: Kit) -> list[Row]:
-    from autorl.backend import Slot
+    from autorl.engine.backend import Slot
 
     cfg = default_config(kit)
     ids = cores()
@@ -402,7 +403,7 @@ def build_qwen3_shape(kit: Kit) -> Path:
 def qwen3_spec(kit: Kit, model: Path):
     """The default RunSpec on the Qwen3-shape model: every rollout trained (a random model's rewards are all
     0, so the zero-advantage filter would drop them all: raw compute is compared), in-process sampling."""
-    from autorl.llm.embedded import build_spec
+    from autorl.llm.embedded.backend import build_spec
 
     s = kit.settings
     spec = build_spec(default_config(kit).model)
@@ -521,7 +522,7 @@ def part_qwen3(kit: Kit) -> list[Row]:
 
 def share_slots(k: int, cuda: bool) -> list:
     """k slots on GPU 0 (gpu_share 1/k), each with its own cores; on the CPU (quick mode) cores only."""
-    from autorl.backend import Slot
+    from autorl.engine.backend import Slot
 
     ids = cores()
     each = max(1, len(ids) // k)
@@ -535,8 +536,8 @@ def share_slots(k: int, cuda: bool) -> list:
 
 def run_k(kit: Kit, cfg, backend, label: str, k: int) -> Row:
     """k training children side by side for share_budget_s each (no eval): samples/s per seed and in all."""
-    from autorl.process import BudgetSpec, run_budgeted
-    from autorl.seed import write_resolved
+    from autorl.engine.process import BudgetSpec, run_budgeted
+    from autorl.engine.seed import write_resolved
 
     batch = cfg.model.orchestrator.batch_size
     budget = BudgetSpec(budget_s=kit.settings.share_budget_s)
@@ -570,8 +571,8 @@ def run_k(kit: Kit, cfg, backend, label: str, k: int) -> Row:
 
 def plan_k(n_params: int) -> int:
     """Seeds the embedded slot plan puts on GPU 0 of this machine for a model of n_params."""
+    from autorl.io.machine import inspect
     from autorl.llm.embedded.slots import plan_slots
-    from autorl.machine import inspect
 
     return sum(1 for slot in plan_slots(n_params, inspect()) if slot.gpus == (0,))
 
@@ -591,7 +592,7 @@ def verdict_row(label: str, rows: list[Row], n_params: int) -> Row:
 def share_model(kit: Kit, cfg, label: str, ks: tuple[int, ...], overrides: dict[str, Any]) -> list[Row]:
     """k = each of ks seeds of one model side by side, then (on a GPU) the plan's k against the best."""
     from autorl.llm.embedded.slots import read_param_count
-    from autorl.prepare import BUILTIN_MODEL
+    from autorl.llm.prepare import BUILTIN_MODEL
 
     backend = kit_backend({} if kit.cuda else CPU_ONLY, spec={**overrides, "save_interval_s": 1e9})
     rows = [attempt(3, f"share/{label}/k={k}", lambda k=k: run_k(kit, cfg, backend, label, k)) for k in ks]
@@ -629,8 +630,8 @@ def qwen3_overrides(spec) -> dict[str, Any]:
 
 def run_trial(kit: Kit, seeds: int, budget: float, parallel: str) -> tuple[float, dict[str, Any]]:
     """run.py as a user runs it, on the CPU only (CUDA hidden); returns (wall seconds, its result.json)."""
-    from autorl.backend import Launch
-    from autorl.process import BudgetSpec, run_budgeted
+    from autorl.engine.backend import Launch
+    from autorl.engine.process import BudgetSpec, run_budgeted
 
     before = set((kit.root / "runs").glob("*")) if (kit.root / "runs").exists() else set()
     argv = [sys.executable, str(REPO / "run.py"), "--seeds", str(seeds), "--budget", f"{budget:g}"]
@@ -721,7 +722,7 @@ PART_FUNCS: dict[int, Callable[[Kit], list[Row]]] = {
     4: part_cpu_trial,
     5: part_eval,
 }
-PART_NEEDS = {1: ("scipy",), 2: (), 3: (), 4: ("scipy",), 5: ("scipy",)}  # autorl.stats
+PART_NEEDS = {1: ("scipy",), 2: (), 3: (), 4: ("scipy",), 5: ("scipy",)}  # autorl.record.stats
 
 
 def run_part(kit: Kit, part: int) -> list[Row]:
@@ -836,8 +837,8 @@ def main(argv: list[str] | None = None) -> int:
     if core:
         print(f"error: {core}", file=sys.stderr)
         return 2
-    from autorl.process import Stop
-    from autorl.trial_run import EXIT_SIGNAL, _Signals
+    from autorl.engine.process import Stop
+    from autorl.engine.trial_run import EXIT_SIGNAL, _Signals
 
     stop = Stop()
     cuda, device = describe_device()

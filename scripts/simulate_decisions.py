@@ -1,4 +1,4 @@
-"""Measure the keep/revert rule of autorl.stats on synthetic trials with a known truth.
+"""Measure the keep/revert rule of autorl.record.stats on synthetic trials with a known truth.
 
     uv run scripts/simulate_decisions.py            # the default eval size and seeds, plus a seeds sweep
     uv run scripts/simulate_decisions.py --seeds 8 --only  # one setting
@@ -16,12 +16,12 @@ The candidate's effect is a logit shift calibrated to raise the expected eval_sc
 
 The protocol as program.md runs it: the baseline twice (same config, different seeds; the first is the
 reference, both feed the ledger's noise floor), then one candidate: A/A (same config: any `improved` is a
-false keep) and A/B (+gain: `improved` is a detection). Each world draws a fresh eval set.
-With several seeds a candidate is looked at after each wave of `par` seeds (run.py's --parallel) but the
-last: `rule` is run.py's (both early stops, each look's level), `before` the rule until 2026-11-25;
-`--all-seeds` runs every seed and takes one look. The seed columns give the mean seeds a candidate ran.
-The verdict is autorl.stats.compare_tables, the code run.py uses. For contrast, the "examples-only" column
-is a paired test over examples alone (what treats each trained model as fixed).
+false keep) and A/B (+gain: `improved` is a detection). Each world draws a fresh eval set. With several seeds
+a candidate is looked at after each wave of `par` seeds (run.py's --parallel) but the last: `rule` is run.py's
+(both early stops, each look's level), `before` the rule until 2026-11-25; `--all-seeds` runs every seed and
+takes one look. The seed columns give the mean seeds a candidate ran. The verdict is
+autorl.record.stats.compare_tables, the code run.py uses. For contrast, the "examples-only" column is a paired
+test over examples alone (what treats each trained model as fixed).
 """
 
 from __future__ import annotations
@@ -33,9 +33,10 @@ from collections.abc import Callable
 import numpy as np
 from scipy import stats as sps
 
-from autorl import paths
+from autorl.engine.track import get_track
+from autorl.io import paths
 from autorl.llm.eval import load_eval_spec
-from autorl.stats import (
+from autorl.record.stats import (
     ALPHA,
     DEFAULT_SEED_SD,
     PRIOR_DF,
@@ -48,7 +49,6 @@ from autorl.stats import (
     sequential_verdict,
     spent_alpha,
 )
-from autorl.track import get_track
 
 
 def default_eval_size() -> tuple[int, int, int, str]:

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from fakes.fake_backend import TRAIN_TOML
 
-from autorl.machine import Machine, save_machine
-from autorl.seed import write_resolved as write_resolved_json
+from autorl.engine.seed import write_resolved as write_resolved_json
+from autorl.io.machine import Machine, save_machine
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -42,7 +42,7 @@ def root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 @pytest.fixture
 def write_resolved():
-    """What the runner does before `backend.launch`: autorl.seed.write_resolved (its only writer)."""
+    """What the runner does before `backend.launch`: autorl.engine.seed.write_resolved (its only writer)."""
     return write_resolved_json
 
 

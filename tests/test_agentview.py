@@ -14,10 +14,11 @@ import numpy as np
 import pytest
 from fakes.fake_backend import FakeBackend
 
-from autorl import cli, show, stats, trial
-from autorl.ledger import Ledger
+from autorl.commands import cli, show, trial
+from autorl.commands.tune import parse_summary
 from autorl.llm.track import LLMTrack
-from autorl.tune import parse_summary
+from autorl.record import stats
+from autorl.record.ledger import Ledger
 
 REPO = Path(__file__).resolve().parent.parent
 SHIPPED_CLASSIC = REPO / "classic.toml"
@@ -239,8 +240,8 @@ def test_confirm_runs_both_sides_on_the_slots_and_reports_the_interval_of_its_te
 ):
     """`autorl confirm` after a keep: both sides' seeds run in one pool on the machine's slots (the plan says
     how many at a time), and the interval is the 90% one: its low end is above zero exactly when p < 0.05."""
-    from autorl.sidetables import CONFIRMED
-    from autorl.slots import current_machine
+    from autorl.engine.slots import current_machine
+    from autorl.record.sidetables import CONFIRMED
 
     root, _, cand = classic_runs
     monkeypatch.setenv("AUTORL_ROOT", str(root))
@@ -383,8 +384,8 @@ def test_seeds_needed_gives_the_power_it_promises_in_the_simulation():
 def test_an_inconclusive_summary_says_how_many_seeds_its_delta_needs(root, monkeypatch, capsys):
     """The figure in the summary is stats.seeds_needed of the comparison the verdict made (recomputed here
     from the two trials' eval rows and the ledger's noise floor, as the runner does)."""
-    from autorl.jsonl import read_jsonl
-    from autorl.result import seeds_needed_text
+    from autorl.io.jsonl import read_jsonl
+    from autorl.record.result import seeds_needed_text
 
     ref = fake_trial(monkeypatch, root, capsys, "--budget", "0.3", quality=0.5)
     s = fake_trial(monkeypatch, root, capsys, "--budget", "0.3", quality=0.52)
@@ -440,7 +441,7 @@ def test_progress_labels_stay_inside_the_figure_at_any_ledger_length(n):
     """Kept trials with long descriptions, rising scores (the last ones at the top right corner): every
     label drawn by `autorl report` lies inside the plot's axes (before, labels ran off to the right and
     tight_layout shrank the axes to make room, or they left the figure)."""
-    from autorl import report
+    from autorl.commands import report
 
     rows = [
         {

@@ -15,13 +15,13 @@ from pathlib import Path
 
 import pytest
 
-from autorl import cli, trial
 from autorl.classic.config import load_classic_config
-from autorl.harness import dirty_harness_files
-from autorl.ledger import Ledger, LedgerError
+from autorl.commands import cli, trial
+from autorl.io.harness import dirty_harness_files
+from autorl.io.tomlcheck import ConfigError
 from autorl.llm.config import load_train_config
-from autorl.row import COLUMNS
-from autorl.tomlcheck import ConfigError
+from autorl.record.ledger import Ledger, LedgerError
+from autorl.record.row import COLUMNS
 
 REPO = Path(__file__).resolve().parent.parent
 TRAIN = (REPO / "train.toml").read_text()
@@ -303,7 +303,10 @@ def test_a_closed_stdout_is_not_a_traceback(root):
     read, write = os.pipe()
     os.close(read)
     proc = subprocess.run(
-        [sys.executable, "-m", "autorl.cli", "status"], stdout=write, stderr=subprocess.PIPE, text=True
+        [sys.executable, "-m", "autorl.commands.cli", "status"],
+        stdout=write,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     os.close(write)
     assert proc.returncode == 1 and proc.stderr == ""

@@ -15,16 +15,17 @@ import numpy as np
 import pytest
 import torch
 
-from autorl import progress, trial
-from autorl.backend import TrainOutcome
 from autorl.classic.agent import ACTIVATIONS, MLP, Agent, agent_arch
 from autorl.classic.backend import ClassicBackend, classic_summary
 from autorl.classic.config import ClassicConfig, ConfigError, load_classic_config
 from autorl.classic.evaluate import SCORE_STEPS, curve_grid, curve_rows, evaluate, train_eval
 from autorl.classic.evaluate import main as evaluate_main
 from autorl.classic.ppo import PPO, load_policy, make_act_fn
-from autorl.paths import REPO_ROOT
-from autorl.tune import parse_summary
+from autorl.commands import trial
+from autorl.commands.tune import parse_summary
+from autorl.engine import progress
+from autorl.engine.backend import TrainOutcome
+from autorl.io.paths import REPO_ROOT
 
 SHIPPED = REPO_ROOT / "classic.toml"
 

@@ -15,16 +15,16 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 TRIAL_PATH = [
     "run.py",
-    "autorl/trial.py",
-    "autorl/trial_run.py",
-    "autorl/context.py",
-    "autorl/seed.py",
-    "autorl/process.py",
-    "autorl/pool.py",
-    "autorl/ray_pool.py",
-    "autorl/result.py",
-    "autorl/row.py",
-    "autorl/ledger.py",
+    "autorl/commands/trial.py",
+    "autorl/engine/trial_run.py",
+    "autorl/record/context.py",
+    "autorl/engine/seed.py",
+    "autorl/engine/process.py",
+    "autorl/engine/pool.py",
+    "autorl/engine/ray_pool.py",
+    "autorl/record/result.py",
+    "autorl/record/row.py",
+    "autorl/record/ledger.py",
 ]
 MAX_LINES = 80
 

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from autorl.io.tomlcheck import ConfigError, key_lines, model_keys
 from autorl.llm.config import EMBEDDED_UNSUPPORTED, REFUSED, load_train_config
 from autorl.llm.primerl_keys import is_primerl_key, primerl_schema_keys
 from autorl.llm.schema import TrainConfig
-from autorl.tomlcheck import ConfigError, key_lines, model_keys
 
 # The reference's minimal 2-GPU example (prime-rl.md §3) minus the harness-owned keys
 # (env.agent, weight_broadcast, inference).
@@ -224,7 +224,7 @@ def test_single_brackets_for_a_source_explains_arrays_of_tables(tmp_path):
 def test_generic_loader_with_another_model_and_field_problem(tmp_path):
     from pydantic import BaseModel, ConfigDict, model_validator
 
-    from autorl.tomlcheck import FieldProblem, load_toml
+    from autorl.io.tomlcheck import FieldProblem, load_toml
 
     class Algo(BaseModel):
         model_config = ConfigDict(extra="forbid")

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from autorl import configdoc
-from autorl.configdoc import DOC_PAGE, WRITE_COMMAND, page_with_reference, render, schemas
+from autorl.commands import configdoc
+from autorl.commands.configdoc import DOC_PAGE, WRITE_COMMAND, page_with_reference, render, schemas
+from autorl.commands.trial import main as run_py
+from autorl.io.tomlcheck import model_keys
 from autorl.llm.schema import TrainConfig
-from autorl.tomlcheck import model_keys
-from autorl.trial import main as run_py
 
 
 def rows(file: str) -> dict[tuple[str, str], configdoc.KeyDoc]:

@@ -33,9 +33,11 @@ from pathlib import Path
 import pytest
 from fakes.fake_backend import FakeBackend
 
-from autorl import cli, prepare, trial, warm
-from autorl.ledger import Ledger
+from autorl.commands import cli, trial
+from autorl.engine import warm
+from autorl.llm import prepare
 from autorl.llm.track import LLMTrack
+from autorl.record.ledger import Ledger
 
 ROOT = Path(__file__).resolve().parent.parent
 PAGES = [ROOT / "README.md", ROOT / "program.md", *sorted((ROOT / "docs").glob("*.md"))]
@@ -210,7 +212,7 @@ def test_every_shown_command_runs(prepared, tmp_path, capsys):
     ran: set[tuple[str, ...]] = set()
     rows = 0
     # One warm starter for the walk's classic trials (each trial's own context joins it): torch and gymnasium
-    # imported once, not once per trial (autorl/warm.py).
+    # imported once, not once per trial (autorl/engine/warm.py).
     with at(site, tmp_path), warm.starters():
         for page in PAGES:
             name = page.relative_to(ROOT).as_posix()

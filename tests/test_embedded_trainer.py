@@ -23,10 +23,12 @@ import tomlkit
 import torch
 from transformers import Qwen2ForCausalLM
 
-from autorl import progress
-from autorl.backend import Slot
+from autorl.engine import progress
+from autorl.engine.backend import Slot
+from autorl.io.machine import own_cpu_ids
+from autorl.io.tomlcheck import ConfigError
 from autorl.llm.config import LoadedConfig, load_train_config
-from autorl.llm.embedded import (
+from autorl.llm.embedded.backend import (
     COMPLETE_MARKER,
     EmbeddedBackend,
     RunSpec,
@@ -35,8 +37,6 @@ from autorl.llm.embedded import (
 )
 from autorl.llm.embedded.generation import HFSampler
 from autorl.llm.embedded.train import Sample, Trainer
-from autorl.machine import own_cpu_ids
-from autorl.tomlcheck import ConfigError
 
 # ---------------------------------------------------------------------------------------------- fixtures
 

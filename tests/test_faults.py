@@ -22,12 +22,14 @@ from pathlib import Path
 import pytest
 from fakes.fake_backend import FakeBackend
 
-from autorl import atomic, cli, confirm, inputs, trial, trial_run
-from autorl.jsonl import read_jsonl
-from autorl.ledger import Ledger, LedgerError
+from autorl.commands import cli, confirm, trial
+from autorl.commands.tune import parse_summary
+from autorl.engine import trial_run
+from autorl.io import atomic, inputs
+from autorl.io.jsonl import read_jsonl
 from autorl.llm.track import LLMTrack
-from autorl.row import COLUMNS
-from autorl.tune import parse_summary
+from autorl.record.ledger import Ledger, LedgerError
+from autorl.record.row import COLUMNS
 
 REPO = Path(__file__).resolve().parent.parent
 RUN = ["--budget", "0.3", "--seeds", "1", "--grace", "1"]
@@ -373,7 +375,7 @@ def test_a_fault_of_the_harness_during_the_seeds_records_a_crash_row(root, monke
     def broken_pool(*args: object, **kwargs: object) -> None:
         raise RuntimeError("the pool broke (simulated)")
 
-    monkeypatch.setattr("autorl.pool.run_local", broken_pool)
+    monkeypatch.setattr("autorl.engine.pool.run_local", broken_pool)
     assert trial.main(RUN) == 1
     captured = capsys.readouterr()
     assert "RuntimeError: the pool broke (simulated)" in captured.err  # the traceback, for the developer

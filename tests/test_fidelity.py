@@ -13,11 +13,11 @@ from pathlib import Path
 import pytest
 from scipy import stats as sps
 
-from autorl import cli, fidelity
-from autorl.ledger import Ledger
-from autorl.sidetables import FIDELITY
-from autorl.trial import main as run_py
-from autorl.tune import parse_summary
+from autorl.commands import cli, fidelity
+from autorl.commands.trial import main as run_py
+from autorl.commands.tune import parse_summary
+from autorl.record.ledger import Ledger
+from autorl.record.sidetables import FIDELITY
 
 REPO = Path(__file__).resolve().parent.parent
 SHIPPED = REPO / "classic.toml"
@@ -95,7 +95,7 @@ def context(tmp_path_factory: pytest.TempPathFactory):
 
 def fidelity_cmd(root: Path, *args: str) -> subprocess.Popen[str]:
     env = {**os.environ, "AUTORL_ROOT": str(root)}
-    cmd = [sys.executable, "-m", "autorl.cli", "fidelity", "--track", "classic", *args]
+    cmd = [sys.executable, "-m", "autorl.commands.cli", "fidelity", "--track", "classic", *args]
     return subprocess.Popen(
         cmd, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
     )

@@ -5,7 +5,7 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from autorl.harness import commit_short, dirty_harness_files, harness_hash
+from autorl.io.harness import commit_short, dirty_harness_files, harness_hash
 
 
 def git(root: Path, *args: str) -> None:

@@ -16,20 +16,20 @@ import numpy as np
 import pytest
 from fakes.fake_backend import TRAIN_TOML, FakeBackend
 
-from autorl import cli, report, status, trial
 from autorl.classic.config import load_classic_config
 from autorl.classic.track import ClassicTrack
-from autorl.confirm import CONFIRM_SEED_BASE
-from autorl.context import ResearchContext, best_kept
-from autorl.harness import harness_hash
-from autorl.jsonl import read_jsonl
-from autorl.ledger import Ledger, LedgerError, eval_rows_hash, reference_rows
+from autorl.commands import cli, report, status, trial
+from autorl.commands.confirm import CONFIRM_SEED_BASE
+from autorl.io.harness import harness_hash
+from autorl.io.jsonl import read_jsonl
+from autorl.io.machine import Machine, save_machine
+from autorl.io.tomlcheck import ConfigError
 from autorl.llm.config import load_train_config
 from autorl.llm.track import LLMTrack
-from autorl.machine import Machine, save_machine
-from autorl.sidetables import CONFIRMED
-from autorl.stats import noise_floor
-from autorl.tomlcheck import ConfigError
+from autorl.record.context import ResearchContext, best_kept
+from autorl.record.ledger import Ledger, LedgerError, eval_rows_hash, reference_rows
+from autorl.record.sidetables import CONFIRMED
+from autorl.record.stats import noise_floor
 
 REPO = Path(__file__).resolve().parent.parent
 TRAIN = (REPO / "train.toml").read_text()
@@ -349,7 +349,8 @@ def trial_with_rows(ledger: Ledger, root: Path, run_id: str, seed_means: list[fl
 def test_confirm_is_sized_for_the_low_end_of_the_eval_delta(root):
     """The fewest seeds a side that give 80% power for the low end of the eval delta's 90% interval, or the
     cap and the power it buys with what would be needed, or --seeds; no seed count for a low end <= 0."""
-    from autorl import confirm, stats
+    from autorl.commands import confirm
+    from autorl.record import stats
 
     ledger = Ledger(root / "results.tsv")
     base = trial_with_rows(ledger, root, "base", [0.50, 0.55, 0.45, 0.52, 0.48], "keep")

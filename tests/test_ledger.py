@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from autorl.context import ResearchContext, best_kept
-from autorl.ledger import Ledger, LedgerError
-from autorl.row import COLUMNS, parse_pairs
+from autorl.record.context import ResearchContext, best_kept
+from autorl.record.ledger import Ledger, LedgerError
+from autorl.record.row import COLUMNS, parse_pairs
 
 
 def row(run_id: str, score: float | None = 0.5, **kw) -> dict:
@@ -168,7 +168,7 @@ def test_mark_and_append_concurrently_lose_nothing(tmp_path: Path) -> None:
 def test_a_ledger_of_the_earlier_header_is_read_and_upgraded_keeping_every_row(
     tmp_path: Path, old_rows: int, version: int
 ) -> None:
-    from autorl.row import LEGACY_COLUMNS
+    from autorl.record.row import LEGACY_COLUMNS
 
     old = LEGACY_COLUMNS[version]
     path = tmp_path / "results.tsv"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from autorl.machine import Gpu, Machine, choose_backend, inspect, load_machine, save_machine
+from autorl.io.machine import Gpu, Machine, choose_backend, inspect, load_machine, save_machine
 
 PRIME = {"dir": "/opt/prime-rl", "commit": "559b447"}
 
@@ -44,7 +44,7 @@ def test_machine_file_is_read_into_the_typed_model(tmp_path):
 
     import pytest
 
-    from autorl.machine import MachineFileError
+    from autorl.io.machine import MachineFileError
 
     good = json.loads(Machine(python="3", platform="p", torch=None, cpus=2, ram_gb=1.0).to_json())
     good["gpus"] = [{"index": 0, "name": "H100", "memory_gb": 80, "free_gb": None}]

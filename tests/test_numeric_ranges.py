@@ -15,8 +15,8 @@ import annotated_types
 import pytest
 from pydantic import BaseModel, ValidationError
 
-from autorl import trial
 from autorl.classic.config import ClassicConfig
+from autorl.commands import trial
 from autorl.llm.eval import EnvSpec
 from autorl.llm.schema import TrainConfig
 

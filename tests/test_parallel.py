@@ -16,12 +16,12 @@ import psutil
 import pytest
 from fakes.fake_backend import FakeBackend
 
-from autorl import trial
-from autorl.ledger import Ledger
+from autorl.commands import trial
+from autorl.commands.tune import parse_summary
+from autorl.engine.seed import RunOptions
+from autorl.engine.slots import plan
 from autorl.llm.track import LLMTrack
-from autorl.seed import RunOptions
-from autorl.slots import plan
-from autorl.tune import parse_summary
+from autorl.record.ledger import Ledger
 
 REPO = Path(__file__).resolve().parent.parent
 TESTS = Path(__file__).resolve().parent
@@ -112,7 +112,7 @@ from pathlib import Path
 sys.path.insert(0, {tests!r})
 from fakes.fake_backend import FakeBackend
 from autorl.llm.track import LLMTrack
-from autorl import trial
+from autorl.commands import trial
 backend = FakeBackend({mode!r}, 0.6, scripts_dir=Path({root!r}), slots=2)
 LLMTrack.make_backend = lambda self, name: backend
 sys.exit(trial.main(["--seeds", "2", "--budget", "120", "--grace", "{grace}"]))
@@ -125,7 +125,7 @@ from pathlib import Path
 sys.path.insert(0, {tests!r})
 from fakes.fake_backend import FakeBackend
 from autorl.llm.track import LLMTrack
-from autorl import trial
+from autorl.commands import trial
 backend = FakeBackend("ok", 0.6, scripts_dir=Path({scripts!r}))
 LLMTrack.make_backend = lambda self, name: backend
 sys.exit(trial.main(["--seeds", "1", "--budget", "1"]))
@@ -137,8 +137,8 @@ def test_two_trials_started_together_on_an_empty_cache_both_record_the_right_bas
     into the same, empty cache entry, with a slow eval: neither reads the other's half-written rows."""
     from fakes.fake_backend import FakeBackend
 
-    from autorl import stats
-    from autorl.jsonl import read_jsonl
+    from autorl.io.jsonl import read_jsonl
+    from autorl.record import stats
 
     env = {**os.environ, "AUTORL_ROOT": str(root), "FAKE_EVAL_ROW_DELAY": "0.002"}
     procs = []

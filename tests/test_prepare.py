@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from autorl import paths
-from autorl import prepare as prep
+from autorl.io import paths
+from autorl.io.machine import load_machine
 from autorl.llm import model_builder
-from autorl.machine import load_machine
+from autorl.llm import prepare as prep
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -16,8 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from autorl import show
-from autorl.backend import WHOLE_MACHINE, Slot
+from autorl.commands import show
+from autorl.engine.backend import WHOLE_MACHINE, Slot
+from autorl.io.tomlcheck import ConfigError
 from autorl.llm.config import load_train_config
 from autorl.llm.primerl import backend as primerl
 from autorl.llm.primerl import install as primerl_install
@@ -34,7 +35,6 @@ from autorl.llm.primerl.install import NOT_FOUND, PrimeRLNotFound, find_prime_rl
 from autorl.llm.primerl.render import render, to_toml, unknown_keys
 from autorl.llm.primerl.weights import latest_stable_broadcast
 from autorl.llm.primerl_keys import is_primerl_key
-from autorl.tomlcheck import ConfigError
 
 REPO = Path(__file__).resolve().parent.parent
 FAKE_RL = REPO / "tests" / "fakes" / "fake_prime_rl" / "rl"
@@ -571,12 +571,12 @@ def test_our_stop_is_not_a_crash(tmp_path):
 
 
 # ----------------------------------------------------------------------------------------------------
-# End to end: the test double under autorl.process, with a budget
+# End to end: the test double under autorl.engine.process, with a budget
 # ----------------------------------------------------------------------------------------------------
 
 
 def run_trial(tmp_path: Path, cfg, budget: float = 2.0, grace: float = 5.0):
-    from autorl.process import BudgetSpec, run_budgeted
+    from autorl.engine.process import BudgetSpec, run_budgeted
 
     backend = PrimeRLBackend()
     run_dir = tmp_path / "runs" / "r" / "seed-0"
@@ -688,7 +688,7 @@ def test_run_to_max_steps_finishes_cleanly(tmp_path, fake_prime, monkeypatch):
 
 
 def test_hung_run_is_killed_as_timeout_and_keeps_its_last_weights(tmp_path, fake_prime, monkeypatch):
-    from autorl.process import BudgetSpec, run_budgeted
+    from autorl.engine.process import BudgetSpec, run_budgeted
 
     monkeypatch.setenv("FAKE_RL_HANG_STEP", "3")
     monkeypatch.setenv("FAKE_RL_STEP_S", "0.02")
@@ -704,7 +704,7 @@ def test_hung_run_is_killed_as_timeout_and_keeps_its_last_weights(tmp_path, fake
 
 
 def test_run_py_dry_run_without_prime_rl_prints_config_and_note(tmp_path, capsys):
-    from autorl import trial
+    from autorl.commands import trial
 
     code = trial.main(
         ["--backend", "prime-rl", "--dry-run", "--config", str(REPO / "examples" / "gsm8k-2gpu.toml")]
@@ -784,7 +784,7 @@ QWEN25_7B = dict(
 
 
 def described_machine(n_gpus: int, memory_gb: float, cpus: int = 64):
-    from autorl.machine import Gpu, Machine
+    from autorl.io.machine import Gpu, Machine
 
     gpus = [Gpu(i, "H100", memory_gb) for i in range(n_gpus)]
     return Machine(python="3.12", platform="Linux x86_64", torch=None, cpus=cpus, ram_gb=512.0, gpus=gpus)
@@ -912,7 +912,7 @@ def run_side_by_side(tmp_path: Path, slots: list, name: str) -> list:
     """Two seeds of the test double at once (each in its slot) under the budget; their results."""
     import threading
 
-    from autorl.process import BudgetSpec, run_budgeted
+    from autorl.engine.process import BudgetSpec, run_budgeted
 
     backend, cfg = PrimeRLBackend(), arithmetic_config(tmp_path)
     spec = BudgetSpec(budget_s=1.5, startup_cap_s=30.0, hang_s=30.0, grace_s=5.0)
@@ -956,7 +956,7 @@ def test_two_slots_run_side_by_side_without_port_collisions(tmp_path, fake_prime
 def test_prime_rl_not_found_is_refused_before_prepare(tmp_path, monkeypatch, capsys):
     """A fresh clone asking for prime-rl without it: exit 2 with the not-found message, before prepare runs
     (no machine file, no model download)."""
-    from autorl import trial
+    from autorl.commands import trial
 
     monkeypatch.setenv("AUTORL_ROOT", str(tmp_path))
     monkeypatch.delenv("PRIME_RL_DIR", raising=False)

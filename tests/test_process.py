@@ -12,9 +12,9 @@ from pathlib import Path
 import psutil
 import pytest
 
-from autorl import warm
-from autorl.backend import Launch
-from autorl.process import BudgetSpec, Stop, run_budgeted
+from autorl.engine import warm
+from autorl.engine.backend import Launch
+from autorl.engine.process import BudgetSpec, Stop, run_budgeted
 
 PRELUDE = """
 import json, os, signal, subprocess, sys, time
@@ -29,7 +29,7 @@ WARM = False  # set per test by the `start` fixture
 @pytest.fixture(autouse=True, params=["cold", "warm"])
 def start(request):
     """Every test runs twice: its child started as a new interpreter, and forked from a warm starter
-    (autorl/warm.py) that imported the child's modules, with the same assertions."""
+    (autorl/engine/warm.py) that imported the child's modules, with the same assertions."""
     global WARM
     WARM = request.param == "warm"
     if not WARM:

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from autorl import cli, loop, report, status, tune
-from autorl.ledger import Ledger
+from autorl.commands import cli, loop, report, status, tune
+from autorl.record.ledger import Ledger
 
 REPO = Path(__file__).resolve().parent.parent
 FAKE_RUN = Path(__file__).resolve().parent / "fakes" / "fake_run.py"
@@ -117,7 +117,7 @@ def test_status_says_when_the_reference_is_at_the_top_of_the_score_range(root: P
 AGENT = """
 import os, sys, time
 from pathlib import Path
-from autorl.ledger import Ledger
+from autorl.record.ledger import Ledger
 root = Path(os.environ["AUTORL_ROOT"])
 with open(root / "prompts.txt", "a") as f:
     f.write(sys.argv[-1].replace("\\n", " ") + "\\n")

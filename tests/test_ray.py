@@ -24,9 +24,9 @@ from pathlib import Path
 
 import pytest
 
-from autorl.ledger import Ledger
-from autorl.process import kill_marked, kill_processes, processes_with_env
-from autorl.tune import parse_summary
+from autorl.commands.tune import parse_summary
+from autorl.engine.process import kill_marked, kill_processes, processes_with_env
+from autorl.record.ledger import Ledger
 
 pytest.importorskip("ray")
 # One pytest-xdist worker runs every Ray test: their clusters and timing bounds never contend with each other
@@ -437,7 +437,7 @@ def test_a_worker_that_cannot_start_is_a_crash_seed_with_its_error(tmp_path):
 
 
 def test_the_token_is_looked_up_where_rays_tools_look(monkeypatch, tmp_path):
-    from autorl.ray_pool import token_source
+    from autorl.engine.ray_pool import token_source
 
     monkeypatch.setenv("HOME", str(tmp_path))
     for var in ("RAY_AUTH_TOKEN", "RAY_AUTH_TOKEN_PATH"):
@@ -485,8 +485,8 @@ def test_a_sigterm_whose_exit_python_ignored_in_ray_init_still_stops_the_trial()
     # Ray's SIGTERM handler raises SystemExit wherever the main thread is; in an at-fork callback Python
     # prints "Exception ignored" and goes on (CI: the trial then ran to the end): the stop request holds it,
     # and the signal comes again until its exception gets through
-    from autorl.process import Stop
-    from autorl.ray_pool import _init
+    from autorl.engine.process import Stop
+    from autorl.engine.ray_pool import _init
 
     stop = Stop()
 

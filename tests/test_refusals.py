@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 from autorl_gsm8k.core import FETCH_COMMAND
 
-from autorl import loop, trial
-from autorl.ledger import Ledger
-from autorl.machine import Machine, save_machine
+from autorl.commands import loop, trial
+from autorl.io.machine import Machine, save_machine
+from autorl.record.ledger import Ledger
 
 REPO = Path(__file__).resolve().parent.parent
 TRAIN = (REPO / "train.toml").read_text()

@@ -7,10 +7,11 @@ from types import SimpleNamespace
 import pytest
 from transformers import Qwen2ForCausalLM
 
-from autorl.backend import WHOLE_MACHINE
 from autorl.classic.backend import ClassicBackend
 from autorl.classic.config import ClassicConfig
-from autorl.llm.embedded import EmbeddedBackend
+from autorl.engine.backend import WHOLE_MACHINE
+from autorl.io.machine import Gpu, Machine, cpu_ids
+from autorl.llm.embedded.backend import EmbeddedBackend
 from autorl.llm.embedded.slots import (
     GPU_MEMORY_USABLE,
     SMALL_MODEL_PARAMS,
@@ -19,7 +20,6 @@ from autorl.llm.embedded.slots import (
     seed_gpu_memory_gb,
 )
 from autorl.llm.schema import TrainConfig
-from autorl.machine import Gpu, Machine, cpu_ids
 
 TINY = 200_000  # parameters: a model the trainer runs on one thread
 QWEN3_0_6B = 600_000_000

@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 from scipy import stats as sps
 
-from autorl import stats
-from autorl.context import ResearchContext
-from autorl.stats import NoiseFloor, compare, confidence_interval, eval_score, noise_floor
-from autorl.track import get_track
+from autorl.engine.track import get_track
+from autorl.record import stats
+from autorl.record.context import ResearchContext
+from autorl.record.stats import NoiseFloor, compare, confidence_interval, eval_score, noise_floor
 
 
 def rows_from(scores: dict[str, list[float]], seed: int = 0, samples: int = 1) -> list[dict]:

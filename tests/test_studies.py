@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-from autorl.ledger import Ledger, eval_rows_hash
+from autorl.record.ledger import Ledger, eval_rows_hash
 
 REPO = Path(__file__).resolve().parent.parent
 

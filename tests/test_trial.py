@@ -14,10 +14,11 @@ from pathlib import Path
 import pytest
 from fakes.fake_backend import TRAIN_TOML, FakeBackend
 
-from autorl import stats, trial
-from autorl.ledger import Ledger
+from autorl.commands import trial
+from autorl.commands.tune import parse_summary
 from autorl.llm.track import LLMTrack
-from autorl.tune import parse_summary
+from autorl.record import stats
+from autorl.record.ledger import Ledger
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -223,7 +224,7 @@ def test_dirty_harness_is_refused_naming_the_file(root, monkeypatch, capsys):
 def test_bad_config_is_refused_fast_without_heavy_imports(root):
     (root / "train.toml").write_text(TRAIN_TOML + "[orchestrator.eval]\ninterval = 5\n")
     code = (
-        "import sys, time; t = time.monotonic(); from autorl.trial import main; rc = main([]); "
+        "import sys, time; t = time.monotonic(); from autorl.commands.trial import main; rc = main([]); "
         "assert 'torch' not in sys.modules, 'torch imported'; "
         "print('SECONDS', time.monotonic() - t); sys.exit(rc)"
     )
@@ -238,7 +239,7 @@ def test_bad_config_is_refused_fast_without_heavy_imports(root):
 
 
 def test_a_reference_at_the_top_of_the_score_range_is_noted():
-    from autorl.result import ceiling_note
+    from autorl.record.result import ceiling_note
 
     at_top = ceiling_note({"eval_ci_high": "1.0"}, (0.2, 0.5), high=1.0)
     assert "no improvement is possible" in at_top and "make the task harder" in at_top
@@ -289,7 +290,7 @@ def test_a_malformed_ledger_refuses_the_trial_before_anything_runs(root, monkeyp
 
 
 def test_a_failed_ledger_write_still_prints_and_saves_the_summary(root, monkeypatch, capsys):
-    from autorl.ledger import LedgerError
+    from autorl.record.ledger import LedgerError
 
     use_backend(monkeypatch, root)
 
@@ -308,7 +309,7 @@ def test_a_failed_ledger_write_still_prints_and_saves_the_summary(root, monkeypa
 def test_each_run_py_flag_sets_its_option():
     """run.py's flags are RunOptions' fields (declared once): no flag given is the field's default, and each
     flag, spelt with dashes, sets its field with the value its type parses."""
-    from autorl.seed import RunOptions
+    from autorl.engine.seed import RunOptions
 
     assert trial.parse_options([]) == RunOptions()
     argv = "--config x.toml --track classic --budget 5 --seeds 3 --all-seeds --parallel 2 --ray h:1"
@@ -370,7 +371,8 @@ def test_the_runner_checks_the_model_recipe_and_the_eval_hash_without_importing_
     probe = """
 import sys
 from pathlib import Path
-from autorl import cli, prepare, trial
+from autorl.commands import cli, trial
+from autorl.llm import prepare
 from autorl.llm import model_builder, track
 model_builder.is_complete(Path(sys.argv[1]), model_builder.build_recipe())
 track.TRACK.eval_hash(None)

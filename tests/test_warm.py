@@ -1,4 +1,4 @@
-"""Warm starts (autorl/warm.py): a child forked from a starter is the `python -m` child it replaces.
+"""Warm starts (autorl/engine/warm.py): a child forked from a starter is the `python -m` child it replaces.
 
 tests/test_process.py runs every budget, stop, hang and crash test both cold and warm; here are the
 properties only a fork can get wrong: where the imports happened, the child's session, cores, environment,
@@ -20,9 +20,9 @@ from pathlib import Path
 import psutil
 import pytest
 
-from autorl import warm
-from autorl.backend import Launch
-from autorl.process import BudgetSpec, run_budgeted
+from autorl.engine import warm
+from autorl.engine.backend import Launch
+from autorl.engine.process import BudgetSpec, run_budgeted
 
 # The child reports what a test checks, as one JSON line; `probe_dep` is the module a starter preloads.
 PROBE = """
@@ -188,7 +188,7 @@ def test_a_trial_stopped_while_its_starter_imports_leaves_no_starter(probe, tmp_
 
 def test_a_launch_after_a_stop_request_starts_nothing(probe, tmp_path):
     # the shared mechanism under every launch (base eval, seed, eval, confirm): no child, no starter
-    from autorl.process import Stop
+    from autorl.engine.process import Stop
 
     stop = Stop()
     stop.request(signal.SIGTERM)
@@ -290,7 +290,7 @@ def test_a_starter_whose_module_changed_on_disk_is_replaced(probe, tmp_path, kep
 def test_a_trial_stopped_by_a_signal_ends_its_starters_kept_or_new(probe, tmp_path, kept):
     """The keep-alive is for trials that end: a stopped trial (its Stop set when it leaves the context)
     leaves no starter, whether it started one or found one kept by the trial before."""
-    from autorl.process import Stop
+    from autorl.engine.process import Stop
 
     _, found = one_trial(probe(), tmp_path / "1.log")  # a normal trial: its starter is kept
     assert psutil.pid_exists(found.pid)
@@ -329,9 +329,9 @@ def test_a_kept_starter_ends_after_its_idle_time(probe, tmp_path, kept, monkeypa
 RUNNER = """
 import sys
 from pathlib import Path
-from autorl import warm
-from autorl.backend import Launch
-from autorl.process import BudgetSpec, run_budgeted
+from autorl.engine import warm
+from autorl.engine.backend import Launch
+from autorl.engine.process import BudgetSpec, run_budgeted
 here = Path(sys.argv[1])
 launch = Launch(
     argv=[sys.executable, "-m", "probe", "sleep"], cwd=here, env={"PROBE_ENV": "from-the-launch"}, cpus=(0,),
@@ -350,7 +350,7 @@ def test_a_killed_runner_takes_its_children_but_leaves_the_kept_starter(probe, t
     while "@@autorl" not in ((tmp_path / "run.log").read_text() if (tmp_path / "run.log").exists() else ""):
         assert time.monotonic() < deadline and runner.poll() is None
         time.sleep(0.05)
-    (starter,) = [p for p in runner.children() if "autorl.warm_starter" in p.cmdline()]
+    (starter,) = [p for p in runner.children() if "autorl.engine.warm_starter" in p.cmdline()]
     (child,) = starter.children()
     runner.kill()
     runner.wait()

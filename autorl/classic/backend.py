@@ -1,10 +1,10 @@
 """The classic-track backend: PPO on CartPole-v1 / BipedalWalker-v3 behind the same runner as the LLM track.
 
-The runner (autorl.trial) loads classic.toml with autorl.classic.config.load_classic_config, then for each
-harness seed: resolve -> launch (`python -m autorl.classic.train`) -> collect -> eval_command
-(`python -m autorl.classic.evaluate`: the learning-curve score rows, and the final policy's 100 episodes in
-the seed's final_eval.jsonl). summary_extras adds the track's summary lines (final_return, solved,
-solved_seeds, time_to_solve_seconds, per-seed returns). Cheap to import: no torch, no gymnasium.
+The runner (autorl.commands.trial) loads classic.toml with autorl.classic.config.load_classic_config, then for
+each harness seed: resolve -> launch (`python -m autorl.classic.train`) -> collect -> eval_command (`python -m
+autorl.classic.evaluate`: the learning-curve score rows, and the final policy's 100 episodes in the seed's
+final_eval.jsonl). summary_extras adds the track's summary lines (final_return, solved, solved_seeds,
+time_to_solve_seconds, per-seed returns). Cheap to import: no torch, no gymnasium.
 """
 
 from __future__ import annotations
@@ -15,8 +15,6 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from autorl import paths
-from autorl.backend import WHOLE_MACHINE, Backend, ChildArgs, Launch, Slot, TrainOutcome
 from autorl.classic.evaluate import (
     EVAL_EPISODES,
     EVAL_SEED,
@@ -29,15 +27,17 @@ from autorl.classic.evaluate import (
     episode_seeds,
     eval_hash,
 )
-from autorl.jsonl import read_jsonl
-from autorl.machine import Machine, cpu_ids
+from autorl.engine.backend import WHOLE_MACHINE, Backend, ChildArgs, Launch, Slot, TrainOutcome
+from autorl.io import paths
+from autorl.io.jsonl import read_jsonl
+from autorl.io.machine import Machine, cpu_ids
 
 FINAL_EVAL = "final_eval.jsonl"  # in the seed's directory: the final policy's 100 episodes (not scored)
 
 # One thread per process: small MLPs run fastest single-threaded, and torch's thread pool would otherwise
 # fight the env stepping for the cores.
 CHILD_ENV = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OMP_WAIT_POLICY": "PASSIVE"}
-# What the training and eval children import, once per trial in a warm starter (autorl/warm.py); the
+# What the training and eval children import, once per trial in a warm starter (autorl/engine/warm.py); the
 # first optimizer step imports torch._dynamo (half of torch's import time).
 WARM = ("torch", "torch._dynamo", "gymnasium", "autorl.classic.train", "autorl.classic.evaluate")
 

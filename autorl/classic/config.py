@@ -1,8 +1,8 @@
 """classic.toml: the PPO hyperparameters the agent edits on the classic track (CartPole-v1, BipedalWalker-v3).
 
-Validated like train.toml (autorl.tomlcheck.load_toml): unknown keys are named with file:line and the nearest
-valid key, values are range-checked, and harness-owned keys (seeds, the evaluation, the device) are refused
-with the reason. Cheap to import: no torch, no gymnasium.
+Validated like train.toml (autorl.io.tomlcheck.load_toml): unknown keys are named with file:line and the
+nearest valid key, values are range-checked, and harness-owned keys (seeds, the evaluation, the device) are
+refused with the reason. Cheap to import: no torch, no gymnasium.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from autorl.tomlcheck import ConfigError, FieldProblem, config_hash, load_toml
+from autorl.io.tomlcheck import ConfigError, FieldProblem, config_hash, load_toml
 
 ENV_IDS = ("CartPole-v1", "BipedalWalker-v3")
 
@@ -161,7 +161,7 @@ def _hint(key: str) -> str | None:
 
 
 def load_classic_config(path: Path | str) -> LoadedClassicConfig:
-    """Read and validate classic.toml; raises autorl.tomlcheck.ConfigError naming file:line and key."""
+    """Read and validate classic.toml; raises autorl.io.tomlcheck.ConfigError naming file:line and key."""
     path = Path(path)
     text, data, model = load_toml(path, ClassicConfig, REFUSED, hint=_hint)
     assert isinstance(model, ClassicConfig)

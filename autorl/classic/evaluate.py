@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from autorl import atomic
+from autorl.io import atomic
 
 # bump when the evaluation changes: results stop being comparable. 3: the final policy's CartPole episodes run
 # on the numpy-vectorised env (start states from one RNG seeded EVAL_SEED), like the in-training evaluation.

@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from autorl.backend import Backend
-from autorl.machine import Machine
+from autorl.engine.backend import Backend
+from autorl.io.machine import Machine
 
 # The score is a normalised area under the learning curve (0..1). Seed-to-seed sd measured on CartPole
 # (docs/classic.md): 0.109 for the shipped classic.toml (12 seeds, score 0.68), 0.022-0.097 for seven

@@ -2,10 +2,10 @@
 
     python -m autorl.classic.train --config resolved.json --run-dir DIR --seed K
 
-Runs autorl.classic.ppo under the runner's protocol (autorl.progress): `ready` when the envs and the agent
-exist (the budget clock starts), one `step` event and one metrics.jsonl row per PPO update, `pause`/`resume`
-around the in-training evaluations (not charged to the budget), `saved` after each atomic save of
-weights/policy.pt, `done` at the end. Stops at total_env_steps or at the score's env-step budget
+Runs autorl.classic.ppo under the runner's protocol (autorl.engine.progress): `ready` when the envs and the
+agent exist (the budget clock starts), one `step` event and one metrics.jsonl row per PPO update,
+`pause`/`resume` around the in-training evaluations (not charged to the budget), `saved` after each atomic
+save of weights/policy.pt, `done` at the end. Stops at total_env_steps or at the score's env-step budget
 (evaluate.SCORE_STEPS), whichever first, or on SIGTERM (saves, exits 0).
 
 The in-training evaluation is due on the score's grid of env steps (evaluate.due_eval) and once more at the
@@ -30,11 +30,12 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
-from autorl import atomic, progress
-from autorl.backend import ChildArgs
 from autorl.classic.config import ClassicConfig
 from autorl.classic.evaluate import SCORE_STEPS, SOLVED_AT, TRAIN_EVAL_TOGETHER, due_eval, train_eval
-from autorl.machine import peak_rss_gb
+from autorl.engine import progress
+from autorl.engine.backend import ChildArgs
+from autorl.io import atomic
+from autorl.io.machine import peak_rss_gb
 
 if TYPE_CHECKING:
     from autorl.classic.ppo import Snapshot, Update

@@ -10,11 +10,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from autorl import paths
+from autorl.io import paths
+from autorl.io.tomlcheck import Check, KeyPath, config_hash, dotted, load_toml, match_key, short
 from autorl.llm import envs
 from autorl.llm.primerl_keys import is_primerl_key
 from autorl.llm.schema import ModelConfig, TrainConfig
-from autorl.tomlcheck import Check, KeyPath, config_hash, dotted, load_toml, match_key, short
 
 # ====================================================================================================
 # Refusals: harness-owned keys, keys that would run code, keys only the prime-rl backend runs

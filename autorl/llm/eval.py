@@ -35,7 +35,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal, ParamSpec, TypeVar
 
-from autorl import atomic, inputs, paths
+from autorl.io import atomic, inputs, paths
 from autorl.llm import envs
 from autorl.llm.evalspec import EnvSpec, EvalSpec
 

@@ -40,7 +40,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from autorl import atomic, paths
+from autorl.io import atomic, paths
 from autorl.llm import envs
 from autorl.llm.eval import format_prompt, inference_mode
 

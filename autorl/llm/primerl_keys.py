@@ -9,7 +9,7 @@ from __future__ import annotations
 from functools import cache
 from pathlib import Path
 
-from autorl.tomlcheck import _match, dotted, generic_key
+from autorl.io.tomlcheck import _match, dotted, generic_key
 
 PRIMERL_KEYS_FILE = Path(__file__).with_name("primerl_keys.txt")
 

@@ -11,7 +11,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from autorl.tomlcheck import FieldProblem
+from autorl.io.tomlcheck import FieldProblem
 
 # ====================================================================================================
 # TrainConfig: the accepted subset, field names = prime-rl keys, defaults = prime-rl's defaults

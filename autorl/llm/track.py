@@ -5,10 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from autorl import paths
-from autorl.backend import Backend
-from autorl.machine import Machine
-from autorl.stats import DEFAULT_SEED_SD
+from autorl.engine.backend import Backend
+from autorl.io import paths
+from autorl.io.machine import Machine
+from autorl.record.stats import DEFAULT_SEED_SD
 
 
 class LLMTrack:
@@ -43,12 +43,12 @@ class LLMTrack:
             from autorl.llm.primerl.backend import PrimeRLBackend
 
             return PrimeRLBackend()
-        from autorl.llm.embedded import EmbeddedBackend
+        from autorl.llm.embedded.backend import EmbeddedBackend
 
         return EmbeddedBackend()
 
     def prepare_reason(self, machine: Machine | None) -> str | None:
-        from autorl.prepare import builtin_model_outdated
+        from autorl.llm.prepare import builtin_model_outdated
 
         if machine is None:
             return "no machine file yet: running prepare.py first"
@@ -57,7 +57,7 @@ class LLMTrack:
         return None
 
     def prepare(self, config_path: Path) -> Machine:
-        from autorl.prepare import prepare
+        from autorl.llm.prepare import prepare
 
         return prepare(config_path)
 

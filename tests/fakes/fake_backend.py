@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from autorl.backend import WHOLE_MACHINE, Backend, Launch, Slot, TrainOutcome
+from autorl.engine.backend import WHOLE_MACHINE, Backend, Launch, Slot, TrainOutcome
 
 # A valid train.toml for the test model the fake machine file names (no model is loaded: the backend is a
 # test double).
@@ -44,7 +44,7 @@ def on_term(*_):
     save(); emit("saved"); sys.exit(0)
 signal.signal(signal.SIGTERM, signal.SIG_IGN if mode == "ignore_term" else on_term)
 print("loading model", flush=True)
-if mode == "slow_ready":  # a start-up like a first seed's wait for its warm starter (autorl/warm.py)
+if mode == "slow_ready":  # a start-up like a first seed's wait for its warm starter (autorl/engine/warm.py)
     time.sleep(1.5)
 emit("ready")
 if mode == "crash":
@@ -54,7 +54,8 @@ if mode == "crash":
     sys.exit(3)
 if mode == "grandchild":  # like the sampler process: a child of the trainer that dies with it
     import subprocess
-    code = "import time, autorl.process as p; p.die_with_parent(); print('grandchild up', flush=True); "
+    code = "import time, autorl.engine.process as p; p.die_with_parent(); "
+    code += "print('grandchild up', flush=True); "
     code += "time.sleep(600)"
     subprocess.Popen([sys.executable, "-c", code])
 if mode == "hang":

@@ -15,7 +15,8 @@ from typing import Any
 
 import torch
 
-from autorl.llm.embedded import RunSpec, SourceSpec, grpo
+from autorl.llm.embedded import grpo
+from autorl.llm.embedded.backend import RunSpec, SourceSpec
 from autorl.llm.embedded.generation import Rollouts
 from autorl.llm.eval import encode_prompt
 

@@ -43,7 +43,7 @@ def _serve(
     seed: int,
 ) -> None:
     """Child: load the model around the shared parameters, then answer requests until the pipe closes."""
-    from autorl.process import die_with_parent
+    from autorl.engine.process import die_with_parent
 
     die_with_parent()  # a SIGKILLed trainer takes its sampler along (no wait for a broken pipe)
     parent_end.close()  # the fork's copy of the trainer's end: the pipe must close when the trainer closes it

@@ -18,11 +18,11 @@ import math
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from autorl.backend import WHOLE_MACHINE, Slot
-from autorl.machine import cpu_ids
+from autorl.engine.backend import WHOLE_MACHINE, Slot
+from autorl.io.machine import cpu_ids
 
 if TYPE_CHECKING:
-    from autorl.machine import Machine
+    from autorl.io.machine import Machine
 
 SMALL_MODEL_PARAMS = 20_000_000  # below this the trainer runs one torch thread (train.cpu_threads)
 SAMPLER_CORES = 1  # the hf-process sampler's core next to a one-thread trainer

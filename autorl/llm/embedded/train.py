@@ -34,7 +34,7 @@ With the lag, step n's sampling (for step n+1) and its training both start from 
 they can run at once: on a CPU with a spare core the ``hf-process`` sampler (sampler_process.py) does that in
 a second process, with the same rollouts as in-process sampling.
 
-Child protocol (autorl/progress.py): ``ready`` right before the first step (model and data loading are
+Child protocol (autorl/engine/progress.py): ``ready`` right before the first step (model and data loading are
 not charged to the budget), ``step`` after every optimizer step (the same dict is appended to
 ``<run_dir>/metrics.jsonl``), ``saved`` after each weights save, ``done`` at the end. Weights are saved in
 Hugging Face format to ``<run_dir>/weights/`` atomically (written to ``weights.tmp/``, marked complete with
@@ -67,15 +67,16 @@ import numpy as np
 import torch
 from transformers import set_seed
 
-from autorl import progress
-from autorl.llm.embedded import COMPLETE_MARKER, EmbeddedChildArgs, RunSpec, grpo
+from autorl.engine import progress
+from autorl.io.machine import own_cpu_ids, peak_rss_gb
+from autorl.llm.embedded import grpo
+from autorl.llm.embedded.backend import COMPLETE_MARKER, EmbeddedChildArgs, RunSpec
 from autorl.llm.embedded.batches import Batches, BatchPlan, Sample, default_env_loader
 from autorl.llm.embedded.generation import HFSampler, VLLMSampler, shared_prefill, vllm_available
 from autorl.llm.embedded.sampler_process import ProcessSampler
 from autorl.llm.embedded.scheduler import build_scheduler
 from autorl.llm.embedded.slots import SMALL_MODEL_PARAMS
 from autorl.llm.eval import load_tokenizer
-from autorl.machine import own_cpu_ids, peak_rss_gb
 
 # prime-rl's orchestrator aborts after this many consecutive empty train batches (orchestrator.py).
 MAX_CONSECUTIVE_EMPTY_BATCHES = 10

@@ -5,8 +5,8 @@ What it does, in trial order (the parts live in this package's modules):
 - `resolve` renders the run config (render.py): the user's train.toml plus the harness-owned keys.
 - `plan_slots` says how many seeds run side by side here (slots.py): GPU pairs, seeds per pair, ports.
 - `launch` renders the seed's config for its slot, validates it with prime-rl's own `rl @ file --dry-run`
-  (seconds, before any GPU starts; a schema error becomes a ConfigError with prime-rl's message), then
-  returns the `rl @ file` command with the slot's GPUs in CUDA_VISIBLE_DEVICES. autorl.process runs it in its
+  (seconds, before any GPU starts; a schema error becomes a ConfigError with prime-rl's message), then returns
+  the `rl @ file` command with the slot's GPUs in CUDA_VISIBLE_DEVICES. autorl.engine.process runs it in its
   own process group under the budget; `PrimeRLFollower` (follow.py) turns its console lines into progress.
 - `collect` picks the latest complete weights and makes them evaluable (weights.py), counts trainer steps,
   reads peak memory, names the component that died (follow.py), and checks that no process of the run is
@@ -31,9 +31,11 @@ from typing import Any
 
 import psutil
 
-from autorl import atomic, paths
-from autorl.backend import WHOLE_MACHINE, Backend, Launch, Slot, TrainOutcome
-from autorl.jsonl import read_jsonl
+from autorl.engine.backend import WHOLE_MACHINE, Backend, Launch, Slot, TrainOutcome
+from autorl.engine.process import kill_marked, processes_with_env
+from autorl.io import atomic, paths
+from autorl.io.jsonl import read_jsonl
+from autorl.io.machine import Machine, nvidia_smi
 from autorl.llm.primerl import slots
 from autorl.llm.primerl.follow import (
     LOG_TAIL_LINES,
@@ -59,8 +61,6 @@ from autorl.llm.primerl.weights import (
     base_model_dir,
     latest_stable_broadcast,
 )
-from autorl.machine import Machine, nvidia_smi
-from autorl.process import kill_marked, processes_with_env
 
 RENDERED_FILE = "primerl.toml"  # in the seed's run dir: the config `rl` runs with
 LAUNCH_FILE = "primerl-launch.json"  # what collect() needs to know about the launch
@@ -133,7 +133,7 @@ def rl_error_message(output: str) -> str:
 
 def validate_with_rl(prime: PrimeRL, rendered: Path, env: dict[str, str]) -> None:
     """`rl @ rendered --dry-run`: prime-rl's own schema check, before any GPU starts."""
-    from autorl.tomlcheck import ConfigError
+    from autorl.io.tomlcheck import ConfigError
 
     try:
         proc = subprocess.run(
@@ -152,7 +152,7 @@ def validate_with_rl(prime: PrimeRL, rendered: Path, env: dict[str, str]) -> Non
 
 
 class PrimeRLBackend(Backend):
-    """The Backend protocol (autorl/backend.py) for prime-rl's `rl` launcher on 2 GPUs."""
+    """The Backend protocol (autorl/engine/backend.py) for prime-rl's `rl` launcher on 2 GPUs."""
 
     name = "prime-rl"
 
@@ -175,7 +175,7 @@ class PrimeRLBackend(Backend):
         The config loader already refused harness-owned keys; this catches a key the loader accepts but the
         pinned prime-rl would reject, before `rl --dry-run` (which needs prime-rl) ever runs.
         """
-        from autorl.tomlcheck import ConfigError
+        from autorl.io.tomlcheck import ConfigError
 
         bad = unknown_keys(render(cfg.data, paths.runs_dir() / "check", 0))
         if bad:

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from autorl import paths
+from autorl.io import paths
 
 SUPPORTED_COMMIT = "559b447"  # the prime-rl commit whose schema, logs and layout this package follows
 SUPPORTED_VERSION = "v0.8.1.dev67"
@@ -120,7 +120,7 @@ def locate_prime_rl() -> PrimeRL | None:
     """prime-rl for this trial: $PRIME_RL_DIR, else the checkout prepare.py recorded in the machine file."""
     if os.environ.get("PRIME_RL_DIR"):
         return find_prime_rl(None)
-    from autorl.machine import load_machine
+    from autorl.io.machine import load_machine
 
     machine = load_machine()
     recorded = (machine.prime_rl or {}).get("dir") if machine else None

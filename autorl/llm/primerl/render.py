@@ -15,8 +15,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from autorl import paths
-from autorl.backend import WHOLE_MACHINE, Slot
+from autorl.engine.backend import WHOLE_MACHINE, Slot
+from autorl.io import paths
 
 OUTPUT_SUBDIR = "primerl"  # prime-rl's output_dir, inside the seed's run dir
 RUN_NAME = "autorl"  # fixed run.name: prime-rl writes to <output_dir>/<run.name>
@@ -45,7 +45,7 @@ def wandb_enabled() -> bool:
 
 def inference_port() -> int:
     """vLLM's port: $AUTORL_PRIMERL_PORT (an integer in 1024..65000) or 8000."""
-    from autorl.tomlcheck import ConfigError
+    from autorl.io.tomlcheck import ConfigError
 
     text = os.environ.get("AUTORL_PRIMERL_PORT", str(INFERENCE_PORT))
     if not text.isdigit() or not 1024 <= int(text) <= 65000:
@@ -57,7 +57,7 @@ def bind_host() -> str:
     """The address the run's servers listen on: 127.0.0.1, or the IP address in $AUTORL_PRIMERL_HOST."""
     import ipaddress
 
-    from autorl.tomlcheck import ConfigError
+    from autorl.io.tomlcheck import ConfigError
 
     text = os.environ.get("AUTORL_PRIMERL_HOST", LOOPBACK)
     try:

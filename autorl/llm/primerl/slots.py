@@ -24,10 +24,10 @@ import struct
 from pathlib import Path
 from typing import Any
 
-from autorl.backend import Slot
+from autorl.engine.backend import Slot
+from autorl.io.machine import Machine
 from autorl.llm.primerl.render import PORT_STRIDE, VLLM_MEMORY_UTILIZATION, inference_port
 from autorl.llm.primerl.weights import base_model_dir
-from autorl.machine import Machine
 
 SEEDS_PER_PAIR_ENV = "AUTORL_PRIMERL_SEEDS_PER_PAIR"
 # AdamW with prime-rl's default optimization_dtype float32: fp32 master weights (4) + fp32 gradients (4) +

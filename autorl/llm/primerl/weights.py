@@ -75,7 +75,7 @@ def base_model_dir(model_name: str | None) -> Path | None:
     local = local_model_dir(model_name)
     if local is not None:
         return local
-    from autorl.machine import load_machine
+    from autorl.io.machine import load_machine
 
     machine = load_machine()
     if machine and machine.model_path and machine.model_name == model_name:

@@ -1,0 +1,296 @@
+"""`autorl confirm`: re-train a kept config and the baseline with fresh seeds, score both on the test split.
+
+Picking the best of many trials on one eval set inflates its score (the winner's curse). The test split is
+sealed: no trial is ever evaluated on it (llm: each eval env's `test` split; classic: episodes from seeds no
+trial sees). `confirm` re-trains the chosen kept trial's config (default: the current best) and the
+baseline's (the first ok trial of the same context) under the same budget, with seeds no trial drew, runs
+each seed through `autorl.engine.seed.run_seed` with its eval on the test split, and compares the two with
+`autorl.record.stats.compare`. The result (delta, its 90% interval: the one that matches the one-sided test at
+0.05, and p) goes to confirmed.tsv, next to results.tsv; `autorl report` shows it next to the eval delta.
+Both sides' seeds run in one pool, on the machine's slots, as a trial's do.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import sys
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from autorl.engine import warm
+from autorl.engine.retrain import RetrainError, recorded_config, run_jobs, same_harness
+from autorl.engine.seed import RunOptions, SeedResult, worst_status
+from autorl.io import paths
+from autorl.io.cliargs import CONFIRM_MAX_SEEDS
+from autorl.record import stats
+from autorl.record.context import ResearchContext, best_kept
+from autorl.record.ledger import Ledger, LedgerError
+from autorl.record.row import as_float, format_cell
+from autorl.record.sidetables import CONFIRMED
+
+# Fresh seeds: trials draw theirs from [0, 10^6 + 64) (autorl.engine.trial_run.harness_seeds); confirm from
+# here up.
+CONFIRM_SEED_BASE = 2_000_000
+
+
+NEEDED_MOST = 100_000  # the seeds a side the size line names at most ("more than" beyond)
+
+
+class ConfirmError(RetrainError):
+    """The confirmation cannot start (nothing to confirm, the harness or eval changed): exit 2."""
+
+
+@dataclass
+class Side:
+    """One config of the confirmation (the candidate or the baseline), re-trained on the fresh seeds."""
+
+    row: dict[str, str]
+    seeds: list[SeedResult]
+
+    @property
+    def rows(self) -> list[dict[str, Any]]:
+        return [r for s in self.seeds for r in s.eval_rows]
+
+    @property
+    def status(self) -> str:
+        return worst_status(s.status for s in self.seeds)
+
+
+def choose(
+    rows: list[dict[str, str]], run_id: str | None, ledger: Ledger
+) -> tuple[dict, dict, ResearchContext]:
+    """(candidate, baseline, their research context): the kept trial `run_id` (default: the best kept trial
+    of the latest context) and the first ok trial of its context."""
+    if run_id is not None:
+        candidate = ledger.find(run_id)
+        if candidate["decision"] != "keep" or candidate["status"] != "ok":
+            raise ConfirmError(f"trial {candidate['run_id']} is not kept: only kept trials are confirmed")
+    else:
+        if not rows:
+            raise ConfirmError("no trials yet: nothing to confirm")
+        candidate = best_kept(rows, ResearchContext.of(rows[-1]))
+        if candidate is None or candidate["decision"] != "keep":
+            raise ConfirmError("nothing kept yet under the latest trial's context: nothing to confirm")
+    context = ResearchContext.of(candidate)
+    if context.budget is None:
+        raise ConfirmError(f"trial {candidate['run_id']} has no budget recorded: re-run it to confirm it")
+    same = context.rows(rows)
+    baseline = next(r for r in same if r["status"] == "ok" and as_float(r, "eval_score") is not None)
+    if baseline["run_id"] == candidate["run_id"]:
+        raise ConfirmError(f"{candidate['run_id']} is the baseline: keep a better trial, then confirm it")
+    return candidate, dict(baseline), context
+
+
+@dataclass(frozen=True)
+class Size:
+    """How many fresh seeds a side gets, and the power that buys: sized for the eval delta being confirmed,
+    discounted for the winner's curse (a kept trial was picked because its delta came out high), so for
+    the low end of its 90% interval, and the context's noise floor (single-seed sd)."""
+
+    seeds: int  # per side
+    eval_delta: float  # candidate - baseline eval_score (their eval rows, on the examples both scored)
+    low: float  # the low end of its 90% interval: the delta sized for
+    sd: float  # single-seed sd (the noise floor the verdict uses)
+    power: float  # of `seeds` per side for `low` (stats.power)
+    needed: int | None  # seeds per side for stats.POWER at `low` (None: more than NEEDED_MOST)
+    chosen_by: str  # "sized" | "capped" (--max-seeds) | "--seeds"
+    power_at_delta: float = math.nan  # of `seeds` per side for the eval delta itself (no discount)
+
+    def describe(self) -> str:
+        if not math.isfinite(self.low):
+            return f"--seeds {self.seeds} a side (the eval delta is unknown: power not computed)"
+        if self.needed is not None:
+            need = f"{self.needed} seeds a side give {stats.POWER:.0%}"
+        elif self.low > 0:
+            need = f"more than {NEEDED_MOST} seeds a side would be needed for {stats.POWER:.0%}"
+        else:
+            need = "no seed count gives power for a low end <= 0"
+        text = (
+            f"eval delta {self.eval_delta:+.4f} vs the baseline, 90% interval low end {self.low:+.4f} "
+            f"(sized for it: the winner's curse), seed sd {self.sd:.4g}: {need}"
+        )
+        if self.chosen_by == "capped":
+            text += f"; capped at {self.seeds} a side (--max-seeds): power {self.power:.2f}, too little"
+        elif self.chosen_by == "--seeds":
+            text += f"; --seeds {self.seeds} a side: power {self.power:.2f}"
+        return text + f" ({self.power_at_delta:.2f} if the eval delta itself is the true gain)"
+
+
+def size(
+    cand: dict[str, str], base: dict[str, str], noise: stats.NoiseFloor, cap: int, given: int | None
+) -> Size:
+    """Seeds per side for the confirmation: `given` (--seeds) when set, else the fewest that give
+    stats.POWER for the low end of the eval delta's 90% interval, at most `cap`. The delta comes from the two
+    trials' own eval rows; when they cannot be read (reference_rows' check) only --seeds can size it
+    (ConfirmError otherwise), and its power is unknown (nan)."""
+    from autorl.record.ledger import reference_rows
+
+    try:
+        c = stats.compare(
+            reference_rows(cand, paths.runs_dir()), reference_rows(base, paths.runs_dir()), noise=noise
+        )
+    except LedgerError as exc:
+        if given is None:
+            raise ConfirmError(
+                f"{exc}\n  without its eval rows the confirm cannot be sized: give --seeds"
+            ) from None
+        return Size(given, math.nan, math.nan, noise.sd, math.nan, None, "--seeds")
+    low = stats.matching_interval(c)[0]
+    needed = stats.seeds_for_power(low, noise.sd, most=NEEDED_MOST) if math.isfinite(low) else None
+    if given is not None:
+        n, how = given, "--seeds"
+    elif needed is not None and needed <= cap:
+        n, how = needed, "sized"
+    else:
+        n, how = cap, "capped"
+    at_delta = stats.power(c.delta, noise.sd, n)
+    return Size(n, c.delta, low, noise.sd, stats.power(low, noise.sd, n), needed, how, at_delta)
+
+
+def confirm_seeds(confirm_id: str, n: int) -> list[int]:
+    base = int(hashlib.sha256(confirm_id.encode()).hexdigest()[:8], 16) % 1_000_000
+    return [CONFIRM_SEED_BASE + base + k for k in range(n)]
+
+
+def say(msg: str) -> None:
+    print(f"[confirm] {msg}", flush=True)
+
+
+def run_confirm(
+    run_id: str | None = None,
+    n_seeds: int | None = None,
+    ledger: Ledger | None = None,
+    max_seeds: int = CONFIRM_MAX_SEEDS,
+) -> int:
+    from autorl.engine.pool import SeedJob
+    from autorl.engine.slots import plan
+    from autorl.engine.track import get_track
+
+    if problem := warm.keep_problem():
+        raise ConfirmError(problem)
+    ledger = ledger or Ledger()
+    rows = ledger.rows()
+    candidate, baseline, context = choose(rows, run_id, ledger)
+    track = get_track(candidate["track"])
+    same_harness(candidate, "confirmed")
+    configs = {
+        role: recorded_config(row, track, role)
+        for role, row in (("candidate", candidate), ("baseline", baseline))
+    }
+    backend = track.make_backend(candidate["backend"])
+    budget = float(candidate["budget"])
+    noise = stats.noise_floor(rows, context, prior_sd=track.seed_sd_prior)
+    sized = size(candidate, baseline, noise, max_seeds, n_seeds)
+    n = sized.seeds
+    confirm_id = f"confirm-{datetime.now().strftime('%Y%m%d-%H%M%S')}-{candidate['run_id'][-7:]}"
+    seeds = confirm_seeds(confirm_id, n)
+    opts = RunOptions(budget=budget, seeds=2 * n)
+    the_plan = plan(backend, configs["candidate"], opts)
+    say(
+        f"{confirm_id}: {candidate['run_id']} vs the baseline {baseline['run_id']}, {n} fresh seeds a side "
+        f"{seeds}, budget {budget:g} s per seed, scored on the sealed test split"
+    )
+    say(f"size: {sized.describe()}")
+    say(the_plan.describe())
+    if estimate := confirm_estimate(rows, context, 2 * n, the_plan.parallel):
+        say(estimate)
+    # Both sides' seeds in one pool, on the machine's slots as a trial's seeds run.
+    jobs = [
+        SeedJob(i * n + k, seed, paths.runs_dir() / confirm_id / role / f"seed-{k}", configs[role], "test")
+        for i, role in enumerate(("candidate", "baseline"))
+        for k, seed in enumerate(seeds)
+    ]
+
+    def report(result: SeedResult) -> None:
+        role = result.dir.parent.name
+        for line in result.log:
+            say(f"{role}: {line}")
+        if result.error:
+            print(result.error, flush=True)
+
+    results = run_jobs(backend, jobs, budget, the_plan, report)
+    if results is None:
+        say("interrupted: nothing recorded")
+        return 130
+    sides = {
+        role: Side(row, sorted((r for r in results if r.dir.parent.name == role), key=lambda r: r.index))
+        for role, row in (("candidate", candidate), ("baseline", baseline))
+    }
+    return record(ledger, confirm_id, seeds, sides, noise, sized)
+
+
+def confirm_estimate(
+    rows: list[dict[str, str]], context: ResearchContext, seeds: int, parallel: int
+) -> str | None:
+    """The confirmation's expected wall time from the context's trials measured here (None before one)."""
+    from autorl.commands.status import expected_wall, minutes
+
+    if (expected := expected_wall(rows, context, seeds, parallel)) is None:
+        return None
+    wall, trials, _ = expected
+    return f"expected: ~{minutes(wall)} ({seeds} seeds, {parallel} at a time, from {trials} trials here)"
+
+
+def record(
+    ledger: Ledger,
+    confirm_id: str,
+    seeds: list[int],
+    sides: dict[str, Side],
+    noise: stats.NoiseFloor,
+    sized: Size,
+) -> int:
+    """Compare the two sides, print the block and append it to confirmed.tsv."""
+    cand, base = sides["candidate"], sides["baseline"]
+    status = worst_status((cand.status, base.status))
+    ok = status == "ok" and cand.rows and base.rows
+    test_score = stats.eval_score(cand.rows) if cand.rows else None
+    base_score = stats.eval_score(base.rows) if base.rows else None
+    ctx = ResearchContext.of(cand.row)
+    c = stats.compare(cand.rows, base.rows, noise=noise) if ok else None
+    low, high = stats.matching_interval(c) if c is not None else (None, None)  # 90%: the test's own
+    eval_delta = (as_float(cand.row, "eval_score") or math.nan) - (
+        as_float(base.row, "eval_score") or math.nan
+    )
+    row = {
+        "timestamp": datetime.now().isoformat(timespec="seconds"),
+        "confirm_id": confirm_id,
+        "run_id": cand.row["run_id"],
+        "baseline_run": base.row["run_id"],
+        "track": ctx.track,
+        "budget": ctx.budget,
+        "seeds": seeds,
+        "test_score": test_score,
+        "baseline_test_score": base_score,
+        "delta": c.delta if c else None,
+        "ci_low": low,
+        "ci_high": high,
+        "p_value": c.p_value if c else None,
+        "verdict": c.verdict if c else "n/a",
+        "eval_delta": eval_delta,
+        "status": status,
+    }
+    path = CONFIRMED.beside(ledger)
+    CONFIRMED.append(path, [row])
+    lines = {k: format_cell(k, v) for k, v in row.items() if k != "timestamp"}
+    lines["confirmed"] = "yes" if c is not None and c.verdict == "improved" else "no"
+    lines["seeds_per_side"] = f"{sized.seeds} ({sized.chosen_by})"
+    lines["power"] = (
+        f"{sized.power:.2f} for delta {sized.low:+.4f} (the eval delta's 90% low end), "
+        f"{sized.power_at_delta:.2f} for the eval delta {sized.eval_delta:+.4f}; seed sd {sized.sd:.4g}"
+        if math.isfinite(sized.power)
+        else "not computed (the eval delta is unknown)"
+    )
+    sys.stdout.write("---\n" + "".join(f"{k}: {v}\n" for k, v in lines.items()))
+    say(f"recorded in {path.name}")
+    return 0 if status == "ok" else 1
+
+
+def main(run: str | None = None, seeds: int | None = None, max_seeds: int = CONFIRM_MAX_SEEDS) -> int:
+    """`autorl confirm` (autorl.commands.cli_options.ConfirmOptions): exit 2 when it cannot start."""
+    try:
+        return run_confirm(run, seeds, max_seeds=max_seeds)
+    except RetrainError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2

@@ -1,0 +1,482 @@
+"""`autorl fidelity`: does a decision taken at the trial's budget hold at a longer one?
+
+It takes the trials of one research context (the latest trial's by default), chooses configs (the
+baseline, every kept trial, then discarded trials spread over the range of their short scores, `--configs`
+in all), re-trains each one's runs/<id>/config.toml at a longer budget (`--factor` times the context's, or
+`--budget`) on `--seeds` fresh seeds (the same seeds for every config), and compares the two rankings:
+Spearman's rho and Kendall's tau (scipy) with a bootstrap interval (configs and seeds resampled), where the
+short winner ranks at the long budget and what choosing it costs (regret), and for every kept config its
+long-budget delta against the baseline, judged by the statistics a trial uses (`holds` = improved).
+
+Recorded, never lost: runs/<fidelity_id>/plan.json (what runs), runs/<fidelity_id>/<run_id>/seed-<k>/ (every
+seed's files), runs/<fidelity_id>/fidelity.json (the summary) and one row per config in fidelity.tsv next to
+results.tsv. A stopped run keeps its finished seeds; `--resume FIDELITY_ID` runs only the missing ones.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import sys
+import warnings
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from scipy import stats as sps
+
+from autorl.engine import warm
+from autorl.engine.retrain import RetrainError, recorded_config, run_jobs, same_harness
+from autorl.engine.seed import SeedResult
+from autorl.io import atomic, inputs, paths
+from autorl.io.jsonl import eval_rows_problem, read_jsonl
+from autorl.record import stats
+from autorl.record.context import ResearchContext, is_quick
+from autorl.record.ledger import Ledger
+from autorl.record.row import as_float, row_seed_scores
+from autorl.record.sidetables import FIDELITY
+
+FIDELITY_SEED_BASE = 3_000_000  # trials draw seeds below 1,000,064, confirm from 2,000,000: these no one else
+BOOT = 2000  # bootstrap replicates of rho's interval
+
+
+def say(msg: str) -> None:
+    print(f"[fidelity] {msg}", flush=True)
+
+
+# ---- which configs ----------------------------------------------------------------------------------------
+
+
+def choose(rows: list[dict[str, str]], n: int) -> list[tuple[str, dict[str, str]]]:
+    """(role, row) of the configs to re-train: the context's baseline (its first ok trial), every kept trial,
+    then discarded ones at evenly spaced ranks of their short scores until `n` in all; one trial per config
+    (a repeat of a config already chosen adds nothing)."""
+    ok = [r for r in rows if r["status"] == "ok" and as_float(r, "eval_score") is not None]
+    if not ok:
+        raise RetrainError("no ok trial in this research context: nothing to re-train")
+    chosen = [("baseline", ok[0])] + [("kept", r) for r in ok[1:] if r["decision"] == "keep"]
+    seen = {r["config_hash"] for _, r in chosen}
+    rest = sorted(
+        (r for r in ok if r["config_hash"] not in seen and r["decision"] != "keep"),
+        key=lambda r: as_float(r, "eval_score") or 0.0,
+    )
+    unique = list({r["config_hash"]: r for r in rest}.values())  # the latest trial of each config
+    unique.sort(key=lambda r: as_float(r, "eval_score") or 0.0)
+    room = max(0, n - len(chosen))
+    if room and unique:
+        picks = sorted(
+            {round(i * (len(unique) - 1) / max(1, room - 1)) for i in range(min(room, len(unique)))}
+        )
+        chosen += [("discarded", unique[i]) for i in picks]
+    return chosen
+
+
+# ---- the plan, run and resumed --------------------------------------------------------------------------
+
+
+@dataclass
+class Plan:
+    """What a fidelity run trains: written to runs/<fidelity_id>/plan.json before any seed starts."""
+
+    fidelity_id: str
+    context: ResearchContext
+    long_budget: float
+    seeds: list[int]
+    configs: list[tuple[str, str]]  # (role, run_id)
+
+    def save(self) -> None:
+        data = {
+            "fidelity_id": self.fidelity_id,
+            "context": {
+                "track": self.context.track,
+                "eval_hash": self.context.eval_hash,
+                "harness_hash": self.context.harness_hash,
+                "budget": self.context.budget,
+            },
+            "long_budget": self.long_budget,
+            "seeds": self.seeds,
+            "configs": [list(c) for c in self.configs],
+        }
+        self.dir.mkdir(parents=True, exist_ok=True)
+        atomic.write_text(self.dir / "plan.json", json.dumps(data, indent=2) + "\n")
+
+    @classmethod
+    def load(cls, fidelity_id: str) -> Plan:
+        path = paths.runs_dir() / fidelity_id / "plan.json"
+        data = inputs.read_json_object(path)
+        if not data:
+            raise RetrainError(
+                f"{path}: no fidelity run {fidelity_id!r} to resume (its plan.json is missing)"
+            )
+        return cls(
+            data["fidelity_id"],
+            ResearchContext(**data["context"]),
+            float(data["long_budget"]),
+            [int(s) for s in data["seeds"]],
+            [(role, run_id) for role, run_id in data["configs"]],
+        )
+
+    @property
+    def dir(self) -> Path:
+        return paths.runs_dir() / self.fidelity_id
+
+    def seed_dir(self, run_id: str, k: int) -> Path:
+        return self.dir / run_id / f"seed-{k}"
+
+
+def finished_rows(seed_dir: Path) -> list[dict[str, Any]] | None:
+    """A seed that finished: its eval rows (outcome ok, eval.jsonl whole); None when it must run."""
+    outcome = inputs.read_json_object(seed_dir / "outcome.json")
+    if not outcome or outcome.get("status") != "ok" or not (seed_dir / "eval.jsonl").exists():
+        return None
+    rows = read_jsonl(seed_dir / "eval.jsonl")
+    return None if eval_rows_problem(rows) else rows
+
+
+def fidelity_seeds(fidelity_id: str, n: int) -> list[int]:
+    base = int(hashlib.sha256(fidelity_id.encode()).hexdigest()[:8], 16) % 1_000_000
+    return [FIDELITY_SEED_BASE + base + k for k in range(n)]
+
+
+# ---- the statistics ---------------------------------------------------------------------------------------
+
+
+def rank_stats(short: list[float], long: list[float]) -> dict[str, float]:
+    """Spearman's rho and Kendall's tau of the two scorings (scipy), the short winner's rank at the long
+    budget (1 = the best) and the regret of choosing it: the best long score minus its long score."""
+    rho = float(sps.spearmanr(short, long).statistic)
+    tau = float(sps.kendalltau(short, long).statistic)
+    winner = int(np.argmax(short))
+    rank = 1 + sum(x > long[winner] for x in long)
+    return {"rho": rho, "tau": tau, "winner_rank": rank, "regret": max(long) - long[winner]}
+
+
+def rho_interval(
+    short_seeds: list[list[float]], long_seeds: list[list[float]], level: float = 0.90, seed: int = 0
+) -> tuple[float, float]:
+    """Percentile bootstrap of Spearman's rho: configs resampled, and within each config its seeds at
+    both budgets (a config's score is the mean of its seed scores). Replicates whose scores tie
+    everywhere (rho undefined) are left out."""
+    rng = np.random.default_rng(seed)
+    k = len(short_seeds)
+    values = []
+    for _ in range(BOOT):
+        pick = rng.integers(0, k, k)
+        s = [float(np.mean(rng.choice(short_seeds[i], len(short_seeds[i])))) for i in pick]
+        lo = [float(np.mean(rng.choice(long_seeds[i], len(long_seeds[i])))) for i in pick]
+        with warnings.catch_warnings():  # a replicate that drew one config only: rho undefined, left out
+            warnings.simplefilter("ignore", sps.ConstantInputWarning)
+            r = sps.spearmanr(s, lo).statistic
+        if np.isfinite(r):
+            values.append(float(r))
+    if not values:
+        return math.nan, math.nan
+    low, high = np.quantile(values, [(1 - level) / 2, 1 - (1 - level) / 2])
+    return float(low), float(high)
+
+
+HOLDS = {"improved": "holds", "worse": "does not hold", "inconclusive": "inconclusive"}
+
+
+# ---- the command ------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Config:
+    """One re-trained config: its trial, its role, its long-budget seeds' eval rows."""
+
+    role: str
+    row: dict[str, str]
+    cfg: Any
+    long_rows: list[list[dict[str, Any]]]  # per seed that finished
+
+    @property
+    def rows(self) -> list[dict[str, Any]]:
+        return [r for seed in self.long_rows for r in seed]
+
+
+def new_plan(
+    rows: list[dict[str, str]],
+    track: str | None,
+    factor: float,
+    budget: float | None,
+    n_seeds: int,
+    n_configs: int,
+) -> Plan:
+    """A new fidelity run of the latest context (of `track`); RetrainError when it cannot start."""
+    latest = next((r for r in reversed(rows) if not is_quick(r) and track in (None, r["track"])), None)
+    if latest is None:
+        raise RetrainError(f"no trials{f' on the {track} track' if track else ''} yet: nothing to re-train")
+    context = ResearchContext.of(latest)
+    if context.budget is None:
+        raise RetrainError(f"the latest context recorded no budget ({latest['run_id']}): re-run its trials")
+    long_budget = budget if budget is not None else context.budget * factor
+    if long_budget <= context.budget:
+        raise RetrainError(
+            f"--budget {long_budget:g}: the long budget must exceed the context's {context.budget:g} s"
+        )
+    chosen = choose([dict(r) for r in context.rows(rows)], n_configs)
+    if len(chosen) < 2:
+        raise RetrainError("the context has one config: ranking needs at least two (run some trials first)")
+    fid = f"fidelity-{datetime.now().strftime('%Y%m%d-%H%M%S')}-{context.track}"
+    return Plan(
+        fid, context, long_budget, fidelity_seeds(fid, n_seeds), [(role, r["run_id"]) for role, r in chosen]
+    )
+
+
+def run_fidelity(
+    track: str | None = None,
+    factor: float = 4.0,
+    budget: float | None = None,
+    seeds: int = 3,
+    configs: int = 8,
+    resume: str | None = None,
+    png: Path | None = None,
+    ledger: Ledger | None = None,
+) -> int:
+    if problem := warm.keep_problem():
+        raise RetrainError(problem)
+    if png is not None:
+        atomic.check_target(png)
+    ledger = ledger or Ledger()
+    rows = ledger.rows()
+    plan = Plan.load(resume) if resume else new_plan(rows, track, factor, budget, seeds, configs)
+    if any(r["fidelity_id"] == plan.fidelity_id for r in FIDELITY.read(FIDELITY.beside(ledger))):
+        raise RetrainError(f"{plan.fidelity_id} is already recorded in fidelity.tsv: nothing to resume")
+    chosen, backend, prior = _configs(plan, rows)  # every config checked before anything is written
+    plan.save()
+    jobs = _pending(plan, chosen)
+    _announce(plan, chosen, len(jobs))
+    if jobs and not _train(rows, plan, chosen, jobs, backend):
+        say(
+            "stopped: the seeds that finished are kept; "
+            f"`uv run autorl fidelity --resume {plan.fidelity_id}` runs the rest"
+        )
+        return 130
+    return _conclude(ledger, plan, chosen, prior, png)
+
+
+def _configs(plan: Plan, rows: list[dict[str, str]]) -> tuple[list[Config], Any, float]:
+    """The plan's configs loaded as their trials ran (RetrainError when one cannot be), the backend they
+    ran on and the track's noise prior."""
+    from autorl.engine.track import get_track
+
+    by_id = {r["run_id"]: r for r in rows}
+    if missing := [run_id for _, run_id in plan.configs if run_id not in by_id]:
+        raise RetrainError(f"results.tsv has no row for {', '.join(missing)}: this fidelity run cannot go on")
+    the_track = get_track(plan.context.track)
+    chosen = [Config(role, by_id[run_id], None, []) for role, run_id in plan.configs]
+    same_harness(chosen[0].row, "re-trained")
+    backends = {c.row["backend"] for c in chosen}
+    if len(backends) > 1:
+        raise RetrainError(f"the context's configs ran on several backends ({', '.join(sorted(backends))})")
+    for c in chosen:
+        c.cfg = recorded_config(c.row, the_track, f"{c.role} trial")
+    return chosen, the_track.make_backend(backends.pop()), the_track.seed_sd_prior
+
+
+def _pending(plan: Plan, chosen: list[Config]) -> list[Any]:
+    """The seeds still to run (autorl.engine.pool.SeedJob); the finished ones' rows go to their config."""
+    from autorl.engine.pool import SeedJob
+
+    jobs = []
+    for c in chosen:
+        for k, seed in enumerate(plan.seeds):
+            seed_dir = plan.seed_dir(c.row["run_id"], k)
+            if (done := finished_rows(seed_dir)) is not None:
+                c.long_rows.append(done)
+            else:
+                jobs.append(SeedJob(len(jobs), seed, seed_dir, c.cfg, "eval"))
+    return jobs
+
+
+def _train(
+    rows: list[dict[str, str]], plan: Plan, chosen: list[Config], jobs: list[Any], backend: Any
+) -> bool:
+    """Run the jobs on the machine's slots; False when a signal stopped them."""
+    from autorl.engine.seed import RunOptions
+    from autorl.engine.slots import plan as slot_plan
+
+    the_plan = slot_plan(backend, chosen[0].cfg, RunOptions(budget=plan.long_budget, seeds=len(jobs)))
+    say(the_plan.describe())
+    if estimate := _estimate(rows, plan, len(jobs), the_plan.parallel):
+        say(estimate)
+    results = run_jobs(backend, jobs, plan.long_budget, the_plan, _report)
+    if results is None:
+        return False
+    owner = {c.row["run_id"]: c for c in chosen}
+    for r in results:
+        if r.evaluated:
+            owner[r.dir.parent.name].long_rows.append(r.eval_rows)
+    return True
+
+
+def _announce(plan: Plan, chosen: list[Config], n_jobs: int) -> None:
+    roles = ", ".join(f"{c.row['run_id']} ({c.role}, {as_float(c.row, 'eval_score'):.4f})" for c in chosen)
+    say(
+        f"{plan.fidelity_id}: {len(chosen)} configs of the {plan.context.track} context at "
+        f"{plan.context.budget:g} s re-trained at {plan.long_budget:g} s on seeds {plan.seeds}: {roles}"
+    )
+    if n_jobs < len(chosen) * len(plan.seeds):
+        say(f"{len(chosen) * len(plan.seeds) - n_jobs} seeds finished before: {n_jobs} to run")
+
+
+def _estimate(rows: list[dict[str, str]], plan: Plan, n_jobs: int, parallel: int) -> str | None:
+    """The wall time from the context's measured seconds per seed, its training at the long budget."""
+    from autorl.commands.status import expected_wall, minutes
+
+    if (expected := expected_wall(rows, plan.context, n_jobs, parallel, plan.long_budget)) is None:
+        return None
+    wall, trials, _ = expected
+    return (
+        f"expected: ~{minutes(wall)} ({n_jobs} seeds, {parallel} at a time, {plan.long_budget:g} s each; "
+        f"from {trials} trials here)"
+    )
+
+
+def _report(result: SeedResult) -> None:
+    say(
+        f"{result.dir.parent.name} seed {result.seed}: {result.status}"
+        + (f", {result.child.training_seconds:.0f} s trained" if result.child else "")
+    )
+    if result.error:
+        print(result.error, flush=True)
+
+
+def _conclude(ledger: Ledger, plan: Plan, chosen: list[Config], prior: float, png: Path | None) -> int:
+    """The statistics, the summary after `---`, fidelity.json and the fidelity.tsv rows."""
+    scored = [c for c in chosen if c.long_rows]
+    if len(scored) < 2:
+        say("fewer than two configs have a finished long seed: nothing to rank (see the seeds' run.log)")
+        return 1
+    short = [as_float(c.row, "eval_score") or 0.0 for c in scored]
+    long = [stats.eval_score(c.rows) for c in scored]
+    ranks = rank_stats(short, long)
+    short_seeds = [row_seed_scores(c.row) or [s] for c, s in zip(scored, short, strict=True)]
+    long_seeds = [list(stats.seed_scores(c.rows).values()) for c in scored]
+    low, high = rho_interval(short_seeds, long_seeds)
+    baseline = next((c for c in scored if c.role == "baseline"), None)
+    noise = stats.NoiseFloor(prior_sd=prior)
+    records, verdicts = [], []
+    for c in chosen:
+        record = _record(plan, c)
+        if c.role == "kept" and baseline is not None and c.long_rows:
+            comparison = stats.compare(c.rows, baseline.rows, noise=noise)
+            record |= _holds(comparison)
+            verdicts.append((c.row["run_id"], comparison, record["holds"]))
+        records.append(record)
+    summary = {
+        "spearman_rho": ranks["rho"],
+        "rho_ci": [low, high],
+        "kendall_tau": ranks["tau"],
+        "configs": len(scored),
+        "long_budget": plan.long_budget,
+        "short_budget": plan.context.budget,
+        "short_winner_long_rank": f"{ranks['winner_rank']}/{len(scored)}",
+        "regret": ranks["regret"],
+        "kept_holds": f"{sum(v == 'holds' for _, _, v in verdicts)}/{len(verdicts)}",
+    }
+    atomic.write_text(
+        plan.dir / "fidelity.json", json.dumps({**summary, "fidelity_id": plan.fidelity_id}) + "\n"
+    )
+    FIDELITY.append(FIDELITY.beside(ledger), records)
+    if png is not None:
+        say(f"wrote {plot(scored, long, png)}")
+    lines = {
+        k: (f"{v[0]:.2f} {v[1]:.2f}" if k == "rho_ci" else f"{v:.4g}" if isinstance(v, float) else v)
+        for k, v in summary.items()
+    }
+    for run_id, comparison, verdict in verdicts:
+        ci = stats.matching_interval(comparison)
+        lines[f"kept/{run_id}"] = (
+            f"delta {comparison.delta:+.4f} (90% CI {ci[0]:+.4f}..{ci[1]:+.4f}), "
+            f"p {comparison.p_value:.3g}: {verdict}"
+        )
+    lines["fidelity_id"] = plan.fidelity_id
+    sys.stdout.write("---\n" + "".join(f"{k}: {v}\n" for k, v in lines.items()))
+    say(f"recorded in {FIDELITY.name} and runs/{plan.fidelity_id}/fidelity.json")
+    return 0
+
+
+def _record(plan: Plan, c: Config) -> dict[str, Any]:
+    lo, hi = stats.confidence_interval(c.rows) if c.long_rows else (None, None)
+    return {
+        "timestamp": datetime.now().isoformat(timespec="seconds"),
+        "fidelity_id": plan.fidelity_id,
+        "run_id": c.row["run_id"],
+        "role": c.role,
+        "track": plan.context.track,
+        "eval_hash": plan.context.eval_hash,
+        "harness_hash": plan.context.harness_hash,
+        "short_budget": plan.context.budget,
+        "long_budget": plan.long_budget,
+        "short_score": as_float(c.row, "eval_score"),
+        "long_score": stats.eval_score(c.rows) if c.long_rows else None,
+        "long_ci_low": lo,
+        "long_ci_high": hi,
+        "seeds": plan.seeds[: len(c.long_rows)] if c.long_rows else [],
+    }
+
+
+def _holds(c: stats.Comparison) -> dict[str, Any]:
+    low, high = stats.matching_interval(c)
+    return {
+        "delta": c.delta,
+        "delta_ci_low": low,
+        "delta_ci_high": high,
+        "p_value": c.p_value,
+        "holds": HOLDS[c.verdict],
+    }
+
+
+def plot(scored: list[Config], long: list[float], out: Path) -> Path:
+    """Short score against long score per config, the long score's interval as a bar, kept configs marked."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6, 5))
+    for c, y in zip(scored, long, strict=True):
+        x = as_float(c.row, "eval_score") or 0.0
+        lo, hi = stats.confidence_interval(c.rows)
+        kept = c.role != "discarded"
+        ax.errorbar(
+            x, y, yerr=[[y - lo], [hi - y]], fmt="o" if kept else ".", color="C1" if kept else "C0", capsize=3
+        )
+        if kept:
+            ax.annotate(
+                f"{c.role} {c.row['run_id'][-12:]}",
+                (x, y),
+                fontsize=7,
+                xytext=(4, 4),
+                textcoords="offset points",
+            )
+    ax.set_xlabel("eval_score at the trial's budget")
+    ax.set_ylabel("eval_score at the long budget (95% CI)")
+    ax.set_title("short vs long budget: does the ranking hold?")
+    fig.tight_layout()
+    atomic.write_bytes(out, _png(fig))
+    plt.close(fig)
+    return out
+
+
+def _png(fig: Any) -> bytes:
+    import io
+
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=120)
+    return buf.getvalue()
+
+
+def main(**options: Any) -> int:
+    """`autorl fidelity`, called with autorl.commands.cli_options.FidelityOptions' fields: exit 2 when it
+    cannot start (RetrainError: nothing is recorded)."""
+    try:
+        return run_fidelity(**options)
+    except RetrainError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2

@@ -1,0 +1,566 @@
+"""`autorl status`: a short, bounded view of the research state for the agent (instead of old logs).
+
+At most ~35 lines whatever the ledger size: the best kept trial, the noise floor, counts, the last N trials,
+the latest lessons (whole: they are the memory that survives a context reset) and the latest re-marks.
+Only trials comparable with the latest one (same track, eval set, harness and budget; `--track` picks the
+latest of another track) are summarised, and the view says how to see the others.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import statistics
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from autorl.engine.track import get_track
+from autorl.io import inputs, paths
+from autorl.record.context import ResearchContext, best_kept, is_quick
+from autorl.record.ledger import Ledger, Mark
+from autorl.record.result import ceiling_note
+from autorl.record.row import as_float
+from autorl.record.sidetables import CONFIRMED, FIDELITY
+from autorl.record.stats import noise_floor
+
+MAX_LAST = 20  # --last is capped so the view stays bounded
+TEXT_WIDTH = 60  # descriptions are cut to this many characters (lessons never are)
+MAX_LESSONS = 6  # the latest lessons, shown whole
+MAX_REMARKS = 3  # the latest changed decisions (autorl mark --reason)
+MAX_TRIED_KEYS = 8  # the memory of what was tried: the keys changed most recently...
+MAX_TRIED_VALUES = 4  # ...each with its latest values tried
+
+
+def cut(text: str, width: int = TEXT_WIDTH) -> str:
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def _brief(row: Mapping[str, str]) -> dict[str, Any]:
+    return {
+        "run_id": row["run_id"],
+        "commit": row["commit"],
+        "eval_score": as_float(row, "eval_score"),
+        "eval_ci": [as_float(row, "eval_ci_low"), as_float(row, "eval_ci_high")],
+        "delta": as_float(row, "delta"),
+        "p_value": as_float(row, "p_value"),
+        "verdict": row["verdict"],
+        "status": row["status"],
+        "decision": row["decision"],
+        "description": row["description"],
+        "lesson": row["lesson"],
+    }
+
+
+def flatten(data: Any, prefix: str = "") -> dict[str, Any]:
+    """A parsed TOML config as dotted keys (array-of-tables entries numbered: `a.0.b`)."""
+    out: dict[str, Any] = {}
+    if isinstance(data, dict):
+        for k, v in data.items():
+            out.update(flatten(v, f"{prefix}{k}."))
+    elif isinstance(data, list) and data and all(isinstance(v, dict) for v in data):
+        for i, v in enumerate(data):
+            out.update(flatten(v, f"{prefix}{i}."))
+    else:
+        out[prefix[:-1]] = data
+    return out
+
+
+def run_config(run_id: str) -> dict[str, Any] | None:
+    """A trial's config (runs/<run_id>/config.toml) as dotted keys; None when it is gone or unreadable."""
+    path = paths.runs_dir() / run_id / "config.toml"
+    try:
+        return flatten(inputs.read_toml(path))
+    except (OSError, inputs.InputError):
+        return None
+
+
+def tried(rows: Sequence[Mapping[str, str]]) -> list[dict[str, Any]]:
+    """The memory of what was tried: every key a trial changed against its reference (both configs from the
+    run directories), with the value tried and the outcome, the most recently changed keys first."""
+    by_key: dict[str, list[dict[str, Any]]] = {}
+    last_seen: dict[str, int] = {}
+    configs: dict[str, dict[str, Any] | None] = {}
+    for i, r in enumerate(rows):
+        ref = r["reference_run"]
+        if not ref:
+            continue
+        mine = configs.setdefault(r["run_id"], run_config(r["run_id"]))
+        theirs = configs.setdefault(ref, run_config(ref))
+        if mine is None or theirs is None:
+            continue
+        for key in sorted(set(mine) | set(theirs)):
+            if mine.get(key) != theirs.get(key):
+                last_seen[key] = i
+                by_key.setdefault(key, []).append(
+                    {
+                        "run_id": r["run_id"],
+                        "from": theirs.get(key),
+                        "value": mine.get(key),
+                        "verdict": r["verdict"],
+                        "delta": as_float(r, "delta"),
+                        "decision": r["decision"],
+                    }
+                )
+    return [{"key": k, "tries": by_key[k]} for k in sorted(by_key, key=last_seen.__getitem__, reverse=True)]
+
+
+def context_row(rows: Sequence[Mapping[str, str]], track: str | None = None) -> Mapping[str, str] | None:
+    """The row whose context (track, eval set, harness, budget) is shown: the latest (of `track`) that is not
+    a quick look (run.py --quick belongs to no context)."""
+    mine = (r for r in reversed(rows) if track is None or r["track"] == track)
+    return next((r for r in mine if not is_quick(r)), None)
+
+
+def baseline_repeats(same: Sequence[Mapping[str, str]]) -> set[str]:
+    """Run ids of the trials that re-ran the baseline's config (program.md's noise-floor repeat)."""
+    ok = [r for r in same if r["status"] == "ok"]
+    if not ok or not ok[0]["config_hash"]:
+        return set()
+    return {r["run_id"] for r in ok[1:] if r["config_hash"] == ok[0]["config_hash"]}
+
+
+def hidden_hint(rows: Sequence[Mapping[str, str]], shown: ResearchContext) -> str:
+    """How to see the trials of other contexts: `--track T` for other tracks."""
+    others = [r for r in rows if not shown.holds(r)]
+    if not others:
+        return ""
+    tracks = sorted({r["track"] for r in others if r["track"] != shown.track})
+    same_track = sum(r["track"] == shown.track for r in others)
+    parts = [f"{len(others)} trials of other contexts not shown"]
+    if tracks:
+        parts.append("see them with " + ", ".join(f"`autorl status --track {t}`" for t in tracks))
+    if same_track:
+        parts.append(
+            f"{same_track} of them are {shown.track} trials under another eval set, harness or budget "
+            "(`autorl status --json --all` lists every context)"
+        )
+    return "; ".join(parts)
+
+
+def contexts(rows: Sequence[Mapping[str, str]]) -> list[dict[str, Any]]:
+    """Every context of the ledger with its trial count and latest run (`--all`)."""
+    seen: dict[ResearchContext, list[Mapping[str, str]]] = {}
+    for r in rows:
+        seen.setdefault(ResearchContext.of(r), []).append(r)
+    return [
+        {**dataclasses.asdict(c), "trials": len(rs), "latest": rs[-1]["run_id"]} for c, rs in seen.items()
+    ]
+
+
+def multiplicity(
+    same: Sequence[Mapping[str, str]], confirmed: Sequence[Mapping[str, str]], false_keep_rate: float
+) -> dict[str, Any]:
+    """How many of a context's `improved` verdicts chance alone explains: every comparison made (a trial with
+    a reference and a verdict, baseline repeats included) reads `improved` with the track's measured
+    false-keep rate even when nothing works, next to the keeps and how many of them `autorl confirm` held."""
+    compared = [r for r in same if r["verdict"] in ("improved", "worse", "inconclusive")]
+    kept = [r for r in same if r["decision"] == "keep" and r["verdict"] != "baseline"]
+    held = {c["run_id"] for c in confirmed if c["verdict"] == "improved" and c["status"] == "ok"}
+    return {
+        "comparisons": len(compared),
+        "improved": sum(r["verdict"] == "improved" for r in compared),
+        "false_keep_rate": false_keep_rate,
+        "expected_by_chance": len(compared) * false_keep_rate,
+        "kept": len(kept),
+        "confirmed": sum(r["run_id"] in held for r in kept),
+    }
+
+
+def chance_line(m: Mapping[str, Any]) -> str:
+    return (
+        f"comparisons: {m['comparisons']}, improved {m['improved']}; by chance alone ~"
+        f"{m['expected_by_chance']:.1f} would read improved (false-keep rate {m['false_keep_rate']:.1%}, "
+        f"real A/A seeds); kept {m['kept']}, confirmed on the test split {m['confirmed']}"
+    )
+
+
+def latest_fidelity(fidelity: Sequence[Mapping[str, str]], context: ResearchContext) -> dict[str, Any] | None:
+    """The context's latest `autorl fidelity` run: its summary (runs/<id>/fidelity.json) and whether each
+    kept config held at the long budget; None when there is none."""
+    mine = [
+        r
+        for r in fidelity
+        if (r["track"], r["eval_hash"], r["harness_hash"])
+        == (context.track, context.eval_hash, context.harness_hash)
+        and as_float(r, "short_budget") == context.budget
+    ]
+    if not mine:
+        return None
+    fid = mine[-1]["fidelity_id"]
+    summary = inputs.read_json_object(paths.runs_dir() / fid / "fidelity.json") or {}
+    kept = {r["run_id"]: r["holds"] for r in mine if r["fidelity_id"] == fid and r["role"] == "kept"}
+    return {"fidelity_id": fid, "summary": summary, "kept": kept}
+
+
+def fidelity_line(f: Mapping[str, Any] | None) -> str | None:
+    if f is None:
+        return None
+    s = f["summary"]
+    rho = f"rho {s['spearman_rho']:.2f}" if isinstance(s.get("spearman_rho"), float) else "rho -"
+    ci = s.get("rho_ci") or [None, None]
+    if None not in ci:
+        rho += f" [{ci[0]:.2f}, {ci[1]:.2f}]"
+    held = sum(v == "holds" for v in f["kept"].values())
+    failed = [k for k, v in f["kept"].items() if v == "does not hold"]
+    budget = f"{s['long_budget']:g}" if isinstance(s.get("long_budget"), float | int) else "?"
+    out = f"fidelity ({f['fidelity_id']}, {s.get('configs', '?')} configs at {budget} s): {rho}"
+    out += f"; keeps that hold at the long budget: {held}/{len(f['kept'])}"
+    return out + (f" (does not hold: {', '.join(failed)})" if failed else "")
+
+
+def collect(
+    rows: Sequence[Mapping[str, str]],
+    last: int = 8,
+    track: str | None = None,
+    marks: Sequence[Mark] = (),
+    confirmed: Sequence[Mapping[str, str]] = (),
+    fidelity: Sequence[Mapping[str, str]] = (),
+) -> dict[str, Any]:
+    """The status as a dict (what `--json` prints). `confirmed`, `fidelity`: confirmed.tsv's and
+    fidelity.tsv's rows."""
+    latest = context_row(rows, track)
+    if latest is None:
+        where = f" on the {track} track" if track else ""
+        quick = sum(is_quick(r) for r in rows if track is None or r["track"] == track)
+        looks = (
+            f" (only {quick} quick look{'s' * (quick != 1)}, which no trial is compared with)"
+            if quick
+            else ""
+        )
+        return {
+            "trials": len(rows),
+            "message": f"no trials{where} yet{looks}: run the baseline (see program.md, setup)",
+        }
+    ctx = ResearchContext.of(latest)
+    same = ctx.rows(rows)
+    best = best_kept(same, ctx)
+    the_track = get_track(ctx.track)
+    # The noise floor the verdict uses: the track's prior pooled with the ledger's repeats.
+    nf = noise_floor(same, ctx, prior_sd=the_track.seed_sd_prior)
+    top = the_track.score_range(None)[1]
+    # A re-run of the baseline's config measures noise and is discarded by design (program.md): it counts
+    # neither as a decided trial nor as a trial not kept.
+    repeats = baseline_repeats(same)
+    decided = [r for r in same if r["decision"] in ("keep", "discard") and r["run_id"] not in repeats]
+    kept = [r for r in same if r["decision"] == "keep"]
+    last_keep = max((i for i, r in enumerate(same) if r["decision"] == "keep"), default=-1)
+    since = sum(r["run_id"] not in repeats for r in same[last_keep + 1 :])
+    # Trials in a row (newest first) that ended in crash/timeout or were not kept: the diagnose signal.
+    streak = 0
+    for r in reversed(same):
+        if r["decision"] == "keep":
+            break
+        streak += r["run_id"] not in repeats
+    n_last = max(1, min(last, MAX_LAST))
+    run_ids = {r["run_id"] for r in same}
+    return {
+        "trials": len(rows),
+        "context": {
+            "track": ctx.track,
+            "eval_hash": ctx.eval_hash,
+            "harness_hash": ctx.harness_hash,
+            "budget": ctx.budget,
+            "trials": len(same),
+            "other_trials": len(rows) - len(same),
+            "hidden": hidden_hint(rows, ctx),
+        },
+        "best": _brief(best) if best else None,
+        "best_is_kept": bool(best and best["decision"] == "keep"),
+        # The verdict's own check: a reference whose interval reaches the top of the range cannot be beaten.
+        "ceiling": ceiling_note(best, (None, None), top) if best else "",
+        "noise_floor": {
+            "sd": nf.sd,
+            "measured_sd": nf.measured_sd,
+            "df": nf.df,
+            "repeated_configs": nf.n_configs,
+            "text": nf.describe(),
+        },
+        "keep_rate": {"kept": len(kept), "decided": len(decided)},
+        "chance": multiplicity(same, confirmed, the_track.false_keep_rate),
+        "fidelity": latest_fidelity(fidelity, ctx),
+        "since_last_keep": since,
+        "not_kept_streak": streak,
+        "baseline_repeats": sorted(repeats),
+        "crashes": sum(r["status"] == "crash" for r in same),
+        "timeouts": sum(r["status"] == "timeout" for r in same),
+        "pending": [r["run_id"] for r in same if r["decision"] == "pending"][-5:],
+        "last": [_brief(r) for r in same[-n_last:]],
+        "lessons": [
+            {"run_id": r["run_id"], "decision": r["decision"], "lesson": r["lesson"]}
+            for r in same
+            if r["lesson"]
+        ][-MAX_LESSONS:],
+        "remarks": [vars(m) for m in marks if m.is_remark and m.run_id in run_ids][-MAX_REMARKS:],
+        # Every key this track's trials changed against their reference, newest first (render shows a few).
+        "tried": tried([r for r in rows if r["track"] == ctx.track]),
+        "cost": expected_cost(same, ctx, the_track.default_seeds),
+    }
+
+
+COST_TRIALS = 10  # the expected cost is the median over this many latest ok trials of the context
+RERUN_SEEDS = 12  # program.md's labelled re-run of a promising inconclusive
+
+
+def seed_cost(
+    rows: Sequence[Mapping[str, str]], context: ResearchContext
+) -> tuple[int, dict[str, float]] | None:
+    """The median seconds per seed (start-up, training, eval, other, total) over the context's latest ok
+    trials, the start-up a trial pays once (`once`: the first wave's wait for its warm starter's imports,
+    autorl/engine/warm.py), and how many trials it is from; None before a trial finished.
+
+    `total` is a wave's wall time, from each trial's total_seconds (less its own `once`, over its waves);
+    `other` what the seeds' own figures leave out of it (the classic track's in-training evaluations, off the
+    training clock; saves; children's exits; the runner between seeds). So the next trial's estimate, `once`
+    + waves x `total`, is the wall time a comparable trial took, not the sum of its parts."""
+    per_seed: list[tuple[float, ...]] = []
+    firsts: list[float] = []  # per trial: the slowest start-up of its first wave
+    laters: list[float] = []  # the start-ups of seeds after the first wave
+    waves: list[float] = []  # per trial: its wall time per wave, its own `once` left out
+    trials = [r for r in context.rows(rows) if r["status"] == "ok"][-COST_TRIALS:]
+    for r in trials:
+        n = len([s for s in (r.get("seeds") or "").split(",") if s])
+        parts = [as_float(r, k) for k in ("startup_seconds", "training_seconds", "eval_seconds")]
+        if n and None not in parts:
+            per_seed.append(tuple(v / n for v in parts))  # type: ignore[operator]
+        parallel = max(1, int(as_float(r, "parallel") or 1))
+        once = 0.0
+        if starts := _seed_startups(r["run_id"], n):
+            firsts.append(max(starts[:parallel]))
+            laters += starts[parallel:]
+            if starts[parallel:]:
+                once = max(0.0, firsts[-1] - statistics.median(starts[parallel:]))
+        if n and (total := as_float(r, "total_seconds")) is not None:
+            waves.append((total - once) / -(-n // parallel))
+    if not per_seed:
+        return None
+    startup, training, evaluation = (statistics.median(x) for x in zip(*per_seed, strict=True))
+    once = 0.0
+    if firsts and laters:  # the seeds' own files split the start-up into once a trial + per seed
+        startup = statistics.median(laters)
+        once = max(0.0, statistics.median(firsts) - startup)
+    parts_total = startup + training + evaluation
+    other = max(0.0, statistics.median(waves) - parts_total) if waves else 0.0
+    cost = {
+        "startup": startup,
+        "training": training,
+        "eval": evaluation,
+        "other": other,
+        "total": parts_total + other,
+        "once": once,
+    }
+    return len(per_seed), cost
+
+
+def _seed_startups(run_id: str, n: int) -> list[float]:
+    """Each seed's start-up (runs/<run_id>/seed-<k>/outcome.json), in seed order; [] when one is missing."""
+    out = []
+    for k in range(n):
+        outcome = inputs.read_json_object(paths.runs_dir() / run_id / f"seed-{k}" / "outcome.json")
+        try:
+            out.append(float(outcome["startup_seconds"]))
+        except (KeyError, TypeError, ValueError):
+            return []
+    return out
+
+
+def waves_seconds(seed: Mapping[str, float], seeds: int, parallel: int) -> float:
+    """Wall seconds of `seeds` seeds run `parallel` at a time: the start-up paid once, then each wave."""
+    return seed["once"] + -(-seeds // max(1, parallel)) * seed["total"]
+
+
+def expected_cost(
+    rows: Sequence[Mapping[str, str]], context: ResearchContext, default_seeds: int
+) -> dict[str, Any] | None:
+    """What the next decisions cost on this machine (`seed_cost`): at the latest trial's seeds and
+    parallelism, the wall time of the next trial (an upper bound: the early stop can end it sooner), a
+    12-seed re-run and a confirm (both sides' seeds on the same slots). None before a trial finished."""
+    if (measured := seed_cost(rows, context)) is None:
+        return None
+    trials, seed = measured
+    latest = context.rows(rows)[-1]
+    parallel = max(1, int(as_float(latest, "parallel") or 1))
+    planned = int(as_float(latest, "seeds_planned") or default_seeds)
+
+    def cost(seeds: int) -> dict[str, float]:
+        return {"seeds": seeds, "seconds": waves_seconds(seed, seeds, parallel)}
+
+    return {
+        "trials": trials,
+        "seed": seed,
+        "parallel": parallel,
+        "next_trial": cost(planned),
+        "rerun": cost(RERUN_SEEDS),
+        "confirm": cost(2 * default_seeds),
+    }
+
+
+def expected_wall(
+    rows: Sequence[Mapping[str, str]],
+    context: ResearchContext,
+    seeds: int,
+    parallel: int,
+    training_s: float | None = None,
+) -> tuple[float, int, dict[str, float]] | None:
+    """(wall seconds, trials measured, the seed's cost) of `seeds` seeds run `parallel` at a time, from the
+    context's trials measured here, each seed training `training_s` when given (fidelity's long budget)
+    instead of the measured training; None before a trial of the context finished."""
+    if (measured := seed_cost(rows, context)) is None:
+        return None
+    trials, seed = measured
+    if training_s is not None:
+        seed = {**seed, "total": seed["total"] - seed["training"] + training_s, "training": training_s}
+    return waves_seconds(seed, seeds, parallel), trials, seed
+
+
+def trial_estimate(
+    rows: Sequence[Mapping[str, str]], context: ResearchContext, seeds: int, parallel: int
+) -> str | None:
+    """A starting trial's expected wall time from the context's trials measured here (its plan line)."""
+    if (expected := expected_wall(rows, context, seeds, parallel)) is None:
+        return None
+    wall, trials, seed = expected
+    return (
+        f"expected: <= {minutes(wall)} ({_seed_text(seed)}, median of the {trials} latest comparable trials "
+        "here; the early stop can end it sooner)"
+    )
+
+
+def _seed_text(seed: Mapping[str, float]) -> str:
+    other = f" + {seed['other']:.0f} s other" if seed["other"] >= 1 else ""
+    once = f" (+ {seed['once']:.0f} s once a trial)" if seed["once"] >= 1 else ""
+    return (
+        f"a seed {seed['startup']:.0f} s start-up + {seed['training']:.0f} s training + {seed['eval']:.0f} s "
+        f"eval{other}{once}"
+    )
+
+
+def minutes(seconds: float) -> str:
+    return f"{seconds / 60:.0f} min" if seconds >= 90 else f"{seconds:.0f} s"
+
+
+def cost_line(cost: Mapping[str, Any] | None) -> str | None:
+    if cost is None:
+        return None
+    return (
+        f"cost here (median of {cost['trials']} trials): {_seed_text(cost['seed'])}, {cost['parallel']} at a "
+        "time; next trial "
+        f"({cost['next_trial']['seeds']} seeds) <= {minutes(cost['next_trial']['seconds'])}, a "
+        f"{cost['rerun']['seeds']}-seed re-run {minutes(cost['rerun']['seconds'])}, a confirm of "
+        f"{cost['confirm']['seeds'] // 2} seeds a side {minutes(cost['confirm']['seconds'])} "
+        "(autorl confirm sizes itself and says its own)"
+    )
+
+
+def tried_lines(tried: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The memory of what was tried, bounded: MAX_TRIED_KEYS keys, each with its latest values."""
+    if not tried:
+        return []
+    out = ["tried (key: value -> verdict, decision; newest last; do not retry a discarded value):"]
+    for t in tried[:MAX_TRIED_KEYS]:
+        tries = [
+            f"{x['value']} -> {x['verdict'] or '-'}"
+            + (f" {x['delta']:+.4f}" if x["delta"] is not None else "")
+            + f", {x['decision']}"
+            for x in t["tries"][-MAX_TRIED_VALUES:]
+        ]
+        out.append(f"  {t['key']} (was {t['tries'][-1]['from']}): " + "; ".join(tries))
+    if len(tried) > MAX_TRIED_KEYS:
+        out.append(f"  ... {len(tried) - MAX_TRIED_KEYS} more keys (autorl status --json)")
+    return out
+
+
+def render(st: Mapping[str, Any]) -> str:
+    """The human/agent view, bounded (~30 lines)."""
+    if "message" in st:
+        return st["message"]
+    c = st["context"]
+    budget = f"budget {c['budget']:g} s" if c["budget"] is not None else "no budget recorded"
+    head = f"trials: {c['trials']} ({c['track']} track, eval {c['eval_hash'][:8]}, "
+    head += f"harness {c['harness_hash'][:8]}, {budget})"
+    out = [head]
+    if c["hidden"]:
+        out.append(c["hidden"])
+    b = st["best"]
+    if b:
+        what = "best kept" if st["best_is_kept"] else "reference (nothing kept yet: the baseline)"
+        ci = b["eval_ci"]
+        ci_text = f" [{ci[0]:.3f}, {ci[1]:.3f}]" if None not in ci else ""
+        score = f"{b['eval_score']:.4f}" if b["eval_score"] is not None else "-"
+        out.append(f"{what}: {b['run_id']} eval_score {score}{ci_text}  {cut(b['description'], 50)}")
+        if st["ceiling"]:
+            out.append(f"note: {st['ceiling']}")
+    else:
+        out.append("best kept: none (no successful trial yet)")
+    nf = st["noise_floor"]
+    out.append(f"noise floor (single-seed sd): {nf['text']}")
+    kr = st["keep_rate"]
+    rate = f"{kr['kept']}/{kr['decided']}" + (f" ({kr['kept'] / kr['decided']:.0%})" if kr["decided"] else "")
+    out.append(
+        f"keep rate: {rate}; trials since last keep: {st['since_last_keep']}; "
+        f"crashes: {st['crashes']}; timeouts: {st['timeouts']}"
+    )
+    out.append(chance_line(st["chance"]))
+    if line := fidelity_line(st.get("fidelity")):
+        out.append(line)
+    if line := cost_line(st.get("cost")):
+        out.append(line)
+    if st["pending"]:
+        out.append(f"pending (mark them: uv run autorl mark ...): {', '.join(st['pending'])}")
+    if st["not_kept_streak"] >= 5:
+        out.append(
+            f"WARNING: {st['not_kept_streak']} trials in a row not kept (baseline repeats not counted): stop "
+            "tuning and diagnose (`uv run autorl show RUN_ID` on the last failures) before the next "
+            "hypothesis"
+        )
+    for m in st["remarks"]:
+        ref = (
+            f"; reference {m['reference_before'] or '-'} -> {m['reference_after'] or '-'}"
+            if m["reference_before"] != m["reference_after"]
+            else ""
+        )
+        out.append(
+            f"re-marked {m['run_id']}: {m['old']} -> {m['new']} ({m['reason']}){ref}, {m['timestamp']}"
+        )
+    out.append(f"last {len(st['last'])} trials (oldest first):")
+    out.append(f"  {'run_id':<24} {'score':>7} {'delta':>8} {'p':>6} {'verdict':<12} {'decision':<8} note")
+    for r in st["last"]:
+        score = f"{r['eval_score']:.4f}" if r["eval_score"] is not None else r["status"]
+        delta = f"{r['delta']:+.4f}" if r["delta"] is not None else "-"
+        p = f"{r['p_value']:.3f}" if r["p_value"] is not None else "-"
+        out.append(
+            f"  {r['run_id']:<24} {score:>7} {delta:>8} {p:>6} {r['verdict'] or '-':<12} "
+            f"{r['decision']:<8} {cut(r['description'], 70)}"
+        )
+    out += tried_lines(st["tried"])
+    if st["lessons"]:
+        out.append(f"latest {len(st['lessons'])} lessons (oldest first):")
+        out.extend(f"  {x['run_id']} ({x['decision']}): {x['lesson']}" for x in st["lessons"])
+    return "\n".join(out)
+
+
+def main(
+    as_json: bool = False,
+    last: int = 8,
+    ledger: Ledger | None = None,
+    track: str | None = None,
+    all_contexts: bool = False,
+) -> int:
+    ledger = ledger or Ledger()
+    rows = ledger.rows()
+    confirmed, fidelity = (t.read(t.beside(ledger)) for t in (CONFIRMED, FIDELITY))
+    st = collect(rows, last, track, ledger.history(), confirmed, fidelity)
+    if all_contexts:
+        st["contexts"] = contexts(rows)
+    if as_json:
+        print(json.dumps(st, indent=1))
+        return 0
+    print(render(st))
+    if all_contexts:
+        print("contexts (track, eval, harness, budget: trials, latest run):")
+        for c in st["contexts"]:
+            budget = f"{c['budget']:g} s" if c["budget"] is not None else "-"
+            print(
+                f"  {c['track']} {c['eval_hash'][:8]} {c['harness_hash'][:8]} {budget}: "
+                f"{c['trials']} trials, latest {c['latest']}"
+            )
+    return 0

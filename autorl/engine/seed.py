@@ -1,0 +1,278 @@
+"""A seed is the unit of work of a trial: launch -> budgeted training -> collect -> fixed eval.
+
+`run_seed` does all of it for one seed in its own directory and returns a `SeedResult` holding everything
+the trial needs; it runs the same way in the runner's process, in a thread of the local pool
+(autorl/engine/pool.py) or in a Ray task on another machine. `RunOptions` carries run.py's flags, typed.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from autorl.engine.backend import WHOLE_MACHINE, Backend, Launch, Slot, TrainOutcome
+from autorl.engine.process import BudgetSpec, ChildResult, Stop, run_budgeted
+from autorl.engine.track import track_names
+from autorl.io import atomic
+from autorl.io.cliargs import (
+    MAX_SEEDS,
+    QUICK_BUDGET_S,
+    auto_or_seeds,
+    budget_seconds,
+    config_path,
+    flag,
+    float_in,
+    positive_int,
+    ray_address,
+)
+from autorl.io.jsonl import eval_rows_problem, read_jsonl
+
+EVAL_CAP_S = 3600.0  # the fixed eval is never budgeted, only capped against a hang
+STATUS_RANK = {"ok": 0, "timeout": 1, "crash": 2, "interrupted": 3}  # the trial's status: the worst seed's
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """run.py's flags, each declared once, here: a field's `flag` carries its type (the range check), help
+    and metavar; run.py's parser is built from these fields (autorl.io.cliargs.add_flags), in this order."""
+
+    config: Path | None = flag(  # None: the track's default config file
+        None, "config file (default train.toml; classic.toml)", type=config_path
+    )
+    track: str = flag("llm", "llm or classic (PPO)", choices=tuple(track_names()))
+    budget: float | None = flag(  # None: the budget of the track's baseline (its research context), else 600
+        None,
+        "training seconds per seed (default: the track's baseline's, else 600)",
+        type=budget_seconds,
+    )
+    seeds: int | None = flag(  # None: the track's default
+        None,
+        f"trainings with harness-chosen seeds (llm 6, classic 5; at most {MAX_SEEDS})",
+        type=positive_int(MAX_SEEDS),
+    )
+    new_context: bool = flag(  # without it, a --budget other than the baseline's is refused
+        False, "leave the baseline's context: another --budget (a new baseline, or that budget's context)"
+    )
+    quick: bool = flag(  # one seed, QUICK_BUDGET_S unless --budget: never a baseline, reference or sample
+        False,
+        f"a quick look: 1 seed x {QUICK_BUDGET_S:g} s (or --budget), no verdict; its row never becomes a "
+        "baseline, a reference or a noise-floor sample",
+    )
+    all_seeds: bool = flag(  # no early stop
+        False, "run every seed even when the candidate is behind the reference after some (no early stop)"
+    )
+    parallel: int | None = flag(  # seeds at once; None: as many as the machine has slots for
+        None,
+        "seeds run at once (default auto: as many as the machine has slots for)",
+        type=auto_or_seeds,
+        metavar="auto|N",
+    )
+    ray: str | None = flag(  # Ray address ("local" starts one); None: the local pool
+        None,
+        "run the seeds as Ray tasks on the cluster at HOST:PORT ('local' starts Ray here); docs/ray.md",
+        type=ray_address,
+        metavar="ADDRESS",
+    )
+    ray_start_timeout: float = flag(  # a broken venv on a node must not hang the trial
+        60.0,
+        "seconds for each Ray node's first worker to start (1..3600)",
+        type=float_in(1, 3600, low_open=False),
+    )
+    description: str = flag("", "one line recorded in results.tsv")
+    dry_run: bool = flag(False, "validate, print the resolved config, exit")
+    explain: str | None = flag(  # documentation only: nothing validated, run or recorded
+        None,
+        "print a config key's meaning, type, range, default and where the config sets it, exit",
+        metavar="KEY",
+    )
+    backend: str = flag("auto", "llm track backend", choices=("auto", "embedded", "prime-rl"))
+    allow_dirty_harness: bool = flag(False, "run although harness files are modified")
+    hang_timeout: float = flag(
+        300.0, "seconds without output = hung (1..86400)", type=float_in(1, 86400, low_open=False)
+    )
+    startup_cap: float = flag(
+        900.0,
+        "max seconds of start-up before training (1..86400)",
+        type=float_in(1, 86400, low_open=False),
+    )
+    grace: float = flag(
+        30.0, "seconds between SIGTERM and SIGKILL (0.5..3600)", type=float_in(0.5, 3600, low_open=False)
+    )
+
+    def budget_spec(self) -> BudgetSpec:
+        assert self.budget is not None, "the budget is resolved before any seed runs (trial.context_defaults)"
+        return BudgetSpec(
+            budget_s=self.budget, startup_cap_s=self.startup_cap, hang_s=self.hang_timeout, grace_s=self.grace
+        )
+
+
+@dataclass
+class SeedResult:
+    """One seed's training and eval, as the trial pools them."""
+
+    index: int  # 0-based position among the trial's seeds (the directory is seed-<index>)
+    seed: int
+    dir: Path
+    status: str = "ok"  # ok | crash | timeout | interrupted
+    error: str | None = None  # the crash report shown in the trial's log
+    child: ChildResult | None = None
+    outcome: TrainOutcome | None = None
+    eval_rows: list[dict[str, Any]] = field(default_factory=list)
+    eval_seconds: float = 0.0
+    slot: Slot = WHOLE_MACHINE
+    host: str = ""  # the machine it ran on (Ray); "" = this one
+    log: list[str] = field(default_factory=list)  # what the seed said, in order (printed by the trial)
+
+    @property
+    def evaluated(self) -> bool:
+        return bool(self.eval_rows) and self.status == "ok"
+
+    @property
+    def steps(self) -> int:
+        if self.child is None:
+            return 0
+        return max(self.child.steps, self.outcome.steps if self.outcome else 0)
+
+    @property
+    def peak_memory_gb(self) -> float:
+        if self.child is None:
+            return 0.0
+        return max(self.child.peak_rss_gb, (self.outcome.peak_memory_gb or 0.0) if self.outcome else 0.0)
+
+
+def worst_status(statuses: Iterable[str]) -> str:
+    """A trial's (or a confirmation side's) status: its worst seed's; `interrupted` when none ran."""
+    return max(statuses, key=STATUS_RANK.__getitem__, default="interrupted")
+
+
+def write_resolved(backend: Backend, cfg: Any, seed_dir: Path, seed: int, slot: Slot = WHOLE_MACHINE) -> Path:
+    """The fully resolved config the child runs with, on its slot: written here and nowhere else."""
+    seed_dir.mkdir(parents=True, exist_ok=True)
+    path = seed_dir / "resolved.json"
+    resolved = backend.resolve(cfg, seed_dir, seed, slot)
+    atomic.write_text(path, json.dumps(resolved, indent=2, default=str) + "\n")
+    return path
+
+
+def run_eval(
+    launch: Launch, out: Path, log: Path, stop: Stop | None = None
+) -> tuple[list[dict[str, Any]], float, str | None]:
+    """Run the backend's fixed eval command as a capped child; returns rows, seconds, error."""
+    out.unlink(missing_ok=True)
+    spec = BudgetSpec(budget_s=math.inf, startup_cap_s=EVAL_CAP_S, hang_s=EVAL_CAP_S, grace_s=10.0)
+    started = time.monotonic()
+    result = run_budgeted(launch, log, spec, stop=stop)
+    seconds = time.monotonic() - started
+    if result.status != "ok" or not out.exists():
+        tail = "\n".join(result.log_tail[-15:])
+        return [], seconds, f"eval failed ({result.reason_text}):\n{tail}"
+    rows = read_jsonl(out)
+    if problem := eval_rows_problem(rows):
+        return [], seconds, f"eval failed: {out}: {problem}"
+    return rows, seconds, None
+
+
+def crash_report(result: SeedResult) -> str:
+    child, outcome = result.child, result.outcome
+    assert child is not None
+    who = f" in {outcome.failed_component}" if outcome and outcome.failed_component else ""
+    tail = "\n".join(f"    {line}" for line in child.log_tail[-25:])
+    return f"CRASH{who}: {child.reason_text}. Last lines of {result.dir / 'run.log'}:\n{tail}"
+
+
+def run_seed(
+    backend: Backend,
+    cfg: Any,
+    seed: int,
+    index: int,
+    seed_dir: Path,
+    spec: BudgetSpec,
+    slot: Slot = WHOLE_MACHINE,
+    on_event: Callable[[dict[str, Any], float], None] | None = None,
+    stop: Stop | None = None,
+    split: str = "eval",
+) -> SeedResult:
+    """Train one seed under the budget on `slot`, then evaluate its latest saved weights on `split` (the
+    sealed "test" split only for `autorl confirm`).
+
+    A stopped trial (`stop` set) ends the training like the budget does (the trainer saves) and starts no
+    eval: the seed is `interrupted`.
+    """
+    result = SeedResult(index=index, seed=seed, dir=seed_dir, slot=slot)
+    try:
+        return _run_seed(result, backend, cfg, spec, on_event, stop, split)
+    finally:
+        write_outcome(result)
+
+
+def write_outcome(result: SeedResult) -> None:
+    """seed-<k>/outcome.json: how the seed ended, for `autorl show` (its only writer; Ray brings it back)."""
+    child = result.child
+    error = [line.strip() for line in (result.error or "").splitlines() if line.strip()]
+    telling = [line for line in error if any(w in line for w in ("Error", "Exception", "error:", "Killed"))]
+    outcome = {
+        "seed": result.seed,
+        "status": result.status,
+        "stop_reason": child.stop_reason if child else None,
+        "reason": child.reason_text if child else None,
+        "error": (telling or error)[-1] if error else None,  # the crash report's telling line
+        "training_seconds": round(child.training_seconds, 3) if child else None,
+        "startup_seconds": round(child.startup_seconds, 3) if child else None,
+        "steps": result.steps,
+    }
+    result.dir.mkdir(parents=True, exist_ok=True)
+    atomic.write_text(result.dir / "outcome.json", json.dumps(outcome) + "\n")
+
+
+def _run_seed(
+    result: SeedResult,
+    backend: Backend,
+    cfg: Any,
+    spec: BudgetSpec,
+    on_event: Callable[[dict[str, Any], float], None] | None,
+    stop: Stop | None,
+    split: str,
+) -> SeedResult:
+    seed, slot, seed_dir = result.seed, result.slot, result.dir
+    write_resolved(backend, cfg, seed_dir, seed, slot)
+    launch = backend.launch(cfg, seed_dir, seed, slot)
+    result.child = child = run_budgeted(launch, seed_dir / "run.log", spec, on_event=on_event, stop=stop)
+    result.status = child.status
+    result.log.append(
+        f"seed {seed}: {child.reason_text}, {child.training_seconds:.0f} s trained, {child.steps} steps"
+    )
+    result.outcome = backend.collect(cfg, seed_dir)
+    result.log.extend(result.outcome.notes)
+    if result.status == "crash":
+        result.error = crash_report(result)
+    if result.status == "interrupted" or (stop is not None and stop):
+        result.status = "interrupted"
+        return result
+    if result.outcome.weights_dir is None:
+        if result.status == "ok":
+            result.status = "crash"
+        no_weights = "no weights were saved: nothing to evaluate"
+        result.error = f"{result.error.rstrip()}\n{no_weights}" if result.error else no_weights
+        return result
+    result.log.append(f"evaluating {result.outcome.weights_dir}")
+    out = seed_dir / "eval.jsonl"
+    rows, result.eval_seconds, error = run_eval(
+        backend.eval_command(cfg, result.outcome.weights_dir, out, slot, split),
+        out,
+        seed_dir / "eval.log",
+        stop,
+    )
+    if stop is not None and stop:
+        result.status = "interrupted"
+        return result
+    if error:
+        result.status, result.error = "crash", error
+    for row in rows:
+        row["seed"] = seed
+    result.eval_rows = rows
+    return result

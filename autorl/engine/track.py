@@ -1,0 +1,81 @@
+"""A track is one kind of experiment: what it trains, how it is configured, evaluated and compared.
+
+Two tracks share the harness (budget, seeds, statistics, ledger): `llm` (RL post-training of a language
+model, autorl/llm/) and `classic` (PPO on gymnasium tasks, autorl/classic/). Everything that differs
+between them is a member of `Track`; the runner, tune, status and report ask the track instead of
+comparing names. Each track module is imported only when asked for, so a refusal stays fast.
+"""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+from typing import Any, Protocol
+
+from autorl.engine.backend import Backend
+from autorl.io.machine import Machine
+
+TRACK_MODULES = {"llm": "autorl.llm.track", "classic": "autorl.classic.track"}
+
+
+class Track(Protocol):
+    name: str  # the `track` column of the ledger and run.py's --track
+    default_config: str  # file name at the repo root
+    default_seeds: int  # seeds of a trial when --seeds is not given
+    default_backend: str  # the backend when the machine file names none (llm: auto -> the prepared one)
+
+    def backend_name(self, requested: str, machine: Machine | None) -> str:
+        """The backend a trial runs on: `requested` unless it is `auto`."""
+        ...
+
+    def load_config(self, path: Path, backend_name: str, prepared_model: str | None) -> Any:
+        """Validate the config file into typed objects (raises autorl.io.tomlcheck.ConfigError)."""
+        ...
+
+    def data_problems(self, cfg: Any) -> list[str]:
+        """Why the config's training data can't be read on this machine now, one line each (refused before
+        anything runs: a trial never trains and then crashes on missing data)."""
+        ...
+
+    def make_backend(self, backend_name: str) -> Backend: ...
+
+    def prepare_reason(self, machine: Machine | None) -> str | None:
+        """Why the machine must be prepared before this trial (None: it need not)."""
+        ...
+
+    def prepare(self, config_path: Path) -> Machine:
+        """Prepare the machine (raises autorl.llm.prepare.PrepareError)."""
+        ...
+
+    def eval_hash(self, cfg: Any) -> str:
+        """Hash of the fixed evaluation: trials are compared only under the same one."""
+        ...
+
+    def base_model_id(self, cfg: Any) -> str:
+        """What the untrained starting point is (the base eval's cache key)."""
+        ...
+
+    # The prior single-seed sd of eval_score, before the ledger has measured one. A constant, not scaled by
+    # the reference's score: a reference that scored low by chance would otherwise get a smaller prior just
+    # when the candidate's regression to the mean looks like a gain.
+    seed_sd_prior: float
+
+    # How often the verdict reads `improved` for a candidate no better than its reference, at the track's
+    # default seeds with both early stops, measured on real seeds (docs/statistics.md, "Real seeds"):
+    # `autorl status` multiplies it by the comparisons made to say how many keeps chance alone explains.
+    false_keep_rate: float
+
+    def score_range(self, cfg: Any) -> tuple[float, float]:
+        """The lowest and highest eval_score possible (the interval is clipped to it; a reference whose
+        interval touches the top leaves no room to improve)."""
+        ...
+
+
+def get_track(name: str) -> Track:
+    if name not in TRACK_MODULES:
+        raise ValueError(f"unknown track {name!r} (known: {', '.join(TRACK_MODULES)})")
+    return importlib.import_module(TRACK_MODULES[name]).TRACK
+
+
+def track_names() -> list[str]:
+    return list(TRACK_MODULES)

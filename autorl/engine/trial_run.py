@@ -1,0 +1,453 @@
+"""Running a validated trial: base eval -> seeds under the budget in waves (an interim look after each) ->
+statistics -> summary -> one ledger row, whatever fails.
+
+autorl/commands/trial.py validates and prepares (run.py's command) and hands a `Setup` to `run_trial`. What
+differs between the LLM and the classic track is asked of the track (autorl/engine/track.py); a seed is
+autorl/engine/seed.py's unit of work; the summary and the ledger row are built by autorl/record/result.py.
+"""
+
+from __future__ import annotations
+
+import difflib
+import functools
+import hashlib
+import json
+import shutil
+import signal
+import sys
+import threading
+import time
+import traceback
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from autorl.engine import warm
+from autorl.engine.backend import Backend
+from autorl.engine.process import Stop
+from autorl.engine.seed import RunOptions, SeedResult
+from autorl.engine.track import Track
+from autorl.io import atomic, paths
+from autorl.io.harness import commit_short, harness_hash
+from autorl.io.jsonl import eval_rows_problem, read_jsonl
+from autorl.io.tomlcheck import ConfigError
+from autorl.record.context import ResearchContext, is_quick
+
+if TYPE_CHECKING:
+    from autorl.engine.ray_pool import Cluster
+    from autorl.engine.slots import Plan
+    from autorl.record.ledger import Ledger
+    from autorl.record.result import TrialContext, TrialResult
+    from autorl.record.stats import NoiseFloor
+
+
+EXIT_OK, EXIT_CRASH, EXIT_INVALID = 0, 1, 2
+
+
+EXIT_SIGNAL = {signal.SIGINT: 130, signal.SIGTERM: 143}  # 128 + the signal, as a shell reports it
+
+
+def say(msg: str) -> None:
+    print(f"[trial] {msg}", flush=True)
+
+
+def harness_seeds(run_id: str, n: int) -> list[int]:
+    """Seeds are the harness's: derived from the run id, different every trial, recorded in the ledger."""
+    base = int(hashlib.sha256(run_id.encode()).hexdigest()[:8], 16) % 1_000_000
+    return [base + k for k in range(n)]
+
+
+def new_run_dir(commit: str) -> tuple[str, Path]:
+    stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
+    runs = paths.runs_dir()
+    runs.mkdir(parents=True, exist_ok=True)
+    for suffix in ["", *(f"-{i}" for i in range(2, 100))]:
+        run_id = f"{stamp}-{commit}{suffix}"
+        try:
+            (runs / run_id).mkdir()
+            return run_id, runs / run_id
+        except FileExistsError:
+            continue
+    raise RuntimeError("could not create a run directory")
+
+
+def config_diff_vs_baseline(ledger_rows: list[dict[str, str]], track: str, text: str) -> str:
+    """Diff of this trial's config against the first trial of the track (the baseline) in results.tsv."""
+    for row in ledger_rows:
+        if row.get("track") == track and not is_quick(row):
+            base_cfg = paths.runs_dir() / row["run_id"] / "config.toml"
+            if base_cfg.exists():
+                return "".join(
+                    difflib.unified_diff(
+                        base_cfg.read_text().splitlines(keepends=True),
+                        text.splitlines(keepends=True),
+                        f"baseline ({row['run_id']})",
+                        "this trial",
+                    )
+                )
+            break
+    return ""
+
+
+def print_summary(lines: dict[str, str], run_dir: Path | None) -> None:
+    block = "---\n" + "".join(f"{k}: {v}\n" for k, v in lines.items())
+    sys.stdout.write(block)
+    sys.stdout.flush()
+    if run_dir is not None:
+        try:
+            atomic.write_text(run_dir / "summary.txt", block)
+        except OSError as e:
+            say(f"summary.txt not saved: {e.strerror or e} (the summary above is complete)")
+
+
+def invalid(message: str) -> int:
+    """A refusal: `status: invalid`, always exit 2, nothing run, nothing recorded."""
+    print(f"error: {message}", file=sys.stderr, flush=True)
+    print_summary({"status": "invalid"}, None)
+    return EXIT_INVALID
+
+
+@dataclass(frozen=True)
+class Setup:
+    """A validated trial before it runs: the flags (config path and seed count resolved), the track, the
+    backend (its name and the object) and the config it validated."""
+
+    opts: RunOptions
+    track: Track
+    backend_name: str
+    backend: Backend
+    cfg: Any
+    root: Path
+
+    @property
+    def config_path(self) -> Path:
+        assert self.opts.config is not None  # resolved by _validated
+        return self.opts.config
+
+
+def base_eval_rows(
+    backend, cfg, cache_key: str, run_dir: Path, stop: Stop
+) -> tuple[list[dict[str, Any]], str | None]:
+    """The untrained model on the same eval: computed once per (model, eval set, harness) and cached.
+
+    The eval writes into this trial's run directory; the cache gets a copy through the atomic writer, so
+    two trials filling the same cache entry at once never share a file."""
+    from autorl.engine.seed import run_eval
+
+    cache = paths.cache_dir() / f"base-{cache_key}.jsonl"
+    if cache.exists() and not eval_rows_problem(cached := read_jsonl(cache)):
+        return cached, None  # a corrupt cache is computed again
+    say("evaluating the untrained base model (once; cached for later trials)")
+    cache.parent.mkdir(parents=True, exist_ok=True)
+    out = run_dir / "base_eval.jsonl"
+    rows, _, error = run_eval(backend.eval_command(cfg, None, out), out, run_dir / "base_eval.log", stop)
+    if error is None and not stop:
+        atomic.write_text(cache, "".join(json.dumps(r) + "\n" for r in rows))
+    return rows, error
+
+
+class _Signals:
+    """SIGINT/SIGTERM during a trial: the first stops it gracefully, a second kills every child at once."""
+
+    def __init__(self, stop: Stop) -> None:
+        self.stop = stop
+        self.previous: dict[int, Any] = {}
+
+    def __enter__(self) -> _Signals:
+        if threading.current_thread() is threading.main_thread():
+            for sig in EXIT_SIGNAL:
+                self.previous[sig] = signal.signal(sig, self._handle)
+        return self
+
+    def _handle(self, signum: int, frame: object) -> None:
+        if not self.stop.request(signum):
+            return
+        name = signal.Signals(signum).name
+        if not self.stop.hard.is_set():
+            print(
+                f"\n[trial] {name}: stopping (running seeds save their weights; no new seed or eval "
+                "starts). Send it again to kill everything now.",
+                file=sys.stderr,
+                flush=True,
+            )
+        else:
+            print(f"\n[trial] {name} again: killing every process of the trial", file=sys.stderr, flush=True)
+
+    def __exit__(self, *exc: object) -> None:
+        for sig, handler in self.previous.items():
+            signal.signal(sig, handler)
+
+
+def run_trial(setup: Setup) -> int:
+    stop = Stop()
+    with _Signals(stop):
+        code = _run_trial(setup, stop)
+    if stop:
+        return EXIT_SIGNAL.get(stop.signum or signal.SIGINT, 130)
+    return code
+
+
+@dataclass(frozen=True)
+class Reference:
+    """What the trial is compared with, read once before it runs (the ledger does not change during it), so
+    that a multi-seed trial can stop early when the candidate is behind after some of its seeds."""
+
+    ledger_rows: list[dict[str, str]]
+    row: dict[str, str] | None  # the best kept trial of the same eval set, harness and budget
+    eval_rows: list[dict[str, Any]]  # its eval rows, checked against the hash its row recorded
+    noise: NoiseFloor  # one noise floor serves every interim look and the verdict
+
+
+@dataclass
+class Trained:
+    """What the seeds left: the base model's eval rows, the seeds' results, why the trial stopped adding
+    seeds ("" = it did not) and the fault of the harness that ended it ("" = none)."""
+
+    base_rows: list[dict[str, Any]] = field(default_factory=list)
+    results: list[SeedResult] = field(default_factory=list)
+    stopped_early: str = ""
+    failure: str = ""
+
+
+def _run_trial(setup: Setup, stop: Stop) -> int:
+    from autorl.engine.ray_pool import cluster_for
+    from autorl.engine.slots import plan
+    from autorl.record.ledger import Ledger, LedgerError
+
+    t0 = time.monotonic()
+    ledger = Ledger(paths.results_file())
+    context = ResearchContext(
+        setup.track.name, setup.track.eval_hash(setup.cfg), harness_hash(setup.root), setup.opts.budget
+    )
+    the_plan = plan(setup.backend, setup.cfg, setup.opts)
+    try:
+        ref = read_reference(ledger, setup.track, context, quick=setup.opts.quick)
+        # --ray: connected and probed before the run directory (a cluster unfit for the trial is bad input)
+        cluster = cluster_for(setup.opts, the_plan, context.harness_hash, stop)
+    except (LedgerError, ConfigError) as exc:
+        return invalid(str(exc))
+    ctx = new_context(setup, context)
+    try:
+        trained = _train(setup, ctx, the_plan, cluster, ref, stop)
+    except ConfigError as exc:
+        shutil.rmtree(ctx.run_dir, ignore_errors=True)
+        return invalid(str(exc))
+    except Exception as exc:  # a fault of the harness during the trial: the row says what happened
+        traceback.print_exc()
+        trained = Trained(failure=f"{type(exc).__name__}: {exc}")
+    result = _conclude(setup, ctx, the_plan.parallel, ref, trained, stop)
+    result.total_seconds = time.monotonic() - t0
+    record(result, ledger, trained.failure)
+    return EXIT_OK if result.status == "ok" else EXIT_CRASH
+
+
+def read_reference(ledger: Ledger, track: Track, context: ResearchContext, quick: bool = False) -> Reference:
+    """The reference trial, its eval rows and the noise floor, from the ledger as it is now (read again:
+    another trial may have appended since the check before prepare); a quick look has no reference. Raises
+    LedgerError."""
+    from autorl.record import stats
+    from autorl.record.context import best_kept
+    from autorl.record.ledger import reference_rows
+
+    rows = ledger.rows()
+    best = None if quick else best_kept(rows, context)
+    eval_rows = reference_rows(best, paths.runs_dir()) if best else []
+    noise = stats.noise_floor(rows, context, prior_sd=track.seed_sd_prior)
+    return Reference(rows, best, eval_rows, noise)
+
+
+def new_context(setup: Setup, context: ResearchContext) -> TrialContext:
+    """The trial's identity and its new run directory (runs/<time>-<commit>)."""
+    from autorl.record.result import TrialContext
+
+    commit = commit_short(setup.root)
+    run_id, run_dir = new_run_dir(commit)
+    assert setup.opts.seeds is not None  # resolved by _validated
+    return TrialContext(
+        run_id=run_id,
+        run_dir=run_dir,
+        commit=commit,
+        context=context,
+        backend=setup.backend_name,
+        config_hash=setup.cfg.config_hash,
+        description=setup.opts.description,
+        seeds_planned=setup.opts.seeds,
+        score_range=setup.track.score_range(setup.cfg),
+    )
+
+
+def _train(
+    setup: Setup, ctx: TrialContext, the_plan: Plan, cluster: Cluster | None, ref: Reference, stop: Stop
+) -> Trained:
+    """The run's files, the base eval, then the seeds in waves (an interim look after each). Raises
+    ConfigError when the backend refuses the config at launch."""
+    from autorl.commands.status import trial_estimate
+    from autorl.engine.live import LiveView
+    from autorl.engine.pool import PoolRun, SeedJob, run_local
+
+    opts, run_dir = setup.opts, ctx.run_dir
+    assert opts.seeds is not None  # resolved by _validated
+    seeds = harness_seeds(ctx.run_id, opts.seeds)
+    atomic.write_text(run_dir / "config.toml", setup.cfg.text)
+    diff = config_diff_vs_baseline(ref.ledger_rows, setup.track.name, setup.cfg.text)
+    atomic.write_text(run_dir / "config.diff", diff)
+    say(f"run {ctx.run_id}: backend {ctx.backend}, seeds {seeds}, budget {opts.budget:g} s per seed")
+    say(the_plan.describe())
+    if estimate := trial_estimate(ref.ledger_rows, ctx.context, len(seeds), the_plan.parallel):
+        say(estimate)
+    if stop:  # it came while connecting to Ray: nothing is started
+        return Trained()
+    with warm.starters(
+        stop
+    ):  # the children fork from processes that imported torch once (autorl/engine/warm.py)
+        base_rows = _base_eval(setup, ctx, stop)
+        if stop:
+            return Trained(base_rows)
+        run = PoolRun(
+            backend=setup.backend,
+            cfg=setup.cfg,
+            jobs=[SeedJob(k, seed, run_dir / f"seed-{k}") for k, seed in enumerate(seeds)],
+            spec=opts.budget_spec(),
+            plan=the_plan,
+            stop=stop,
+            after_wave=functools.partial(interim_look, opts, the_plan, ref),
+            report=report_seed,
+        )
+        with LiveView(opts.budget) as view:
+            if cluster is not None:
+                from autorl.engine.ray_pool import run_ray
+
+                results, stopped_early = run_ray(cluster, run)
+            else:
+                results, stopped_early = run_local(run, view)
+        return Trained(base_rows, results, stopped_early)
+
+
+def _base_eval(setup: Setup, ctx: TrialContext, stop: Stop) -> list[dict[str, Any]]:
+    """The base model's eval rows, cached per (track, backend, model, eval set, harness); [] on failure."""
+    track = setup.track
+    base_key = hashlib.sha256(
+        f"{track.name}|{ctx.backend}|{track.base_model_id(setup.cfg)}|{ctx.context.eval_hash}|"
+        f"{ctx.context.harness_hash}".encode()
+    )
+    base_rows, base_error = base_eval_rows(
+        setup.backend, setup.cfg, base_key.hexdigest()[:16], ctx.run_dir, stop
+    )
+    if base_error and not stop:
+        say(f"warning: base model eval failed: {base_error}")
+    return base_rows
+
+
+def interim_look(opts: RunOptions, the_plan: Plan, ref: Reference, done: list[SeedResult]) -> str:
+    """After a wave: whether the trial stops adding seeds ("" = go on, else why), against the reference."""
+    from autorl.record import stats
+
+    if not ref.eval_rows or opts.all_seeds or any(r.status != "ok" for r in done):
+        return ""
+    assert opts.seeds is not None and ref.row is not None  # eval rows come from a reference row
+    look, looks = stats.looks(len(done), opts.seeds, the_plan.parallel)
+    rows = [r for s in done for r in s.eval_rows]
+    interim, decision = stats.interim_look(rows, ref.eval_rows, ref.noise, look, looks)
+    say(
+        f"interim look {look}/{looks - 1} after {len(done)}/{opts.seeds} seeds: delta "
+        f"{interim.delta:+.4f}, p {interim.p_value:.3g}, efficacy boundary "
+        f"{stats.efficacy_alpha(look, looks):.2g}: {'continue' if decision is None else 'stop'}"
+    )
+    if decision is None:
+        return ""
+    why = f"after {len(done)}/{opts.seeds} seeds: " + (
+        f"delta {interim.delta:+.4f} <= 0"
+        if decision == "futile"
+        else f"delta {interim.delta:+.4f}, p {interim.p_value:.2g} below the efficacy boundary"
+    )
+    say(f"early stop {why} vs {ref.row['run_id']} ({decision}; --all-seeds runs all)")
+    return why
+
+
+def report_seed(result: SeedResult) -> None:
+    """A finished seed's lines, printed as it finishes."""
+    for line in result.log:
+        say(line)
+    if result.error:
+        print(result.error, flush=True)
+
+
+def _conclude(
+    setup: Setup, ctx: TrialContext, parallel: int, ref: Reference, trained: Trained, stop: Stop
+) -> TrialResult:
+    """The statistics, the summary and the row; a fault here still gives a row, with the reason."""
+    from autorl.commands.show import trial_health
+    from autorl.record.result import conclude
+
+    results = trained.results
+    try:
+        result = conclude(
+            ctx,
+            results,
+            trained.base_rows,
+            ref.row,
+            ref.eval_rows,
+            ref.noise,
+            stopped_early=trained.stopped_early,
+            extras_fn=lambda rows: setup.backend.summary_extras(
+                setup.cfg, [s.outcome for s in results if s.outcome], rows
+            ),
+            parallel=parallel,
+            interrupted=bool(stop),
+            sequential=not setup.opts.all_seeds,
+            quick=setup.opts.quick,
+        )
+    except Exception as exc:  # the statistics or a backend's extras failed: still one row, with the reason
+        traceback.print_exc()
+        trained.failure = trained.failure or f"{type(exc).__name__}: {exc}"
+        result = conclude(ctx, [], [], None, [], ref.noise, parallel=parallel)  # nothing to fail on
+    result.run_dir_shown = str(ctx.run_dir.relative_to(paths.repo_root()))
+    try:
+        result.health = trial_health(ctx.run_dir, result.score, result.base_score)
+    except Exception as exc:  # diagnostics only: a fault here never costs the row
+        say(f"warning: health flags not computed: {type(exc).__name__}: {exc}")
+    if stop:
+        evaluated = sum(1 for s in results if s.evaluated)
+        say(f"stopped by a signal: {evaluated} seed(s) evaluated; recording the trial as interrupted")
+    return result
+
+
+def record(result, ledger, failure: str = "") -> None:
+    """Save the trial's files and its one row, whatever fails: a trial that trained always leaves a row.
+
+    eval.jsonl, result.json and the summary go through the atomic writer; a file that cannot be saved (disk
+    full, runs/ gone) is reported, and when eval.jsonl or the trial itself failed (`failure`) the row says
+    so: status `crash` with the reason in `error`. results.tsv is appended even when result.json could not
+    be written, and when neither could, the row is printed so that it can be recovered by hand.
+    """
+    from autorl.record.ledger import LedgerError
+
+    run_dir = result.ctx.run_dir
+    problems = [failure] if failure else []
+    try:
+        atomic.write_text(run_dir / "eval.jsonl", result.eval_jsonl())
+    except OSError as e:
+        problems.append(f"eval.jsonl not saved: {e.strerror or e}")
+    if problems:
+        result.fail("; ".join(problems))
+    row = result.ledger_row()
+    row_json = json.dumps(row, indent=2, default=str)
+    saved = ""
+    try:
+        atomic.write_text(run_dir / "result.json", row_json)
+        saved = str(run_dir / "result.json")
+    except OSError as e:
+        say(f"result.json not saved: {e.strerror or e}")
+    try:
+        ledger.append(row)
+    except LedgerError as exc:
+        where = (
+            f"the row is saved in {saved}; once the ledger is fixed, append it with: uv run autorl ledger "
+            f"append {saved}"
+            if saved
+            else "the row could not be saved either; it follows, save it as result.json and append it "
+            "with `uv run autorl ledger append`:\n" + row_json
+        )
+        say(f"results.tsv NOT updated: {exc}\n  {where}")
+    print_summary(result.summary_lines(), run_dir)

@@ -1,0 +1,67 @@
+"""The research context: what makes two trials comparable, and the reference a trial is compared with.
+
+Trials are compared only under one track, eval set, harness and training budget. `ResearchContext` holds those
+four, built once: by run.py for a trial (autorl.commands.trial), and from a ledger row by `autorl confirm`,
+`status`, `report` and `mark`. It is passed whole to reference selection (`best_kept`), to the noise floor
+(autorl.record.stats.noise_floor) and to the cost estimate (autorl.commands.status).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from autorl.record.row import as_float, format_number
+
+
+@dataclass(frozen=True)
+class ResearchContext:
+    """Trials of one context are compared with each other, never with another context's."""
+
+    track: str  # llm | classic
+    eval_hash: str  # the fixed evaluation (Track.eval_hash)
+    harness_hash: str  # the harness the trials ran under (autorl.io.harness.harness_hash)
+    # training seconds per seed, as the ledger writes it (6 digits); None: a row recorded before the ledger
+    # had a budget column, comparable with no new trial
+    budget: float | None
+
+    def __post_init__(self) -> None:
+        if self.budget is not None:  # compared as the ledger writes it, so a row read back matches
+            object.__setattr__(self, "budget", float(format_number(self.budget)))
+
+    @classmethod
+    def of(cls, row: Mapping[str, str]) -> ResearchContext:
+        """The context of a ledger row."""
+        return cls(row["track"], row["eval_hash"], row["harness_hash"], as_float(row, "budget"))
+
+    def holds(self, row: Mapping[str, str]) -> bool:
+        """Whether the row's trial belongs to this context (its score may be compared with ours). A quick
+        look (run.py --quick) belongs to none: never a baseline, a reference or a noise-floor sample."""
+        return not is_quick(row) and ResearchContext.of(row) == self
+
+    def rows(self, rows: Sequence[Mapping[str, str]]) -> list[Mapping[str, str]]:
+        """The rows of this context, in ledger order."""
+        return [r for r in rows if self.holds(r)]
+
+
+QUICK = "quick"  # the verdict of a quick look (run.py --quick): it was compared with nothing
+
+
+def is_quick(row: Mapping[str, str]) -> bool:
+    return row.get("verdict") == QUICK
+
+
+def best_kept(rows: Sequence[Mapping[str, str]], context: ResearchContext) -> dict[str, str] | None:
+    """The reference a new trial of `context` is compared against.
+
+    The kept (`decision == keep`, `status == ok`) trial with the highest eval_score in the context. Until one
+    is kept, the earliest `ok` trial of the context that was not marked discard or crash counts: it is the
+    baseline (program.md runs the baseline first), so the first experiments are compared with the baseline.
+    None when there is no such trial (the next trial is a new baseline).
+    """
+    same = [r for r in context.rows(rows) if r["status"] == "ok" and as_float(r, "eval_score") is not None]
+    kept = [r for r in same if r["decision"] == "keep"]
+    if kept:
+        return dict(max(kept, key=lambda r: as_float(r, "eval_score") or 0.0))
+    undecided = [r for r in same if r["decision"] not in ("discard", "crash")]
+    return dict(undecided[0]) if undecided else None

@@ -1,0 +1,293 @@
+"""A trial's result: its seeds pooled, compared with the reference, and the two ways it is written down.
+
+`conclude(...)` computes the statistics once; `TrialResult.summary_lines()` (the block after `---` and
+summary.txt) and `TrialResult.ledger_row()` (results.tsv and result.json) are the only places those two are
+built.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from autorl.engine.seed import SeedResult, worst_status
+from autorl.record import stats
+from autorl.record.context import QUICK, ResearchContext
+from autorl.record.ledger import eval_rows_hash
+from autorl.record.row import LedgerRow
+
+
+def fmt(value: float | None, digits: int = 4) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "nan"
+    return f"{value:.{digits}f}"
+
+
+@dataclass
+class TrialContext:
+    """What a trial is, before any seed ran."""
+
+    run_id: str
+    run_dir: Path
+    commit: str
+    context: ResearchContext  # the track, eval set, harness and budget it is compared under
+    backend: str
+    config_hash: str
+    description: str = ""
+    seeds_planned: int | None = None
+    score_range: tuple[float, float] = (-math.inf, math.inf)  # Track.score_range: eval_ci is clipped to it
+
+
+@dataclass
+class TrialResult:
+    ctx: TrialContext
+    seeds: list[SeedResult]
+    status: str  # ok | crash | timeout | interrupted: the worst seed's
+    rows: list[dict[str, Any]]  # pooled eval rows (with `seed`)
+    score: float | None
+    ci: tuple[float | None, float | None]
+    env_scores: dict[str, float]
+    base_score: float | None
+    comparison: stats.Comparison | None
+    reference_run: str
+    verdict: str
+    stopped_early: str = ""
+    note: str = ""  # e.g. the reference is at the ceiling of the score
+    extras: dict[str, str] = field(default_factory=dict)
+    total_seconds: float = 0.0
+    parallel: int = 1  # seeds run at once
+    run_dir_shown: str = ""  # run_dir as printed (relative to the repo root)
+    health: dict[str, str] = field(
+        default_factory=dict
+    )  # health/<flag>: text (autorl.commands.show.trial_health)
+
+    @property
+    def done(self) -> list[SeedResult]:
+        return [s for s in self.seeds if s.child is not None]
+
+    @property
+    def training_seconds(self) -> float:
+        return sum(s.child.training_seconds for s in self.done)
+
+    @property
+    def startup_seconds(self) -> float:
+        return sum(s.child.startup_seconds for s in self.done)
+
+    @property
+    def eval_seconds(self) -> float:
+        return sum(s.eval_seconds for s in self.seeds)
+
+    @property
+    def steps(self) -> int:
+        return sum(s.steps for s in self.done)
+
+    @property
+    def peak_memory_gb(self) -> float:
+        return max((s.peak_memory_gb for s in self.done), default=0.0)
+
+    def fail(self, reason: str) -> None:
+        """The trial failed outside its seeds (a fault of the harness, a file it could not save): status
+        `crash`, no verdict, the reason in the summary and the row (`error`)."""
+        self.status = "crash"
+        self.comparison = None
+        self.reference_run = ""
+        self.verdict = "n/a"
+        self.extras = {**self.extras, "error": " ".join(reason.split())}
+
+    def eval_jsonl(self) -> str:
+        """runs/<run_id>/eval.jsonl: the pooled eval rows, one JSON object a line."""
+        return "".join(json.dumps(r) + "\n" for r in self.rows)
+
+    @property
+    def seed_list(self) -> str:
+        return ",".join(str(s.seed) for s in self.seeds)
+
+    def summary_lines(self) -> dict[str, str]:
+        lines: dict[str, str] = {"eval_score": fmt(self.score)}
+        lines["eval_ci"] = f"{fmt(self.ci[0], 3)} {fmt(self.ci[1], 3)}"
+        lines["score_range"] = " ".join(f"{v:g}" for v in self.ctx.score_range)
+        for env, value in self.env_scores.items():
+            lines[f"eval/{env}"] = fmt(value)
+        lines["base_score"] = fmt(self.base_score)
+        if self.score is not None and self.base_score is not None:  # what training moved, baseline included
+            lines["vs_base"] = f"{self.score - self.base_score:+.4f} (eval_score - base_score)"
+        if self.comparison is not None:
+            lines["reference"] = self.reference_run
+            lines["delta"] = f"{self.comparison.delta:+.4f}"
+            lines["p_value"] = fmt(self.comparison.p_value)
+        else:
+            lines["delta"] = "nan"
+            lines["p_value"] = "nan"
+        lines["verdict"] = self.verdict
+        if self.verdict == "inconclusive" and self.comparison is not None:
+            lines["seeds_needed"] = seeds_needed_text(self.comparison)
+        if self.note:
+            lines["note"] = self.note
+        lines.update(self.health)
+        lines["training_seconds"] = f"{self.training_seconds:.1f}"
+        lines["startup_seconds"] = f"{self.startup_seconds:.1f}"
+        lines["eval_seconds"] = f"{self.eval_seconds:.1f}"
+        lines["steps"] = str(self.steps)
+        lines["peak_memory_gb"] = f"{self.peak_memory_gb:.2f}"
+        lines["seeds"] = self.seed_list
+        lines["parallel"] = str(self.parallel)
+        if self.stopped_early:
+            lines["stopped_early"] = self.stopped_early
+        lines.update(self.extras)
+        lines["backend"] = self.ctx.backend
+        lines["status"] = self.status
+        lines["run_dir"] = self.run_dir_shown or str(self.ctx.run_dir)
+        lines["total_seconds"] = f"{self.total_seconds:.1f}"
+        return lines
+
+    def ledger_row(self) -> dict[str, Any]:
+        """The row results.tsv and result.json record, built as the typed row model (autorl.record.row)."""
+        ctx, c = self.ctx, self.comparison
+        return LedgerRow(
+            timestamp=datetime.now().isoformat(timespec="seconds"),
+            run_id=ctx.run_id,
+            commit=ctx.commit,
+            track=ctx.context.track,
+            backend=ctx.backend,
+            eval_score=self.score,
+            eval_ci_low=self.ci[0],
+            eval_ci_high=self.ci[1],
+            base_score=self.base_score,
+            env_scores=self.env_scores,
+            delta=c.delta if c else None,
+            p_value=c.p_value if c else None,
+            verdict=self.verdict,
+            reference_run=self.reference_run if c else "",
+            training_seconds=round(self.training_seconds, 1),
+            startup_seconds=round(self.startup_seconds, 1),
+            eval_seconds=round(self.eval_seconds, 1),
+            total_seconds=round(self.total_seconds, 1),
+            peak_memory_gb=round(self.peak_memory_gb, 3),
+            steps=self.steps,
+            seeds=self.seed_list,
+            seed_scores=stats.seed_scores(self.rows) if self.rows else None,
+            budget=ctx.context.budget,
+            seeds_planned=ctx.seeds_planned,
+            parallel=self.parallel,
+            stopped_early=self.stopped_early,
+            status=self.status,
+            decision="pending",
+            config_hash=ctx.config_hash,
+            harness_hash=ctx.context.harness_hash,
+            eval_hash=ctx.context.eval_hash,
+            eval_rows_hash=eval_rows_hash(self.eval_jsonl()),
+            description=ctx.description,
+            lesson="",
+            extras=self.extras,
+        ).as_dict()
+
+
+def seeds_needed_text(c: stats.Comparison) -> str:
+    """How many seeds the measured delta would need to be decided (stats.seeds_needed): candidate seeds
+    against the reference as it is, else seeds on both sides."""
+    at = f"for delta {c.delta:+.4f} at one-sided alpha {stats.ALPHA:g} with power {stats.POWER:.0%}"
+    if (n := stats.seeds_needed(c)) is not None:
+        return f"{n} candidate seeds {at} (the reference's {c.n_reference} seeds as they are)"
+    if (n := stats.seeds_needed(c, both_sides=True)) is not None:
+        return (
+            f"{n} seeds on each side {at} (the reference's {c.n_reference} seeds alone are too few: "
+            "re-running the candidate cannot decide it)"
+        )
+    return f"more than {stats.MAX_SEEDS_NEEDED} seeds on each side {at}: too small a delta to decide"
+
+
+def ceiling_note(reference: dict[str, str] | None, ci: tuple[float | None, float | None], high: float) -> str:
+    """Why no candidate can be `improved`: the reference's interval (or, without one, this trial's) touches
+    the top of the score range."""
+    top = float(reference["eval_ci_high"]) if reference and reference.get("eval_ci_high") else ci[1]
+    if top is None or math.isnan(top) or top < high:
+        return ""
+    return (
+        f"the reference's eval_ci reaches the top of score_range ({high:g}): no improvement is possible; "
+        "make the task harder (a shorter budget, a harder env or eval) so that scores can rise"
+    )
+
+
+def parallel_note(reference: dict[str, str] | None, parallel: int) -> str:
+    """Seeds that share a machine may buy less per budget than seeds alone: say when the reference ran with
+    another parallelism (scripts/bench_parallel.py measures the difference)."""
+    theirs = reference.get("parallel") if reference else None
+    if not theirs or int(float(theirs)) == parallel:
+        return ""
+    return (
+        f"the reference ran {int(float(theirs))} seed(s) at once, this trial {parallel}: shared cores may "
+        "buy a little less training per budget (see scripts/bench_parallel.py)"
+    )
+
+
+def conclude(
+    ctx: TrialContext,
+    seeds: list[SeedResult],
+    base_rows: list[dict[str, Any]],
+    reference: dict[str, str] | None,
+    ref_rows: list[dict[str, Any]],
+    noise: stats.NoiseFloor,
+    stopped_early: str = "",
+    extras_fn: Callable[[list[dict[str, Any]]], dict[str, str]] | None = None,
+    parallel: int = 1,
+    interrupted: bool = False,
+    sequential: bool = True,
+    quick: bool = False,
+) -> TrialResult:
+    """Pool the seeds' eval rows and compare them with the reference.
+
+    `noise` is the ledger's noise floor (with the track's prior). `extras_fn(rows)` returns the backend's
+    summary extras. `sequential`: the trial looked after each wave (no --all-seeds), so its verdict is
+    judged at the level of the look it ended at (stats.sequential_verdict). `quick`: run.py --quick, whose
+    verdict is `quick` (no reference; never a baseline).
+    """
+    seeds = sorted(seeds, key=lambda s: s.index)
+    rows = [r for s in seeds for r in s.eval_rows]
+    status = worst_status(s.status for s in seeds)
+    if interrupted:
+        status = "interrupted"
+    score = stats.eval_score(rows) if rows else None
+    ci: tuple[float | None, float | None] = (None, None)
+    if rows:
+        # One seed: widen the interval by the seed-to-seed spread, which a bootstrap over examples can't see.
+        ci = stats.confidence_interval(rows, seed_sd=noise.sd if len(seeds) == 1 else None)
+        low, high = ctx.score_range
+        ci = (min(max(ci[0], low), high), min(max(ci[1], low), high))
+    comparison = None
+    if reference is not None and rows and status == "ok" and ref_rows:
+        comparison = stats.compare(rows, ref_rows, noise=noise)
+    if quick:  # run.py --quick: compared with nothing, never a baseline
+        verdict = QUICK
+    elif comparison is not None:
+        # judged at the level of the look it ended at: with interim looks, each look spends part of ALPHA
+        planned = ctx.seeds_planned or len(seeds)
+        look, looks = stats.looks(len(seeds), planned, parallel) if sequential else (1, 1)
+        verdict = stats.sequential_verdict(comparison, look, looks)
+    else:
+        verdict = "baseline" if reference is None and status == "ok" else "n/a"
+    return TrialResult(
+        ctx=ctx,
+        seeds=seeds,
+        status=status,
+        rows=rows,
+        score=score,
+        ci=ci,
+        env_scores=stats.env_scores(rows) if rows else {},
+        base_score=stats.eval_score(base_rows) if base_rows else None,
+        comparison=comparison,
+        reference_run=reference["run_id"] if reference is not None and comparison is not None else "",
+        verdict=verdict,
+        stopped_early=stopped_early,
+        note="; ".join(
+            n
+            for n in (ceiling_note(reference, ci, ctx.score_range[1]), parallel_note(reference, parallel))
+            if n
+        ),
+        extras=extras_fn(rows) if extras_fn is not None and rows else {},
+        parallel=parallel,
+    )
