@@ -29,7 +29,6 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from autorl.commands.show import Curve  # noqa: E402
 from autorl.engine import warm  # noqa: E402
 from autorl.engine.process import BudgetSpec  # noqa: E402
 from autorl.engine.seed import run_eval, run_seed  # noqa: E402
@@ -38,6 +37,7 @@ from autorl.llm.config import load_train_config  # noqa: E402
 from autorl.llm.embedded.backend import EmbeddedBackend, build_spec  # noqa: E402
 from autorl.llm.prepare import require_model  # noqa: E402
 from autorl.record import stats  # noqa: E402
+from autorl.record.runview import Curve  # noqa: E402
 
 
 def reward_curve(seed_dir: Path) -> str:

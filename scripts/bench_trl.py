@@ -86,7 +86,7 @@ def bench_trl(spec, steps: int, warmup: int, seed: int, threads: int) -> dict:
     from trl import GRPOConfig, GRPOTrainer
 
     from autorl.llm.envs import load_env
-    from autorl.llm.eval import load_tokenizer
+    from autorl.llm.tokenizer import load_tokenizer
 
     torch.set_num_threads(threads)
     source = spec.sources[0]

@@ -455,7 +455,7 @@ def flops_per_sample(n_params: int, prompt_tokens: float, completion_tokens: flo
 
 def prompt_tokens(spec) -> float:
     from autorl.llm.envs import load_env
-    from autorl.llm.eval import encode_prompt, load_tokenizer
+    from autorl.llm.tokenizer import encode_prompt, load_tokenizer
 
     tok = load_tokenizer(spec.model_path)
     src = spec.sources[0]

@@ -17,7 +17,7 @@ from fakes.fake_backend import FakeBackend
 from autorl.commands import cli, show, trial
 from autorl.commands.tune import parse_summary
 from autorl.llm.track import LLMTrack
-from autorl.record import stats
+from autorl.record import runview, stats
 from autorl.record.ledger import Ledger
 
 REPO = Path(__file__).resolve().parent.parent
@@ -108,18 +108,18 @@ def test_show_reads_a_real_classic_trial_against_its_reference(classic_runs, tmp
 
 def test_a_real_classic_trial_has_its_outcome_and_the_few_steps_flag_only_when_short(classic_runs):
     root, _, cand = classic_runs
-    seeds = show.load_seeds(root / cand["run_dir"])
+    seeds = runview.load_seeds(root / cand["run_dir"])
     assert [s.status for s in seeds] == ["ok", "ok"] and all(s.stop_reason == "budget" for s in seeds)
     assert sum(s.steps for s in seeds) == int(cand["steps"])
     most = max(s.steps for s in seeds)
-    assert ("few_steps" in flag_names(cand)) == (most < show.THRESHOLDS.min_steps)
+    assert ("few_steps" in flag_names(cand)) == (most < runview.THRESHOLDS.min_steps)
     # The same seeds under a higher bar raise it (the flag reads the threshold from its one place), and only
     # it: a real 2 s run may also show another flag (a reward that fell back), with either bar.
-    before = [f.text for f in show.health_flags(seeds, None, None) if f.name != "few_steps"]
-    high = dataclasses.replace(show.THRESHOLDS, min_steps=most + 1)
+    before = [f.text for f in runview.health_flags(seeds, None, None) if f.name != "few_steps"]
+    high = dataclasses.replace(runview.THRESHOLDS, min_steps=most + 1)
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(show, "THRESHOLDS", high)
-        texts = [f.text for f in show.health_flags(seeds, None, None)]
+        mp.setattr(runview, "THRESHOLDS", high)
+        texts = [f.text for f in runview.health_flags(seeds, None, None)]
     few = f"only {most} steps fit the budget (fewer than {most + 1}): it hardly trained"
     assert sorted(texts) == sorted([*before, few])
 
@@ -272,11 +272,11 @@ def test_a_reward_that_falls_from_its_first_steps_is_a_collapse():
     smoothed curve starts at its peak. A flat noisy reward, and a small decline, are not collapses."""
     steps = list(range(1, 1201))
     cliff = [0.3 * 0.97**s + 0.02 for s in steps]
-    assert show.Curve.of("reward", steps, cliff).collapsed
+    assert runview.Curve.of("reward", steps, cliff).collapsed
     flat = [0.35 + 0.02 * ((s * 7919) % 11 - 5) / 5 for s in steps]
-    assert not show.Curve.of("reward", steps, flat).collapsed
+    assert not runview.Curve.of("reward", steps, flat).collapsed
     slow = [0.35 - 0.03 * s / 1200 for s in steps]
-    assert not show.Curve.of("reward", steps, slow).collapsed
+    assert not runview.Curve.of("reward", steps, slow).collapsed
 
 
 def test_a_noisy_peak_that_gives_back_a_tenth_is_not_a_collapse():
@@ -287,19 +287,19 @@ def test_a_noisy_peak_that_gives_back_a_tenth_is_not_a_collapse():
     steps = list(range(1, 1301))
     # up 0.307 -> 0.366 by step 700, held, down to 0.326 over steps 900-1000, held
     noisy_peak = [0.307 + 0.059 * min(s, 700) / 700 - 0.04 * min(max(0, s - 900), 100) / 100 for s in steps]
-    curve = show.Curve.of("reward", steps, noisy_peak)
+    curve = runview.Curve.of("reward", steps, noisy_peak)
     assert curve.peak - curve.end > 0.5 * (curve.peak - curve.start)  # gave back over half its rise...
     assert not curve.collapsed  # ...but a tenth of its size
     cliff = [0.12 + 0.01 * min(s, 60) / 60 - 0.08 * max(0, s - 60) / 1240 for s in steps]
-    assert show.Curve.of("reward", steps, cliff).collapsed
+    assert runview.Curve.of("reward", steps, cliff).collapsed
 
 
 def test_few_steps_is_flagged_when_the_budget_holds_only_a_handful(root, monkeypatch, capsys):
     short = fake_trial(monkeypatch, root, capsys, "--budget", "0.2")
-    assert int(short["steps"]) < show.THRESHOLDS.min_steps
+    assert int(short["steps"]) < runview.THRESHOLDS.min_steps
     assert short["health/few_steps"].startswith(f"only {short['steps']} steps fit the budget")
     longer = fake_trial(monkeypatch, root, capsys, "--budget", "1.5")
-    assert int(longer["steps"]) >= show.THRESHOLDS.min_steps
+    assert int(longer["steps"]) >= runview.THRESHOLDS.min_steps
     assert "few_steps" not in flag_names(longer)
 
 
@@ -384,8 +384,8 @@ def test_seeds_needed_gives_the_power_it_promises_in_the_simulation():
 def test_an_inconclusive_summary_says_how_many_seeds_its_delta_needs(root, monkeypatch, capsys):
     """The figure in the summary is stats.seeds_needed of the comparison the verdict made (recomputed here
     from the two trials' eval rows and the ledger's noise floor, as the runner does)."""
+    from autorl.engine.result import seeds_needed_text
     from autorl.io.jsonl import read_jsonl
-    from autorl.record.result import seeds_needed_text
 
     ref = fake_trial(monkeypatch, root, capsys, "--budget", "0.3", quality=0.5)
     s = fake_trial(monkeypatch, root, capsys, "--budget", "0.3", quality=0.52)

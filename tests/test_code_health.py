@@ -7,6 +7,7 @@ included)."""
 from __future__ import annotations
 
 import ast
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -22,7 +23,7 @@ TRIAL_PATH = [
     "autorl/engine/process.py",
     "autorl/engine/pool.py",
     "autorl/engine/ray_pool.py",
-    "autorl/record/result.py",
+    "autorl/engine/result.py",
     "autorl/record/row.py",
     "autorl/record/ledger.py",
 ]
@@ -173,3 +174,87 @@ def test_the_cycle_check_finds_a_cycle_through_a_function_level_import(tmp_path)
     assert graph["autorl.a"] == {"autorl.b"} and graph["autorl.b"] == {"autorl.a"}
     assert graph["autorl.c"] == set() and graph["autorl.d"] == {"autorl.c"}  # a type-only import is not one
     assert cycles(graph) == [["autorl.a", "autorl.b"]]
+
+
+# ---- floors: a module imports only from its own floor or below ------------------------------------------
+
+# The package's floors, lowest first (docs/architecture.md): input/output helpers, the record, the trial
+# engine, the two tracks, the commands. The engine reaches a track only through the registry, by name.
+FLOORS = {
+    "autorl": 0,
+    "autorl.io": 0,
+    "autorl.record": 1,
+    "autorl.engine": 2,
+    "autorl.llm": 3,
+    "autorl.classic": 3,
+    "autorl.commands": 4,
+}
+
+
+def floor(module: str) -> int:
+    """The floor of a module: that of the longest FLOORS prefix it falls under."""
+    owners = [p for p in FLOORS if module == p or module.startswith(p + ".")]
+    return FLOORS[max(owners, key=len)]
+
+
+def upward_imports(graph: dict[str, set[str]]) -> list[str]:
+    return sorted(f"{a} -> {b}" for a, targets in graph.items() for b in targets if floor(b) > floor(a))
+
+
+def test_every_module_of_the_package_lives_on_a_floor():
+    """A new folder is placed on a floor here (and on docs/architecture.md), not silently on floor 0."""
+    loose = [
+        m
+        for m in modules(REPO)
+        if m.count(".") and m.split(".")[1] not in {p.split(".")[1] for p in FLOORS if "." in p}
+    ]
+    assert loose == []
+
+
+def test_no_import_climbs_back_up_a_floor_even_inside_a_function():
+    assert upward_imports(import_graph(REPO)) == []
+
+
+def test_the_floor_check_finds_an_upward_import_inside_a_function(tmp_path):
+    package = tmp_path / "autorl"
+    for sub in ("io", "engine", "commands"):
+        (package / sub).mkdir(parents=True)
+        (package / sub / "__init__.py").write_text("")
+    (package / "__init__.py").write_text("")
+    (package / "io" / "paths.py").write_text("def f():\n    from autorl.commands import status\n")
+    (package / "engine" / "seed.py").write_text("from autorl.io import paths\n")
+    (package / "commands" / "status.py").write_text("from autorl.engine import seed\n")
+    assert upward_imports(import_graph(tmp_path)) == ["autorl.io.paths -> autorl.commands.status"]
+
+
+# ---- docs/architecture.md names every module on its floor ----------------------------------------------
+
+ARCHITECTURE = REPO / "docs" / "architecture.md"
+
+
+def layout_sections(page: str) -> dict[str, str]:
+    """The page's layout block cut at each `autorl/<folder>/` heading line: folder -> its text."""
+    block = page.split("```\nrun.py")[1].split("```")[0]
+    sections: dict[str, str] = {}
+    folder = ""
+    for line in block.splitlines():
+        if line.startswith("autorl/"):
+            folder = line.split()[0].strip("/").split("/")[1]
+        if folder:
+            sections[folder] = sections.get(folder, "") + line + "\n"
+    return sections
+
+
+def test_the_architecture_page_names_every_module_in_its_folder_and_the_floors_as_the_check_has_them():
+    page = ARCHITECTURE.read_text()
+    sections = layout_sections(page)
+    missing = [
+        str(path.relative_to(REPO))
+        for path in (REPO / "autorl").rglob("*.py")
+        if path.name != "__init__.py"
+        and path.name not in sections.get(path.relative_to(REPO / "autorl").parts[0], "")
+    ]
+    assert missing == [], "docs/architecture.md's layout does not name these where they live"
+    table = {f"autorl.{m[1]}": int(m[0]) for m in re.findall(r"^\| (\d) \| `autorl/(\w+)/`", page, re.M)}
+    table |= {f"autorl.{m}": 3 for m in re.findall(r"^\| 3 \| `autorl/\w+/`, `autorl/(\w+)/`", page, re.M)}
+    assert table == {k: v for k, v in FLOORS.items() if k != "autorl"}

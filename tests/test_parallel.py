@@ -18,7 +18,7 @@ from fakes.fake_backend import FakeBackend
 
 from autorl.commands import trial
 from autorl.commands.tune import parse_summary
-from autorl.engine.seed import RunOptions
+from autorl.engine.options import RunOptions
 from autorl.engine.slots import plan
 from autorl.llm.track import LLMTrack
 from autorl.record.ledger import Ledger

@@ -16,7 +16,6 @@ from pathlib import Path
 
 import pytest
 
-from autorl.commands import show
 from autorl.engine.backend import WHOLE_MACHINE, Slot
 from autorl.io.tomlcheck import ConfigError
 from autorl.llm.config import load_train_config
@@ -35,6 +34,7 @@ from autorl.llm.primerl.install import NOT_FOUND, PrimeRLNotFound, find_prime_rl
 from autorl.llm.primerl.render import render, to_toml, unknown_keys
 from autorl.llm.primerl.weights import latest_stable_broadcast
 from autorl.llm.primerl_keys import is_primerl_key
+from autorl.record import runview
 
 REPO = Path(__file__).resolve().parent.parent
 FAKE_RL = REPO / "tests" / "fakes" / "fake_prime_rl" / "rl"
@@ -646,7 +646,7 @@ def test_budgeted_run_picks_latest_weights_and_leaves_no_process(tmp_path, fake_
     ours = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
     assert len(ours) >= outcome.steps and all(r["reward_mean"] is not None for r in ours)
     assert outcome.peak_memory_gb is not None
-    seed = show.load_seed(run_dir, 0)  # what `autorl show` reads of a prime-rl seed
+    seed = runview.load_seed(run_dir, 0)  # what `autorl show` reads of a prime-rl seed
     assert seed.reward is not None and seed.reward.end > seed.reward.start  # the fake's reward rises
     assert set(seed.trends) == {"loss", "mismatch_kl", "entropy"} and seed.truncated == pytest.approx(0.25)
 

@@ -239,7 +239,7 @@ def test_bad_config_is_refused_fast_without_heavy_imports(root):
 
 
 def test_a_reference_at_the_top_of_the_score_range_is_noted():
-    from autorl.record.result import ceiling_note
+    from autorl.engine.result import ceiling_note
 
     at_top = ceiling_note({"eval_ci_high": "1.0"}, (0.2, 0.5), high=1.0)
     assert "no improvement is possible" in at_top and "make the task harder" in at_top
@@ -309,7 +309,7 @@ def test_a_failed_ledger_write_still_prints_and_saves_the_summary(root, monkeypa
 def test_each_run_py_flag_sets_its_option():
     """run.py's flags are RunOptions' fields (declared once): no flag given is the field's default, and each
     flag, spelt with dashes, sets its field with the value its type parses."""
-    from autorl.engine.seed import RunOptions
+    from autorl.engine.options import RunOptions
 
     assert trial.parse_options([]) == RunOptions()
     argv = "--config x.toml --track classic --budget 5 --seeds 3 --all-seeds --parallel 2 --ray h:1"

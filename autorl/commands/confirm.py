@@ -20,8 +20,9 @@ from datetime import datetime
 from typing import Any
 
 from autorl.engine import warm
+from autorl.engine.options import RunOptions
 from autorl.engine.retrain import RetrainError, recorded_config, run_jobs, same_harness
-from autorl.engine.seed import RunOptions, SeedResult, worst_status
+from autorl.engine.seed import SeedResult, worst_status
 from autorl.io import paths
 from autorl.io.cliargs import CONFIRM_MAX_SEEDS
 from autorl.record import stats
@@ -225,7 +226,7 @@ def confirm_estimate(
     rows: list[dict[str, str]], context: ResearchContext, seeds: int, parallel: int
 ) -> str | None:
     """The confirmation's expected wall time from the context's trials measured here (None before one)."""
-    from autorl.commands.status import expected_wall, minutes
+    from autorl.engine.cost import expected_wall, minutes
 
     if (expected := expected_wall(rows, context, seeds, parallel)) is None:
         return None

@@ -297,7 +297,7 @@ def _train(
     rows: list[dict[str, str]], plan: Plan, chosen: list[Config], jobs: list[Any], backend: Any
 ) -> bool:
     """Run the jobs on the machine's slots; False when a signal stopped them."""
-    from autorl.engine.seed import RunOptions
+    from autorl.engine.options import RunOptions
     from autorl.engine.slots import plan as slot_plan
 
     the_plan = slot_plan(backend, chosen[0].cfg, RunOptions(budget=plan.long_budget, seeds=len(jobs)))
@@ -326,7 +326,7 @@ def _announce(plan: Plan, chosen: list[Config], n_jobs: int) -> None:
 
 def _estimate(rows: list[dict[str, str]], plan: Plan, n_jobs: int, parallel: int) -> str | None:
     """The wall time from the context's measured seconds per seed, its training at the long budget."""
-    from autorl.commands.status import expected_wall, minutes
+    from autorl.engine.cost import expected_wall, minutes
 
     if (expected := expected_wall(rows, plan.context, n_jobs, parallel, plan.long_budget)) is None:
         return None

@@ -1,273 +1,21 @@
 """`autorl show [RUN]`: why a trial scored what it scored, in about 40 lines, next to its reference.
 
-It reads a run directory (any backend: the embedded trainer's and the classic track's metrics.jsonl, the
-prime-rl backend's copy of prime-rl's metrics; `outcome.json`, `eval.jsonl` and `train_state.json` per seed)
-into typed views (`SeedView`, `TrialView`), and from those numbers computes the health flags that the trial's
-summary prints too (`health_flags`, thresholds in `THRESHOLDS`). `--png FILE` draws each seed's learning curve
+It renders a run directory's views (autorl/record/runview.py: `SeedView`, `TrialView`, and the health flags
+a trial's summary prints too), the trial beside its reference. `--png FILE` draws each seed's learning curve
 next to the reference's.
 """
 
 from __future__ import annotations
 
-import math
 import statistics
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
-from autorl.io import inputs, paths
-from autorl.io.jsonl import eval_rows_problem, read_jsonl
-from autorl.record import stats
+from autorl.io import paths
+from autorl.record.runview import TREND_KEYS, Curve, SeedView, TrialView, short
 
 MAX_LINES = 40  # the text view is cut to this many lines
 MAX_SEED_LINES = 8  # seeds shown one a line (the rest are counted)
-TREND_KEYS = ("loss", "mismatch_kl", "approx_kl", "entropy")  # shown where the backend logs them
-
-
-@dataclass(frozen=True)
-class Thresholds:
-    """The health flags' thresholds: the one place they are set (the summary and `autorl show` use them)."""
-
-    collapse_share: float = 0.5  # a seed's smoothed reward fell back by this share of its rise (its size when
-    # it never rose) or more...
-    collapse_min_fall: float = 0.25  # ...and by at least this share of its peak's size: a collapse. Healthy
-    # seeds of the default at --budget 90 fall back 0-11% from their (noisy, smoothed) peak; past the lr
-    # cliff, 55-78% (docs/train-toml.md)
-    zero_advantage: float = 0.5  # mean share of groups whose rewards were all equal: no learning signal
-    truncated: float = 0.3  # mean share of completions cut at max_completion_tokens
-    min_steps: int = 20  # fewer optimizer steps than this in the budget: the trial hardly trained
-
-
-THRESHOLDS = Thresholds()
-
-
-@dataclass(frozen=True)
-class Curve:
-    """A logged series in a few numbers, smoothed by a moving average over a tenth of its points."""
-
-    key: str
-    start: float
-    peak: float
-    peak_step: int
-    end: float
-    points: int
-
-    @classmethod
-    def of(cls, key: str, steps: Sequence[int], values: Sequence[float]) -> Curve | None:
-        if not values:
-            return None
-        w = max(1, len(values) // 10)
-        smooth = [statistics.fmean(values[i : i + w]) for i in range(len(values) - w + 1)]
-        top = max(range(len(smooth)), key=smooth.__getitem__)
-        return cls(key, smooth[0], smooth[top], int(steps[top + w // 2]), smooth[-1], len(values))
-
-    @property
-    def collapsed(self) -> bool:
-        rise, fall = self.peak - self.start, self.peak - self.end
-        t = THRESHOLDS
-        if fall < t.collapse_min_fall * abs(self.peak):
-            return False
-        # A reward that rose gave back a share of its rise; one that fell from its first steps (an lr past the
-        # cliff: smoothing folds the early fall into the start) lost that share of its own size.
-        return fall >= t.collapse_share * (rise if rise > 0 else abs(self.peak))
-
-    def text(self) -> str:
-        return f"{_g(self.start)}→{_g(self.peak)}@{self.peak_step}→{_g(self.end)}"
-
-
-def _g(v: float | None) -> str:
-    if v is None or (isinstance(v, float) and math.isnan(v)):
-        return "-"
-    return f"{v:.3g}" if abs(v) < 1000 else f"{v:.0f}"
-
-
-def _number(v: Any) -> float | None:
-    return float(v) if isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v) else None
-
-
-def _series(rows: Sequence[Mapping[str, Any]], key: str) -> tuple[list[int], list[float]]:
-    pairs = [(int(r.get("step", i)), _number(r.get(key))) for i, r in enumerate(rows)]
-    kept = [(s, v) for s, v in pairs if v is not None]
-    return [s for s, _ in kept], [v for _, v in kept]
-
-
-def _mean_of(rows: Sequence[Mapping[str, Any]], key: str) -> float | None:
-    values = _series(rows, key)[1]
-    return statistics.fmean(values) if values else None
-
-
-@dataclass
-class SeedView:
-    """One seed of a trial, from its directory."""
-
-    index: int
-    seed: int | None
-    status: str  # ok | crash | timeout | interrupted ("?" before outcome.json was written)
-    stop_reason: str | None
-    cause: str | None  # the crash or timeout cause
-    steps: int
-    training_seconds: float | None
-    curves: list[Curve]  # reward_mean first, then reward_mean/<source>, then eval_return (classic)
-    zero_advantage: float | None  # mean share of zero-advantage groups
-    truncated: float | None  # mean share of completions cut at max_completion_tokens
-    trends: dict[str, tuple[float, float]]  # key -> (first tenth mean, last tenth mean)
-    env_scores: dict[str, float]  # this seed's eval per env
-    solving: bool = False  # classic: the seed records when its in-training eval solved the env
-    solved_seconds: float | None = None  # classic: time / env steps to solve (None: not solved)
-    solved_env_steps: int | None = None
-    series: dict[str, tuple[list[int], list[float]]] = field(default_factory=dict, repr=False)
-
-    @property
-    def seconds_per_step(self) -> float | None:
-        return self.training_seconds / self.steps if self.training_seconds and self.steps else None
-
-    @property
-    def reward(self) -> Curve | None:
-        return self.curves[0] if self.curves else None
-
-
-def curve_keys(rows: Sequence[Mapping[str, Any]]) -> list[str]:
-    """The reward curves a backend logged: reward_mean, per training source, the classic in-training eval."""
-    keys = {k for r in rows for k in r}
-    sources = sorted(k for k in keys if k.startswith("reward_mean/"))
-    return [k for k in ("reward_mean", *sources, "eval_return") if k in keys]
-
-
-def _trend(rows: Sequence[Mapping[str, Any]], key: str) -> tuple[float, float] | None:
-    values = _series(rows, key)[1]
-    if len(values) < 2:
-        return None
-    w = max(1, len(values) // 10)
-    return statistics.fmean(values[:w]), statistics.fmean(values[-w:])
-
-
-def load_seed(seed_dir: Path, index: int) -> SeedView:
-    rows = read_jsonl(seed_dir / "metrics.jsonl")
-    outcome = inputs.read_json_object(seed_dir / "outcome.json")
-    state = inputs.read_json_object(seed_dir / "train_state.json")  # classic only
-    series = {k: _series(rows, k) for k in curve_keys(rows)}
-    curves = [c for k, (s, v) in series.items() if (c := Curve.of(k, s, v)) is not None]
-    trends = {k: t for k in TREND_KEYS if (t := _trend(rows, k)) is not None}
-    eval_rows = read_jsonl(seed_dir / "eval.jsonl")
-    steps = outcome.get("steps")
-    last_step = int(rows[-1].get("step", len(rows))) if rows else 0
-    return SeedView(
-        index=index,
-        seed=outcome.get("seed"),
-        status=str(outcome.get("status", "?")),
-        stop_reason=outcome.get("stop_reason"),
-        cause=outcome.get("error") or (outcome.get("reason") if outcome.get("status") == "timeout" else None),
-        steps=int(steps) if isinstance(steps, int) else last_step,
-        training_seconds=_number(outcome.get("training_seconds")),
-        curves=curves,
-        zero_advantage=_mean_of(rows, "zero_adv_frac"),
-        truncated=_mean_of(rows, "truncated_frac"),
-        trends=trends,
-        env_scores=stats.env_scores(eval_rows) if eval_rows and not eval_rows_problem(eval_rows) else {},
-        solving="time_to_solve_seconds" in state,
-        solved_seconds=_number(state.get("time_to_solve_seconds")),
-        solved_env_steps=state.get("env_steps_to_solve"),
-        series=series,
-    )
-
-
-def load_seeds(run_dir: Path) -> list[SeedView]:
-    dirs = [d for d in Path(run_dir).glob("seed-*") if d.is_dir() and d.name[5:].isdigit()]
-    return [load_seed(d, int(d.name[5:])) for d in sorted(dirs, key=lambda d: int(d.name[5:]))]
-
-
-# ----------------------------------------------------------------------------------------------------
-# Health flags
-# ----------------------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class Flag:
-    name: str  # the summary key is health/<name>
-    text: str
-
-
-def _share(values: Sequence[float | None]) -> float | None:
-    known = [v for v in values if v is not None]
-    return statistics.fmean(known) if known else None
-
-
-def health_flags(seeds: Sequence[SeedView], score: float | None, base_score: float | None) -> list[Flag]:
-    """What looks wrong in a trial, one flag each, from the seeds' numbers and the trial's scores."""
-    t = THRESHOLDS
-    flags = []
-    collapsed = [s for s in seeds if s.reward is not None and s.reward.collapsed]
-    if collapsed:
-        worst = max(collapsed, key=lambda s: s.reward.peak - s.reward.end)  # type: ignore[union-attr]
-        flags.append(
-            Flag(
-                "reward_collapse",
-                f"reward collapsed on {len(collapsed)}/{len(seeds)} seeds (seed-{worst.index}: "
-                f"{worst.reward.text()})",  # type: ignore[union-attr]
-            )
-        )
-    zero = _share([s.zero_advantage for s in seeds])
-    if zero is not None and zero >= t.zero_advantage:
-        flags.append(
-            Flag("zero_advantage", f"{zero:.0%} of groups had zero advantage (all rewards equal): no signal")
-        )
-    cut = _share([s.truncated for s in seeds])
-    if cut is not None and cut >= t.truncated:
-        flags.append(Flag("truncated", f"{cut:.0%} of completions were cut at max_completion_tokens"))
-    budget_bound = [s for s in seeds if s.stop_reason == "budget"]
-    if budget_bound and (few := max(s.steps for s in budget_bound)) < t.min_steps:
-        flags.append(
-            Flag(
-                "few_steps", f"only {few} steps fit the budget (fewer than {t.min_steps}): it hardly trained"
-            )
-        )
-    if score is not None and base_score is not None and score < base_score:
-        flags.append(
-            Flag("below_base", f"eval_score {score:.4f} is below the untrained base model's {base_score:.4f}")
-        )
-    return flags
-
-
-def trial_health(run_dir: Path, score: float | None, base_score: float | None) -> dict[str, str]:
-    """The summary's `health/<name>` lines of a trial that just ran."""
-    return {f"health/{f.name}": f.text for f in health_flags(load_seeds(run_dir), score, base_score)}
-
-
-# ----------------------------------------------------------------------------------------------------
-# The trial against its reference
-# ----------------------------------------------------------------------------------------------------
-@dataclass
-class TrialView:
-    run_id: str
-    run_dir: Path
-    row: dict[str, Any]  # the trial's ledger row (result.json)
-    summary: dict[str, str]  # summary.txt
-    seeds: list[SeedView]
-    reference: TrialView | None = None
-
-    @classmethod
-    def load(cls, run_dir: Path, with_reference: bool = True) -> TrialView:
-        row = inputs.read_json_object(run_dir / "result.json")
-        summary = {}
-        if (run_dir / "summary.txt").is_file():
-            for line in (run_dir / "summary.txt").read_text().splitlines():
-                key, sep, value = line.partition(": ")
-                if sep:
-                    summary[key] = value
-        view = cls(str(row.get("run_id", run_dir.name)), run_dir, row, summary, load_seeds(run_dir))
-        ref = row.get("reference_run")
-        if with_reference and ref and (paths.runs_dir() / ref).is_dir():
-            view.reference = cls.load(paths.runs_dir() / ref, with_reference=False)
-        return view
-
-    def number(self, key: str) -> float | None:
-        return _number(self.row.get(key))
-
-    def env_scores(self) -> dict[str, float]:
-        scores = self.row.get("env_scores")
-        return {k: float(v) for k, v in scores.items()} if isinstance(scores, dict) else {}
-
-    def flags(self) -> list[Flag]:
-        return health_flags(self.seeds, self.number("eval_score"), self.number("base_score"))
 
 
 def _seed_line(s: SeedView) -> str:
@@ -315,7 +63,7 @@ def _trend_line(seeds: Sequence[SeedView]) -> str:
         pairs = [s.trends[key] for s in seeds if key in s.trends]
         if pairs:
             first, last = statistics.fmean(p[0] for p in pairs), statistics.fmean(p[1] for p in pairs)
-            parts.append(f"{key} {_g(first)}→{_g(last)}")
+            parts.append(f"{key} {short(first)}→{short(last)}")
     return "trends (first → last tenth of the steps, mean over seeds): " + "; ".join(parts) if parts else ""
 
 
@@ -336,7 +84,7 @@ def _head(view: TrialView) -> list[str]:
     head = (
         f"run {view.run_id} ({r.get('track', '?')} track, {r.get('backend', '?')}): status {r.get('status')}"
     )
-    head += f", verdict {r.get('verdict')}, eval_score {_g(score)}"
+    head += f", verdict {r.get('verdict')}, eval_score {short(score)}"
     lines = [head]
     ref = r.get("reference_run")
     if ref:
@@ -346,8 +94,8 @@ def _head(view: TrialView) -> list[str]:
         )
     budget = view.number("budget")
     lines.append(
-        f"budget {_g(budget)} s per seed; {len(view.seeds)} seeds ({r.get('parallel', '?')} at once); "
-        f"base_score {_g(view.number('base_score'))}"
+        f"budget {short(budget)} s per seed; {len(view.seeds)} seeds ({r.get('parallel', '?')} at once); "
+        f"base_score {short(view.number('base_score'))}"
         + (f"; stopped early {r['stopped_early']}" if r.get("stopped_early") else "")
     )
     if r.get("description"):

@@ -10,15 +10,15 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import statistics
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from autorl.engine.cost import cost_line, expected_cost
+from autorl.engine.result import ceiling_note
 from autorl.engine.track import get_track
 from autorl.io import inputs, paths
 from autorl.record.context import ResearchContext, best_kept, is_quick
 from autorl.record.ledger import Ledger, Mark
-from autorl.record.result import ceiling_note
 from autorl.record.row import as_float
 from autorl.record.sidetables import CONFIRMED, FIDELITY
 from autorl.record.stats import noise_floor
@@ -295,160 +295,6 @@ def collect(
         "tried": tried([r for r in rows if r["track"] == ctx.track]),
         "cost": expected_cost(same, ctx, the_track.default_seeds),
     }
-
-
-COST_TRIALS = 10  # the expected cost is the median over this many latest ok trials of the context
-RERUN_SEEDS = 12  # program.md's labelled re-run of a promising inconclusive
-
-
-def seed_cost(
-    rows: Sequence[Mapping[str, str]], context: ResearchContext
-) -> tuple[int, dict[str, float]] | None:
-    """The median seconds per seed (start-up, training, eval, other, total) over the context's latest ok
-    trials, the start-up a trial pays once (`once`: the first wave's wait for its warm starter's imports,
-    autorl/engine/warm.py), and how many trials it is from; None before a trial finished.
-
-    `total` is a wave's wall time, from each trial's total_seconds (less its own `once`, over its waves);
-    `other` what the seeds' own figures leave out of it (the classic track's in-training evaluations, off the
-    training clock; saves; children's exits; the runner between seeds). So the next trial's estimate, `once`
-    + waves x `total`, is the wall time a comparable trial took, not the sum of its parts."""
-    per_seed: list[tuple[float, ...]] = []
-    firsts: list[float] = []  # per trial: the slowest start-up of its first wave
-    laters: list[float] = []  # the start-ups of seeds after the first wave
-    waves: list[float] = []  # per trial: its wall time per wave, its own `once` left out
-    trials = [r for r in context.rows(rows) if r["status"] == "ok"][-COST_TRIALS:]
-    for r in trials:
-        n = len([s for s in (r.get("seeds") or "").split(",") if s])
-        parts = [as_float(r, k) for k in ("startup_seconds", "training_seconds", "eval_seconds")]
-        if n and None not in parts:
-            per_seed.append(tuple(v / n for v in parts))  # type: ignore[operator]
-        parallel = max(1, int(as_float(r, "parallel") or 1))
-        once = 0.0
-        if starts := _seed_startups(r["run_id"], n):
-            firsts.append(max(starts[:parallel]))
-            laters += starts[parallel:]
-            if starts[parallel:]:
-                once = max(0.0, firsts[-1] - statistics.median(starts[parallel:]))
-        if n and (total := as_float(r, "total_seconds")) is not None:
-            waves.append((total - once) / -(-n // parallel))
-    if not per_seed:
-        return None
-    startup, training, evaluation = (statistics.median(x) for x in zip(*per_seed, strict=True))
-    once = 0.0
-    if firsts and laters:  # the seeds' own files split the start-up into once a trial + per seed
-        startup = statistics.median(laters)
-        once = max(0.0, statistics.median(firsts) - startup)
-    parts_total = startup + training + evaluation
-    other = max(0.0, statistics.median(waves) - parts_total) if waves else 0.0
-    cost = {
-        "startup": startup,
-        "training": training,
-        "eval": evaluation,
-        "other": other,
-        "total": parts_total + other,
-        "once": once,
-    }
-    return len(per_seed), cost
-
-
-def _seed_startups(run_id: str, n: int) -> list[float]:
-    """Each seed's start-up (runs/<run_id>/seed-<k>/outcome.json), in seed order; [] when one is missing."""
-    out = []
-    for k in range(n):
-        outcome = inputs.read_json_object(paths.runs_dir() / run_id / f"seed-{k}" / "outcome.json")
-        try:
-            out.append(float(outcome["startup_seconds"]))
-        except (KeyError, TypeError, ValueError):
-            return []
-    return out
-
-
-def waves_seconds(seed: Mapping[str, float], seeds: int, parallel: int) -> float:
-    """Wall seconds of `seeds` seeds run `parallel` at a time: the start-up paid once, then each wave."""
-    return seed["once"] + -(-seeds // max(1, parallel)) * seed["total"]
-
-
-def expected_cost(
-    rows: Sequence[Mapping[str, str]], context: ResearchContext, default_seeds: int
-) -> dict[str, Any] | None:
-    """What the next decisions cost on this machine (`seed_cost`): at the latest trial's seeds and
-    parallelism, the wall time of the next trial (an upper bound: the early stop can end it sooner), a
-    12-seed re-run and a confirm (both sides' seeds on the same slots). None before a trial finished."""
-    if (measured := seed_cost(rows, context)) is None:
-        return None
-    trials, seed = measured
-    latest = context.rows(rows)[-1]
-    parallel = max(1, int(as_float(latest, "parallel") or 1))
-    planned = int(as_float(latest, "seeds_planned") or default_seeds)
-
-    def cost(seeds: int) -> dict[str, float]:
-        return {"seeds": seeds, "seconds": waves_seconds(seed, seeds, parallel)}
-
-    return {
-        "trials": trials,
-        "seed": seed,
-        "parallel": parallel,
-        "next_trial": cost(planned),
-        "rerun": cost(RERUN_SEEDS),
-        "confirm": cost(2 * default_seeds),
-    }
-
-
-def expected_wall(
-    rows: Sequence[Mapping[str, str]],
-    context: ResearchContext,
-    seeds: int,
-    parallel: int,
-    training_s: float | None = None,
-) -> tuple[float, int, dict[str, float]] | None:
-    """(wall seconds, trials measured, the seed's cost) of `seeds` seeds run `parallel` at a time, from the
-    context's trials measured here, each seed training `training_s` when given (fidelity's long budget)
-    instead of the measured training; None before a trial of the context finished."""
-    if (measured := seed_cost(rows, context)) is None:
-        return None
-    trials, seed = measured
-    if training_s is not None:
-        seed = {**seed, "total": seed["total"] - seed["training"] + training_s, "training": training_s}
-    return waves_seconds(seed, seeds, parallel), trials, seed
-
-
-def trial_estimate(
-    rows: Sequence[Mapping[str, str]], context: ResearchContext, seeds: int, parallel: int
-) -> str | None:
-    """A starting trial's expected wall time from the context's trials measured here (its plan line)."""
-    if (expected := expected_wall(rows, context, seeds, parallel)) is None:
-        return None
-    wall, trials, seed = expected
-    return (
-        f"expected: <= {minutes(wall)} ({_seed_text(seed)}, median of the {trials} latest comparable trials "
-        "here; the early stop can end it sooner)"
-    )
-
-
-def _seed_text(seed: Mapping[str, float]) -> str:
-    other = f" + {seed['other']:.0f} s other" if seed["other"] >= 1 else ""
-    once = f" (+ {seed['once']:.0f} s once a trial)" if seed["once"] >= 1 else ""
-    return (
-        f"a seed {seed['startup']:.0f} s start-up + {seed['training']:.0f} s training + {seed['eval']:.0f} s "
-        f"eval{other}{once}"
-    )
-
-
-def minutes(seconds: float) -> str:
-    return f"{seconds / 60:.0f} min" if seconds >= 90 else f"{seconds:.0f} s"
-
-
-def cost_line(cost: Mapping[str, Any] | None) -> str | None:
-    if cost is None:
-        return None
-    return (
-        f"cost here (median of {cost['trials']} trials): {_seed_text(cost['seed'])}, {cost['parallel']} at a "
-        "time; next trial "
-        f"({cost['next_trial']['seeds']} seeds) <= {minutes(cost['next_trial']['seconds'])}, a "
-        f"{cost['rerun']['seeds']}-seed re-run {minutes(cost['rerun']['seconds'])}, a confirm of "
-        f"{cost['confirm']['seeds'] // 2} seeds a side {minutes(cost['confirm']['seconds'])} "
-        "(autorl confirm sizes itself and says its own)"
-    )
 
 
 def tried_lines(tried: Sequence[Mapping[str, Any]]) -> list[str]:

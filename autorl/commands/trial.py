@@ -16,7 +16,7 @@ from typing import Any
 
 from autorl.engine import warm
 from autorl.engine.backend import Backend
-from autorl.engine.seed import RunOptions
+from autorl.engine.options import RunOptions
 from autorl.engine.track import Track, get_track
 from autorl.engine.trial_run import (
     EXIT_CRASH,

@@ -29,9 +29,10 @@ from pathlib import Path
 from typing import Any
 
 from autorl.engine.backend import Backend, Slot
+from autorl.engine.options import RunOptions
 from autorl.engine.pool import PoolRun, Report, SeedJob, waves
 from autorl.engine.process import BudgetSpec, Stop, kill_marked
-from autorl.engine.seed import RunOptions, SeedResult, run_seed
+from autorl.engine.seed import SeedResult, run_seed
 from autorl.engine.slots import Plan
 from autorl.io import atomic, paths
 from autorl.io.tomlcheck import ConfigError

@@ -56,9 +56,9 @@ def run_jobs(
     """The jobs (autorl.engine.pool.SeedJob, each with its config and split) in one pool on the plan's slots;
     None when a signal stopped them (the seeds that finished keep their files)."""
     from autorl.engine.live import LiveView
+    from autorl.engine.options import RunOptions
     from autorl.engine.pool import PoolRun, run_local
     from autorl.engine.process import Stop
-    from autorl.engine.seed import RunOptions
     from autorl.engine.trial_run import _Signals
 
     spec = RunOptions(budget=budget).budget_spec()

@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from autorl.engine.backend import Backend, Slot
-from autorl.engine.seed import RunOptions
+from autorl.engine.options import RunOptions
 from autorl.io.machine import Machine, load_machine, own_cpu_ids
 
 

@@ -3,7 +3,7 @@ statistics -> summary -> one ledger row, whatever fails.
 
 autorl/commands/trial.py validates and prepares (run.py's command) and hands a `Setup` to `run_trial`. What
 differs between the LLM and the classic track is asked of the track (autorl/engine/track.py); a seed is
-autorl/engine/seed.py's unit of work; the summary and the ledger row are built by autorl/record/result.py.
+autorl/engine/seed.py's unit of work; the summary and the ledger row are built by autorl/engine/result.py.
 """
 
 from __future__ import annotations
@@ -25,8 +25,9 @@ from typing import TYPE_CHECKING, Any
 
 from autorl.engine import warm
 from autorl.engine.backend import Backend
+from autorl.engine.options import RunOptions
 from autorl.engine.process import Stop
-from autorl.engine.seed import RunOptions, SeedResult
+from autorl.engine.seed import SeedResult
 from autorl.engine.track import Track
 from autorl.io import atomic, paths
 from autorl.io.harness import commit_short, harness_hash
@@ -36,9 +37,9 @@ from autorl.record.context import ResearchContext, is_quick
 
 if TYPE_CHECKING:
     from autorl.engine.ray_pool import Cluster
+    from autorl.engine.result import TrialContext, TrialResult
     from autorl.engine.slots import Plan
     from autorl.record.ledger import Ledger
-    from autorl.record.result import TrialContext, TrialResult
     from autorl.record.stats import NoiseFloor
 
 
@@ -259,7 +260,7 @@ def read_reference(ledger: Ledger, track: Track, context: ResearchContext, quick
 
 def new_context(setup: Setup, context: ResearchContext) -> TrialContext:
     """The trial's identity and its new run directory (runs/<time>-<commit>)."""
-    from autorl.record.result import TrialContext
+    from autorl.engine.result import TrialContext
 
     commit = commit_short(setup.root)
     run_id, run_dir = new_run_dir(commit)
@@ -282,7 +283,7 @@ def _train(
 ) -> Trained:
     """The run's files, the base eval, then the seeds in waves (an interim look after each). Raises
     ConfigError when the backend refuses the config at launch."""
-    from autorl.commands.status import trial_estimate
+    from autorl.engine.cost import trial_estimate
     from autorl.engine.live import LiveView
     from autorl.engine.pool import PoolRun, SeedJob, run_local
 
@@ -377,8 +378,8 @@ def _conclude(
     setup: Setup, ctx: TrialContext, parallel: int, ref: Reference, trained: Trained, stop: Stop
 ) -> TrialResult:
     """The statistics, the summary and the row; a fault here still gives a row, with the reason."""
-    from autorl.commands.show import trial_health
-    from autorl.record.result import conclude
+    from autorl.engine.result import conclude
+    from autorl.record.runview import trial_health
 
     results = trained.results
     try:

@@ -38,6 +38,7 @@ from typing import Any, Literal, ParamSpec, TypeVar
 from autorl.io import atomic, inputs, paths
 from autorl.llm import envs
 from autorl.llm.evalspec import EnvSpec, EvalSpec
+from autorl.llm.tokenizer import encode_prompt, eval_tokenizer, format_prompt
 
 HF_BATCH_SIZE_CPU = 256  # prompts per generate call; the tiny model's whole batch fits easily
 HF_BATCH_SIZE_GPU = 64
@@ -101,39 +102,6 @@ def eval_spec_hash(spec: EvalSpec, examples: list | None = None) -> str:
     return h.hexdigest()[:12]
 
 
-def format_prompt(tokenizer, prompt: str) -> str:
-    """The model input for a task prompt: the chat template as a user turn when the tokenizer has one,
-    else the raw prompt. The embedded trainer renders prompts with this same function."""
-    if getattr(tokenizer, "chat_template", None):
-        messages = [{"role": "user", "content": prompt}]
-        return tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
-    return prompt
-
-
-def encode_prompt(tokenizer, prompt: str) -> list[int]:
-    """Token ids of a task prompt (``format_prompt``, no special tokens added): the eval's and the embedded
-    trainer's."""
-    return list(tokenizer(format_prompt(tokenizer, prompt), add_special_tokens=False)["input_ids"])
-
-
-def load_tokenizer(path: str | Path):
-    """The tokenizer as saved: the eval's and the embedded trainer's.
-
-    transformers 5's AutoTokenizer picks the model family's class from config.json (Qwen2Tokenizer for any
-    qwen2 model), which re-tokenizes a tokenizer saved as a plain ``tokenizers`` one (tokenizer_class
-    ``TokenizersBackend``): a character vocabulary loses its spaces and newlines that way. When
-    tokenizer_config.json names the generic backend, load exactly that.
-    """
-    from transformers import AutoTokenizer, PreTrainedTokenizerFast
-
-    config = Path(path) / "tokenizer_config.json"
-    if config.is_file():
-        saved_class = json.loads(config.read_text()).get("tokenizer_class")
-        if saved_class in ("TokenizersBackend", "PreTrainedTokenizerFast"):
-            return PreTrainedTokenizerFast.from_pretrained(path)
-    return AutoTokenizer.from_pretrained(path)
-
-
 def resolve_device(device: Device) -> str:
     import torch
 
@@ -155,17 +123,6 @@ def resolve_engine(engine: Engine, device: str) -> str:
     return engine
 
 
-def _load_tokenizer(weights: Path, base_model: str | None):
-    # Trainers may save weights without tokenizer files (prime-rl broadcasts): fall back to the base model.
-    has_tokenizer = any((weights / f).exists() for f in ("tokenizer.json", "tokenizer_config.json"))
-    source = str(weights) if has_tokenizer or base_model is None else base_model
-    tokenizer = load_tokenizer(source)
-    tokenizer.padding_side = "left"
-    if tokenizer.pad_token_id is None:
-        tokenizer.pad_token = tokenizer.eos_token
-    return tokenizer
-
-
 class HFGenerator:
     """Batched transformers generation with KV cache and left padding."""
 
@@ -176,7 +133,7 @@ class HFGenerator:
         self.device = device
         if device == "cpu":
             torch.set_num_threads(CPU_THREADS)
-        self.tokenizer = _load_tokenizer(weights, base_model)
+        self.tokenizer = eval_tokenizer(weights, base_model)
         config = None
         if not (weights / "config.json").exists() and base_model is not None:
             config = AutoConfig.from_pretrained(base_model)
@@ -237,7 +194,7 @@ class VLLMGenerator:
 
         from autorl.llm.embedded.generation import vllm_cpu_memory_args
 
-        self.tokenizer = _load_tokenizer(weights, base_model)
+        self.tokenizer = eval_tokenizer(weights, base_model)
         self.llm = LLM(
             model=str(weights),
             tokenizer=str(weights) if (weights / "tokenizer_config.json").exists() else base_model,

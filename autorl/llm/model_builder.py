@@ -42,7 +42,8 @@ from typing import TYPE_CHECKING
 
 from autorl.io import atomic, paths
 from autorl.llm import envs
-from autorl.llm.eval import format_prompt, inference_mode
+from autorl.llm.eval import inference_mode
+from autorl.llm.tokenizer import format_prompt
 
 # torch, tokenizers and transformers are imported where used: run.py checks the recipe of a built model
 # (build_recipe, is_complete) before every trial, and importing them would add seconds to each start.
@@ -64,10 +65,11 @@ SHIPPED_SHA256 = "96376cd07fee25cbd38b174c94996df1acea2e5d4646b7887cd5e764ae659f
 PAD_TOKEN = "<|pad|>"
 EOS_TOKEN = "<|endoftext|>"
 # The chat template (Jinja, saved in tokenizer_config.json as HF tokenizers carry it). prime-rl renders every
-# prompt through it (the `renderers` package), the eval and the embedded trainer too (eval.format_prompt), so
-# a prompt is the same token sequence on every backend. It adds no characters: a user turn is its text (the
-# task prompt already ends with the cue, `47+38=`), a system turn its text and a newline, an assistant turn
-# its text and EOS; the generation prompt is empty. A character-level model pays for every character.
+# prompt through it (the `renderers` package), the eval and the embedded trainer too
+# (tokenizer.format_prompt), so a prompt is the same token sequence on every backend. It adds no characters: a
+# user turn is its text (the task prompt already ends with the cue, `47+38=`), a system turn its text and a
+# newline, an assistant turn its text and EOS; the generation prompt is empty. A character-level model pays
+# for every character.
 CHAT_TEMPLATE = (
     "{%- for message in messages -%}"
     "{{- message['content'] -}}"

@@ -1,3 +1,3 @@
-"""The record: the ledger row model and results.tsv, the research context (what makes trials comparable),
-the side tables, the statistics (score, noise floor, comparison, verdict, early stop) and the one builder of
-a trial's summary and row. Imports only autorl.io."""
+"""The record, floor 1: the ledger row model and results.tsv, the research context (what makes trials
+comparable, and the reference), the side tables, the statistics (score, noise floor, comparison, verdict,
+early stop, power) and a run directory read back (views and health flags). Imports only autorl.io."""

@@ -1,7 +1,7 @@
 """results.tsv's row: its columns and their types, the headers of earlier versions, how a cell is written
 and read back, and the one check of a row's values.
 
-`LedgerRow` is the row model: a trial builds one (autorl.record.result) and the ledger writes it; the column
+`LedgerRow` is the row model: a trial builds one (autorl.engine.result) and the ledger writes it; the column
 list, which columns hold numbers and the earlier headers all come from its fields. Rows read back are the
 cells as strings (`dict[str, str]`, keyed by column); `as_float` reads a number.
 """

@@ -2,7 +2,7 @@
 
 Not a trainer: it reads the config, turns it into a known score (peaked at lr = 1e-4, the other keys do
 not matter), writes a run directory with config.toml and per-example eval rows, and concludes the trial
-through the real autorl.record.result (statistics against the reference, the ledger row, run.py's summary
+through the real autorl.engine.result (statistics against the reference, the ledger row, run.py's summary
 block, result.json). `lr = 0` (or a config that does not parse) exits 2 like an invalid config;
 FAKE_RUN_CRASH=1 crashes; FAKE_RUN_PRINT_BYTES=N prints N more bytes after its row is recorded.
 """
@@ -23,6 +23,7 @@ STARTED = time.time()  # before the imports: a busy machine can spread two proce
 import tomllib
 from pathlib import Path
 
+from autorl.engine.result import TrialContext, conclude
 from autorl.engine.seed import SeedResult
 from autorl.engine.track import get_track
 from autorl.io import paths
@@ -30,7 +31,6 @@ from autorl.io.jsonl import read_jsonl
 from autorl.record import stats
 from autorl.record.context import ResearchContext
 from autorl.record.ledger import Ledger
-from autorl.record.result import TrialContext, conclude
 
 N_EXAMPLES = 400
 

@@ -18,7 +18,7 @@ import torch
 from autorl.llm.embedded import grpo
 from autorl.llm.embedded.backend import RunSpec, SourceSpec
 from autorl.llm.embedded.generation import Rollouts
-from autorl.llm.eval import encode_prompt
+from autorl.llm.tokenizer import encode_prompt
 
 PROMPT_CACHE_SIZE = 100_000  # token ids of this many distinct prompts are kept
 

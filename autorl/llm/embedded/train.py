@@ -76,7 +76,7 @@ from autorl.llm.embedded.generation import HFSampler, VLLMSampler, shared_prefil
 from autorl.llm.embedded.sampler_process import ProcessSampler
 from autorl.llm.embedded.scheduler import build_scheduler
 from autorl.llm.embedded.slots import SMALL_MODEL_PARAMS
-from autorl.llm.eval import load_tokenizer
+from autorl.llm.tokenizer import load_tokenizer
 
 # prime-rl's orchestrator aborts after this many consecutive empty train batches (orchestrator.py).
 MAX_CONSECUTIVE_EMPTY_BATCHES = 10

@@ -64,7 +64,7 @@ class TrialResult:
     run_dir_shown: str = ""  # run_dir as printed (relative to the repo root)
     health: dict[str, str] = field(
         default_factory=dict
-    )  # health/<flag>: text (autorl.commands.show.trial_health)
+    )  # health/<flag>: text (autorl.record.runview.trial_health)
 
     @property
     def done(self) -> list[SeedResult]:
