@@ -42,7 +42,7 @@ from autorl.record.runview import Curve  # noqa: E402
 
 def reward_curve(seed_dir: Path) -> str:
     """The seed's training reward, smoothed: start -> peak@step -> end, and whether it collapsed (the
-    health flag's rule, autorl/commands/show.py)."""
+    health flag's rule, autorl/record/runview.py)."""
     rows = read_jsonl(seed_dir / "metrics.jsonl")
     rows = [r for r in rows if isinstance(r.get("reward_mean"), int | float)]
     curve = Curve.of("reward", [int(r["step"]) for r in rows], [r["reward_mean"] for r in rows])

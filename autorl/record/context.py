@@ -3,7 +3,7 @@
 Trials are compared only under one track, eval set, harness and training budget. `ResearchContext` holds those
 four, built once: by run.py for a trial (autorl.commands.trial), and from a ledger row by `autorl confirm`,
 `status`, `report` and `mark`. It is passed whole to reference selection (`best_kept`), to the noise floor
-(autorl.record.stats.noise_floor) and to the cost estimate (autorl.commands.status).
+(autorl.record.stats.noise_floor) and to the cost estimate (autorl.engine.cost).
 """
 
 from __future__ import annotations
