@@ -1,8 +1,9 @@
 """A trial's result: its seeds pooled, compared with the reference, and the two ways it is written down.
 
-`conclude(...)` computes the statistics once; `TrialResult.summary_lines()` (the block after `---` and
-summary.txt) and `TrialResult.ledger_row()` (results.tsv and result.json) are the only places those two are
-built.
+`conclude(...)` builds the `TrialResult` (statistics computed once, health flags read from the seeds' files);
+the trial only stamps its wall time on it when it ends (`total_seconds`). `TrialResult.summary_lines()` (the
+block after `---` and summary.txt) and `TrialResult.ledger_row()` (results.tsv and result.json) are the only
+places those two are built.
 """
 
 from __future__ import annotations
@@ -16,10 +17,12 @@ from pathlib import Path
 from typing import Any
 
 from autorl.engine.seed import SeedResult, worst_status
+from autorl.io import paths
 from autorl.record import stats
 from autorl.record.context import QUICK, ResearchContext
 from autorl.record.ledger import eval_rows_hash
 from autorl.record.row import LedgerRow
+from autorl.record.runview import trial_health
 
 
 def fmt(value: float | None, digits: int = 4) -> str:
@@ -61,10 +64,17 @@ class TrialResult:
     extras: dict[str, str] = field(default_factory=dict)
     total_seconds: float = 0.0
     parallel: int = 1  # seeds run at once
-    run_dir_shown: str = ""  # run_dir as printed (relative to the repo root)
-    health: dict[str, str] = field(
-        default_factory=dict
-    )  # health/<flag>: text (autorl.record.runview.trial_health)
+    health: dict[str, str] = field(default_factory=dict)  # health/<flag>: text (runview.trial_health)
+
+    @property
+    def run_dir_shown(self) -> str:
+        """The run directory as printed: relative to the repository root when it is inside it."""
+        run_dir = self.ctx.run_dir
+        return (
+            str(run_dir.relative_to(paths.repo_root()))
+            if run_dir.is_relative_to(paths.repo_root())
+            else str(run_dir)
+        )
 
     @property
     def done(self) -> list[SeedResult]:
@@ -141,7 +151,7 @@ class TrialResult:
         lines.update(self.extras)
         lines["backend"] = self.ctx.backend
         lines["status"] = self.status
-        lines["run_dir"] = self.run_dir_shown or str(self.ctx.run_dir)
+        lines["run_dir"] = self.run_dir_shown
         lines["total_seconds"] = f"{self.total_seconds:.1f}"
         return lines
 
@@ -252,6 +262,7 @@ def conclude(
     if interrupted:
         status = "interrupted"
     score = stats.eval_score(rows) if rows else None
+    base_score = stats.eval_score(base_rows) if base_rows else None
     ci: tuple[float | None, float | None] = (None, None)
     if rows:
         # One seed: widen the interval by the seed-to-seed spread, which a bootstrap over examples can't see.
@@ -278,7 +289,7 @@ def conclude(
         score=score,
         ci=ci,
         env_scores=stats.env_scores(rows) if rows else {},
-        base_score=stats.eval_score(base_rows) if base_rows else None,
+        base_score=base_score,
         comparison=comparison,
         reference_run=reference["run_id"] if reference is not None and comparison is not None else "",
         verdict=verdict,
@@ -290,4 +301,15 @@ def conclude(
         ),
         extras=extras_fn(rows) if extras_fn is not None and rows else {},
         parallel=parallel,
+        health=health(ctx.run_dir, score, base_score),
     )
+
+
+def health(run_dir: Path, score: float | None, base_score: float | None) -> dict[str, str]:
+    """The summary's `health/<flag>` lines (diagnostics only: a fault reading the seeds' files is said and
+    never costs the row)."""
+    try:
+        return trial_health(run_dir, score, base_score)
+    except Exception as exc:
+        print(f"[trial] warning: health flags not computed: {type(exc).__name__}: {exc}", flush=True)
+        return {}

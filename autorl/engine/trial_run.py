@@ -379,7 +379,6 @@ def _conclude(
 ) -> TrialResult:
     """The statistics, the summary and the row; a fault here still gives a row, with the reason."""
     from autorl.engine.result import conclude
-    from autorl.record.runview import trial_health
 
     results = trained.results
     try:
@@ -403,11 +402,6 @@ def _conclude(
         traceback.print_exc()
         trained.failure = trained.failure or f"{type(exc).__name__}: {exc}"
         result = conclude(ctx, [], [], None, [], ref.noise, parallel=parallel)  # nothing to fail on
-    result.run_dir_shown = str(ctx.run_dir.relative_to(paths.repo_root()))
-    try:
-        result.health = trial_health(ctx.run_dir, result.score, result.base_score)
-    except Exception as exc:  # diagnostics only: a fault here never costs the row
-        say(f"warning: health flags not computed: {type(exc).__name__}: {exc}")
     if stop:
         evaluated = sum(1 for s in results if s.evaluated)
         say(f"stopped by a signal: {evaluated} seed(s) evaluated; recording the trial as interrupted")

@@ -97,7 +97,6 @@ def main() -> int:
         ref_rows,
         stats.noise_floor(rows, ctx.context, prior_sd=prior),
     )
-    result.run_dir_shown = f"runs/{run_id}"
     with open(run_dir / "eval.jsonl", "w") as f:
         f.writelines(json.dumps(r) + "\n" for r in result.rows)
     row = result.ledger_row()
