@@ -69,12 +69,9 @@ class TrialResult:
     @property
     def run_dir_shown(self) -> str:
         """The run directory as printed: relative to the repository root when it is inside it."""
+        root = paths.repo_root()
         run_dir = self.ctx.run_dir
-        return (
-            str(run_dir.relative_to(paths.repo_root()))
-            if run_dir.is_relative_to(paths.repo_root())
-            else str(run_dir)
-        )
+        return str(run_dir.relative_to(root) if run_dir.is_relative_to(root) else run_dir)
 
     @property
     def done(self) -> list[SeedResult]:
