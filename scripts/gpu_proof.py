@@ -2,7 +2,7 @@
 
     python scripts/gpu_proof.py --bundle DIR --out gpu-proof/          # on the GPU node (no uv, no network)
     uv run python scripts/gpu_proof.py --quick                         # CPU quick mode (CI runs it)
-    uv run python scripts/gpu_proof.py --build-bundle DIR              # on a networked machine (uv + PyPI)
+    uv run python scripts/gpu_proof.py --build-bundle DIR [--exclude pandas,...]   # networked machine (uv)
 
 Parts (``--parts 1,2,...``; each is isolated: one that fails records its error and the others still run):
 
@@ -189,16 +189,22 @@ def dir_mib(path: Path) -> float:
     return sum(f.stat().st_size for f in path.rglob("*") if f.is_file()) / 2**20
 
 
-def build_bundle(bundle: Path, python_version: str, platform_tag: str) -> int:
-    """Install BUNDLE_PACKAGES (no dependencies: the node's torch/transformers stay) for the node's Python
-    into ``bundle/site-packages`` with uv, drop test suites, and check the size. The directory is named
-    site-packages because dill (datasets' hashing, in the TRL run) pickles modules outside such a path by
-    value, which fails for pyarrow's types."""
+def build_bundle(bundle: Path, python_version: str, platform_tag: str, exclude: tuple[str, ...] = ()) -> int:
+    """Install BUNDLE_PACKAGES but ``exclude`` (packages the node already has; no dependencies: the node's
+    torch/transformers stay) for the node's Python into ``bundle/site-packages`` with uv, drop test suites,
+    and check the size. The directory is named site-packages because dill (datasets' hashing, in the TRL run)
+    pickles modules outside such a path by value, which fails for pyarrow's types."""
     target = bundle / "site-packages"
     if shutil.which("uv") is None:
         print("error: uv is not on PATH (pip install uv)", file=sys.stderr)
         return 2
-    specs = locked_versions(BUNDLE_PACKAGES)
+    unknown = sorted(set(exclude) - set(BUNDLE_PACKAGES))
+    if unknown:
+        print(
+            f"error: --exclude names packages the bundle does not hold: {', '.join(unknown)}", file=sys.stderr
+        )
+        return 2
+    specs = locked_versions([name for name in BUNDLE_PACKAGES if name not in exclude])
     cmd = ["uv", "pip", "install", "--no-deps", "--target", str(target)]
     cmd += ["--python-version", python_version, "--python-platform", platform_tag, *specs]
     print(" ".join(cmd), flush=True)
@@ -208,7 +214,13 @@ def build_bundle(bundle: Path, python_version: str, platform_tag: str) -> int:
     size = dir_mib(bundle)
     print(f"bundle {bundle}: {size:.1f} MiB ({len(specs)} packages: {' '.join(specs)})")
     if size > BUNDLE_LIMIT_MIB:
-        print(f"error: the bundle is over {BUNDLE_LIMIT_MIB} MiB", file=sys.stderr)
+        biggest = sorted(((dir_mib(p), p.name) for p in target.iterdir() if p.is_dir()), reverse=True)[:3]
+        names = ", ".join(f"{name} {mib:.1f} MiB" for mib, name in biggest)
+        print(
+            f"error: the bundle is over {BUNDLE_LIMIT_MIB} MiB (largest: {names}); --exclude what the node "
+            "already has (e.g. pandas,python-dateutil,tzdata)",
+            file=sys.stderr,
+        )
         return 1
     return 0
 
@@ -569,36 +581,42 @@ def run_k(kit: Kit, cfg, backend, label: str, k: int) -> Row:
     return Row(3, f"share/{label}/k={k}", "ok", figures=figures)
 
 
-def plan_k(n_params: int) -> int:
-    """Seeds the embedded slot plan puts on GPU 0 of this machine for a model of n_params."""
+def plan_k(n_params: int, vocab_size: int) -> int:
+    """Seeds the embedded slot plan puts on GPU 0 of this machine for a model of n_params and vocab_size."""
     from autorl.io.machine import inspect
     from autorl.llm.embedded.slots import plan_slots
 
-    return sum(1 for slot in plan_slots(n_params, inspect()) if slot.gpus == (0,))
+    return sum(1 for slot in plan_slots(n_params, inspect(), vocab_size) if slot.gpus == (0,))
 
 
-def verdict_row(label: str, rows: list[Row], n_params: int) -> Row:
+def verdict_row(label: str, rows: list[Row], planned: int) -> Row:
+    """The planned k against the best measured one. A plan beyond the measured ks agrees when the aggregate
+    still peaks at the largest k measured, unless a larger k was tried and failed: then None (unknown)."""
     ok = [r for r in rows if r.status == "ok"]
     if not ok:
         return Row(3, f"share/{label}/plan", "skipped", "skipped: no k was measured")
     best = max(ok, key=lambda r: r.figures["aggregate_samples_per_s"]).figures["k"]
-    planned = plan_k(n_params)
     largest = max(r.figures["k"] for r in ok)
-    agrees = planned == best or (planned > largest and best == largest)
+    failed = [r.name.rsplit("=", 1)[1] for r in rows if r.status != "ok" and "k=" in r.name]
+    agrees: bool | None = planned == best or (planned > largest and best == largest)
+    if planned > largest and failed:
+        agrees = None  # the ks that would tell were not measured
     figures = {"plan_k": planned, "best_measured_k": best, "measured_ks": [r.figures["k"] for r in ok]}
+    figures |= {"failed_ks": [int(k) for k in failed]} if failed else {}
     return Row(3, f"share/{label}/plan", "ok", figures={**figures, "plan_is_best": agrees})
 
 
 def share_model(kit: Kit, cfg, label: str, ks: tuple[int, ...], overrides: dict[str, Any]) -> list[Row]:
     """k = each of ks seeds of one model side by side, then (on a GPU) the plan's k against the best."""
-    from autorl.llm.embedded.slots import read_param_count
+    from autorl.llm.embedded.slots import read_param_count, read_vocab_size
     from autorl.llm.prepare import BUILTIN_MODEL
 
     backend = kit_backend({} if kit.cuda else CPU_ONLY, spec={**overrides, "save_interval_s": 1e9})
     rows = [attempt(3, f"share/{label}/k={k}", lambda k=k: run_k(kit, cfg, backend, label, k)) for k in ks]
     if kit.cuda:
-        n_params = read_param_count(overrides.get("model_path") or str(kit.root / BUILTIN_MODEL)) or 0
-        rows.append(attempt(3, f"share/{label}/plan", lambda: verdict_row(label, rows, n_params)))
+        model = overrides.get("model_path") or str(kit.root / BUILTIN_MODEL)
+        planned = lambda: plan_k(read_param_count(model) or 0, read_vocab_size(model))  # noqa: E731
+        rows.append(attempt(3, f"share/{label}/plan", lambda: verdict_row(label, rows, planned())))
     return rows
 
 
@@ -800,6 +818,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--keep", action="store_true", help="keep the working directory (runs, logs, models)")
     ap.add_argument("--build-bundle", type=Path, metavar="DIR", help="build the bundle into DIR and exit")
     ap.add_argument("--python-version", default="3.12", help="the GPU node's Python (bundle)")
+    ap.add_argument(
+        "--exclude", default="", help="comma-separated packages the node has, left out of the bundle"
+    )
     ap.add_argument("--platform", default="x86_64-manylinux_2_28", help="the GPU node's platform (bundle)")
     args = ap.parse_args(argv)
     try:
@@ -831,7 +852,8 @@ def settings_for(args: argparse.Namespace, quick: bool) -> Settings:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     if args.build_bundle:
-        return build_bundle(args.build_bundle.resolve(), args.python_version, args.platform)
+        exclude = tuple(name for name in args.exclude.split(",") if name)
+        return build_bundle(args.build_bundle.resolve(), args.python_version, args.platform, exclude)
     use_bundle(Path(args.bundle).resolve() if args.bundle else None)
     core = missing("torch", "transformers", "numpy", "pydantic", "psutil", "tomlkit")
     if core:

@@ -121,3 +121,36 @@ def test_bad_parts_exit_2_before_anything_runs(tmp_path: Path) -> None:
     assert proc.returncode == 2
     assert "--parts" in proc.stderr.strip().splitlines()[-1]
     assert not out.exists()
+
+
+def test_the_plan_row_is_unknown_when_a_larger_k_failed(gpu_proof) -> None:
+    """H200, 2026-11-26: k = 4 and 8 were stopped, the plan said 16; k = 2 (the largest measured) being best
+    said nothing about 16, and the row said plan_is_best true."""
+    Row = gpu_proof.Row
+
+    def k_row(k: int, rate: float | None) -> Row:
+        if rate is None:
+            return Row(3, f"share/tiny/k={k}", "error", "seed 0: stopped by a signal")
+        return Row(3, f"share/tiny/k={k}", "ok", figures={"k": k, "aggregate_samples_per_s": rate})
+
+    measured = [k_row(1, 260.3), k_row(2, 435.2)]
+    cut_short = gpu_proof.verdict_row("tiny", [*measured, k_row(4, None), k_row(8, None)], planned=16)
+    assert cut_short.figures["plan_is_best"] is None and cut_short.figures["failed_ks"] == [4, 8]
+    # Every k tried was measured: a plan beyond them agrees while the aggregate still grows at the largest.
+    assert gpu_proof.verdict_row("tiny", measured, planned=16).figures["plan_is_best"] is True
+    assert gpu_proof.verdict_row("tiny", measured, planned=1).figures["plan_is_best"] is False
+    assert (
+        gpu_proof.verdict_row("tiny", [*measured, k_row(4, None)], planned=2).figures["plan_is_best"] is True
+    )
+
+
+def test_bundle_exclude_names_only_bundled_packages(tmp_path: Path) -> None:
+    proc = subprocess.run(
+        [sys.executable, str(KIT), "--build-bundle", str(tmp_path / "b"), "--exclude", "pandas,pandaz"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 2
+    assert "pandaz" in proc.stderr and "pandas" not in proc.stderr.split(":")[-1]
+    assert not (tmp_path / "b").exists()

@@ -15,14 +15,18 @@ from autorl.llm.embedded.backend import EmbeddedBackend
 from autorl.llm.embedded.slots import (
     GPU_MEMORY_USABLE,
     SMALL_MODEL_PARAMS,
+    TRAINING_BYTES_PER_PARAM,
+    VLLM_GPU_FRACTION,
     plan_slots,
     read_param_count,
+    read_vocab_size,
     seed_gpu_memory_gb,
 )
 from autorl.llm.schema import TrainConfig
 
 TINY = 200_000  # parameters: a model the trainer runs on one thread
 QWEN3_0_6B = 600_000_000
+QWEN3_VOCAB = 151_936
 
 
 def machine(cpus: int, gpus: list[Gpu] | None = None) -> Machine:
@@ -54,13 +58,13 @@ def test_cpu_single_core_and_big_model():
 
 
 def test_gpu_seeds_share_a_gpu_by_memory():
-    gpus = [Gpu(0, "H100", 80.0), Gpu(1, "H100", 80.0)]
-    slots = plan_slots(QWEN3_0_6B, machine(16, gpus))
-    per_gpu = int(80.0 * GPU_MEMORY_USABLE // seed_gpu_memory_gb(QWEN3_0_6B))
-    assert 1 < per_gpu < 8  # the estimate of a 0.6B model: several, not many, per 80 GB
+    gpus = [Gpu(0, "H200", 140.0), Gpu(1, "H200", 140.0)]
+    slots = plan_slots(QWEN3_0_6B, machine(16, gpus), QWEN3_VOCAB)
+    per_gpu = int(140.0 * GPU_MEMORY_USABLE // seed_gpu_memory_gb(QWEN3_0_6B, QWEN3_VOCAB))
+    assert 1 < per_gpu < 8  # the estimate of a 0.6B model: several, not many, per 140 GB
     assert [s.gpus for s in slots] == [(0,)] * per_gpu + [(1,)] * per_gpu
     assert all(s.gpu_share == pytest.approx(1 / per_gpu) for s in slots)
-    assert per_gpu * seed_gpu_memory_gb(QWEN3_0_6B) <= 80.0
+    assert per_gpu * seed_gpu_memory_gb(QWEN3_0_6B, QWEN3_VOCAB) <= 140.0
     assert_disjoint_cores(slots)
     assert all(s.cpus and s.threads == len(s.cpus) for s in slots)
 
@@ -73,10 +77,27 @@ def test_gpu_seed_count_is_capped_by_cores_and_a_big_model_gets_the_whole_gpu():
     assert len(slots) == 1 and slots[0].gpus == (0,) and slots[0].gpu_share is None
 
 
+def test_a_seed_s_share_holds_the_measured_peak_of_a_big_vocabulary():
+    """The kit's part 2 (H200, 2026-11-26): the Qwen3-0.6B shape's trainer peaked at 28.18 GiB. The earlier
+    rule (one copy of the logits) planned 3 seeds on an 80 GB GPU, each capped at 26.7 GB, under that peak."""
+    measured_peak_gb = 28.18
+    for memory_gb in (80.0, 140.0):
+        slots = plan_slots(QWEN3_0_6B, machine(16, [Gpu(0, "H", memory_gb)]), QWEN3_VOCAB)
+        cap_gb = memory_gb * (slots[0].gpu_share or 1.0)  # the trainer's set_per_process_memory_fraction
+        assert cap_gb >= measured_peak_gb, (memory_gb, len(slots))
+    assert len(plan_slots(QWEN3_0_6B, machine(16, [Gpu(0, "H100", 80.0)]), QWEN3_VOCAB)) == 1
+    # The vocabulary is what grew: the same parameters with a small one fit several seeds.
+    assert len(plan_slots(QWEN3_0_6B, machine(16, [Gpu(0, "H100", 80.0)]), 512)) > 1
+    weights_gb = QWEN3_0_6B * TRAINING_BYTES_PER_PARAM / 2**30
+    assert seed_gpu_memory_gb(QWEN3_0_6B, QWEN3_VOCAB) * (1 - VLLM_GPU_FRACTION) > weights_gb + 15
+
+
 def test_embedded_backend_plans_from_the_model_on_disk(tiny_model, tmp_path):
     model = Qwen2ForCausalLM.from_pretrained(tiny_model)
     assert read_param_count(str(tiny_model)) == sum(p.numel() for p in model.parameters())
     assert read_param_count(str(tmp_path / "missing")) is None
+    assert read_vocab_size(str(tiny_model)) == model.config.vocab_size > 0
+    assert read_vocab_size(str(tmp_path / "missing")) == 0
     train = TrainConfig.model_validate(
         {
             "model": {"name": str(tiny_model)},

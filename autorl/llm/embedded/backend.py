@@ -44,7 +44,7 @@ from autorl.engine.backend import WHOLE_MACHINE, Backend, ChildArgs, Launch, Slo
 from autorl.io import paths
 from autorl.io.cliargs import flag
 from autorl.io.jsonl import read_jsonl
-from autorl.llm.embedded.slots import VLLM_GPU_FRACTION, plan_slots, read_param_count
+from autorl.llm.embedded.slots import VLLM_GPU_FRACTION, plan_slots, read_param_count, read_vocab_size
 from autorl.llm.schema import GRPOAlgo, LengthPenalty, LossConfig, OptimConfig, SchedulerConfig, TrainConfig
 
 if TYPE_CHECKING:
@@ -115,7 +115,7 @@ class RunSpec(BaseModel):
     # hf-process (sampling overlapped with training in a second process, sampler_process.py); else hf.
     sampler: Literal["auto", "hf", "hf-process", "vllm"] = "auto"
     save_interval_s: float = 30.0  # periodic weight saves (plus one at SIGTERM and at max_steps)
-    micro_batch_tokens: int = 0  # trainer forward/backward chunks (tokens); 0 = 16384 on CPU, 4096 on GPU
+    micro_batch_tokens: int = 0  # trainer forward/backward chunks (tokens); 0 = slots.py's CPU/GPU default
     vllm_gpu_memory_utilization: float = VLLM_GPU_FRACTION  # of the seed's GPU memory (gpu_share below)
     # Fraction of the GPU's memory this seed may use: the seed's Slot.gpu_share when k seeds share a GPU
     # (EmbeddedBackend.launch passes train.py --gpu-share).
@@ -274,4 +274,5 @@ class EmbeddedBackend(Backend):
         return Launch(argv=argv, cwd=paths.repo_root(), env=env, cpus=slot.cpus, warm=WARM)
 
     def plan_slots(self, cfg: Any, machine: Machine) -> list[Slot]:
-        return plan_slots(read_param_count(resolve_model_path(cfg.model.model.name)), machine)
+        model = resolve_model_path(cfg.model.model.name)
+        return plan_slots(read_param_count(model), machine, read_vocab_size(model))

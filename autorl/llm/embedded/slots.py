@@ -6,14 +6,16 @@ machine of n cores has n // 2 slots (at least one), each pinned to its own 2 cor
 uses every core (train.cpu_threads): one slot, the whole machine.
 
 GPU. k seeds share a GPU when k of them fit in its memory: each needs its fp32 weights, gradients and the
-two AdamW states (16 bytes per parameter) plus ``GPU_SEED_OVERHEAD_GB`` (CUDA context, the logits of a
-micro-batch, sampling), and gives ``VLLM_GPU_FRACTION`` of its share to a vLLM sampler. Each slot gets its
+two AdamW states (16 bytes per parameter), ``GPU_SEED_OVERHEAD_GB`` (CUDA context, sampling, slack) and
+``GPU_LOGIT_COPIES`` fp32 copies of one micro-batch's logits (the activations of a forward/backward, which
+the vocabulary dominates), and gives ``VLLM_GPU_FRACTION`` of its share to a vLLM sampler. Each slot gets its
 GPU id, ``gpu_share = 1 / k`` (the trainer caps its memory at that fraction) and its own cores (a GPU seed
 still needs a core for its Python process, so the cores cap the count too). Cheap to import: no torch.
 """
 
 from __future__ import annotations
 
+import json
 import math
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -28,7 +30,15 @@ SMALL_MODEL_PARAMS = 20_000_000  # below this the trainer runs one torch thread 
 SAMPLER_CORES = 1  # the hf-process sampler's core next to a one-thread trainer
 VLLM_GPU_FRACTION = 0.3  # of a seed's GPU memory, for the vLLM sampler (RunSpec.vllm_gpu_memory_utilization)
 TRAINING_BYTES_PER_PARAM = 16  # fp32 weights + gradients + AdamW exp_avg + exp_avg_sq
-GPU_SEED_OVERHEAD_GB = 4.0  # CUDA context, one micro-batch's logits (4096 tokens x 150k vocab, fp32), slack
+GPU_SEED_OVERHEAD_GB = 4.0  # CUDA context, sampling, slack
+# A seed's forward/backward over one micro-batch, in fp32 copies of its logits (tokens x vocab x 4 B).
+# Measured once (scripts/gpu_proof.py part 2, H200, 2026-11-26): the Qwen3-0.6B shape (596M parameters, vocab
+# 151,936, 4096-token micro-batches) peaked at 28.18 GiB = 8.88 (16 B/parameter) + 19.3; 19.3 - 4.0 is 6.6
+# copies of its 2.32 GiB of logits. With one copy (the earlier rule) an 80 GB GPU was planned 3 seeds capped
+# at 26.7 GB each, under that peak.
+GPU_LOGIT_COPIES = 7
+GPU_MICRO_BATCH_TOKENS = 4096  # the trainer's micro-batch on a GPU (train.py): big vocabularies, big logits
+CPU_MICRO_BATCH_TOKENS = 16384  # and on the CPU
 GPU_MEMORY_USABLE = 0.9  # of a GPU's memory: the rest stays free for the allocator's fragmentation
 
 
@@ -47,20 +57,36 @@ def read_param_count(model_path: str) -> int | None:
     return total
 
 
-def seed_gpu_memory_gb(n_params: int) -> float:
-    """GPU memory one seed of a model with n_params parameters needs (trainer plus its vLLM fraction)."""
-    trainer_gb = n_params * TRAINING_BYTES_PER_PARAM / 2**30 + GPU_SEED_OVERHEAD_GB
+def read_vocab_size(model_path: str) -> int:
+    """The vocabulary of a local HF model from its config.json (a multimodal config's text_config too); 0
+    when unknown."""
+    file = Path(model_path) / "config.json"
+    try:
+        config = json.loads(file.read_text())
+    except (OSError, ValueError):
+        return 0
+    size = config.get("vocab_size") or (config.get("text_config") or {}).get("vocab_size")
+    return size if isinstance(size, int) else 0
+
+
+def seed_gpu_memory_gb(n_params: int, vocab_size: int = 0) -> float:
+    """GPU memory (GiB) one seed of a model with n_params parameters and a vocabulary of vocab_size needs
+    (trainer plus its vLLM fraction)."""
+    logits_gb = GPU_MICRO_BATCH_TOKENS * vocab_size * 4 / 2**30
+    trainer_gb = (
+        n_params * TRAINING_BYTES_PER_PARAM / 2**30 + GPU_SEED_OVERHEAD_GB + GPU_LOGIT_COPIES * logits_gb
+    )
     return trainer_gb / (1 - VLLM_GPU_FRACTION)
 
 
-def plan_slots(n_params: int | None, machine: Machine) -> list[Slot]:
-    """The slots of ``machine`` for seeds of a model with ``n_params`` parameters (None = unknown: one seed
-    at a time on the whole machine)."""
+def plan_slots(n_params: int | None, machine: Machine, vocab_size: int = 0) -> list[Slot]:
+    """The slots of ``machine`` for seeds of a model with ``n_params`` parameters and a vocabulary of
+    ``vocab_size`` (n_params None = unknown: one seed at a time on the whole machine)."""
     if n_params is None:
         return [WHOLE_MACHINE]
     cores = cpu_ids(machine)
     if machine.gpus:
-        return _gpu_slots(n_params, machine, cores)
+        return _gpu_slots(seed_gpu_memory_gb(n_params, vocab_size), machine, cores)
     if n_params >= SMALL_MODEL_PARAMS:
         return [WHOLE_MACHINE]
     per_seed = 1 + SAMPLER_CORES
@@ -72,8 +98,7 @@ def plan_slots(n_params: int | None, machine: Machine) -> list[Slot]:
     ]
 
 
-def _gpu_slots(n_params: int, machine: Machine, cores: list[int]) -> list[Slot]:
-    need_gb = seed_gpu_memory_gb(n_params)
+def _gpu_slots(need_gb: float, machine: Machine, cores: list[int]) -> list[Slot]:
     fits = [max(1, int(gpu.memory_gb * GPU_MEMORY_USABLE // need_gb)) for gpu in machine.gpus]
     per_gpu_cores = max(1, len(cores) // len(machine.gpus))
     counts = [min(k, per_gpu_cores) for k in fits]

@@ -75,7 +75,7 @@ from autorl.llm.embedded.batches import Batches, BatchPlan, Sample, default_env_
 from autorl.llm.embedded.generation import HFSampler, VLLMSampler, shared_prefill, vllm_available
 from autorl.llm.embedded.sampler_process import ProcessSampler
 from autorl.llm.embedded.scheduler import build_scheduler
-from autorl.llm.embedded.slots import SMALL_MODEL_PARAMS
+from autorl.llm.embedded.slots import CPU_MICRO_BATCH_TOKENS, GPU_MICRO_BATCH_TOKENS, SMALL_MODEL_PARAMS
 from autorl.llm.tokenizer import load_tokenizer
 
 # prime-rl's orchestrator aborts after this many consecutive empty train batches (orchestrator.py).
@@ -183,7 +183,10 @@ class Trainer:
         self.lag = 1 if spec.max_off_policy_steps >= 1 else 0  # 1: train on the previous step's rollouts
         self.sampler, self.process_sampler, self.sampler_name = self._samplers()
         # Big vocabularies make the logits the largest activation: smaller chunks on a GPU.
-        self.micro_batch_tokens = spec.micro_batch_tokens or (4096 if self.device.type == "cuda" else 16384)
+        gpu = self.device.type == "cuda"
+        self.micro_batch_tokens = spec.micro_batch_tokens or (
+            GPU_MICRO_BATCH_TOKENS if gpu else CPU_MICRO_BATCH_TOKENS
+        )
         self.empty_batches = 0
         self.queue: deque[Sample] = deque()
         self.step = 0
