@@ -255,6 +255,37 @@ def test_confirm_runs_both_sides_on_the_slots_and_reports_the_interval_of_its_te
     low, high, p = float(row["ci_low"]), float(row["ci_high"]), float(row["p_value"])
     assert low < float(row["delta"]) < high
     assert (low > 0) == (p < stats.ALPHA)
+    assert float(row["budget"]) == 2  # the trial's budget
+
+
+def test_a_long_budget_confirm_trains_both_sides_longer(classic_runs, monkeypatch, capsys):
+    """`autorl confirm --factor 2`: both sides at twice the trial's budget (classic: twice the score's
+    horizon), recorded with that budget; --factor with --budget, or a budget below the trial's, refused
+    with nothing run or recorded."""
+    from autorl.record.sidetables import CONFIRMED
+
+    root, _, cand = classic_runs
+    monkeypatch.setenv("AUTORL_ROOT", str(root))
+    run_id = cand["run_dir"].split("/")[-1]
+    if Ledger(root / "results.tsv").find(run_id)["decision"] != "keep":
+        Ledger(root / "results.tsv").mark("keep", lesson="lr 1e-3", reason="test of confirm")
+    before = CONFIRMED.read(root / "confirmed.tsv") if (root / "confirmed.tsv").exists() else []
+    for bad, reason in (
+        (["--factor", "2", "--budget", "5"], "give one"),
+        (["--budget", "1"], "below the trial"),
+    ):
+        assert cli.main(["confirm", "--seeds", "1", "--run", run_id, *bad]) == 2
+        assert reason in capsys.readouterr().err
+    with pytest.raises(SystemExit):  # not longer than the trial: argparse refuses it
+        cli.main(["confirm", "--factor", "0.5"])
+    capsys.readouterr()
+    assert cli.main(["confirm", "--seeds", "1", "--run", run_id, "--factor", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "budget 4 s per seed (2x the trial's: a long-budget confirm)" in out
+    rows = CONFIRMED.read(root / "confirmed.tsv")
+    assert len(rows) == len(before) + 1 and float(rows[-1]["budget"]) == 4
+    seed_dir = root / "runs" / rows[-1]["confirm_id"] / "candidate" / "seed-0"
+    assert json.loads((seed_dir / "resolved.json").read_text())["harness"]["score_env_steps"] == 100_000
 
 
 # ---------------------------------------------------------------------------------------------- flags

@@ -324,3 +324,18 @@ def test_bench_script_without_a_base_model_says_what_to_run(root):
     )
     assert proc.returncode == 2
     assert "run `uv run prepare.py` first" in proc.stderr and "Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize("command", sorted(cli.COMMANDS))
+def test_every_command_s_help_prints(command, capsys):
+    """argparse formats help text with %: "sized for 80% power" made `autorl confirm --help` crash."""
+    with pytest.raises(SystemExit) as exit_:
+        cli.main([command, "--help"])
+    assert exit_.value.code == 0
+    assert capsys.readouterr().out.startswith(f"usage: autorl {command}")
+
+
+def test_run_py_help_prints(capsys):
+    with pytest.raises(SystemExit) as exit_:
+        trial.main(["--help"])
+    assert exit_.value.code == 0 and "--budget" in capsys.readouterr().out

@@ -228,14 +228,17 @@ def test_a_bipedalwalker_policy_gets_one_return_however_often_it_is_evaluated():
     assert train_eval("BipedalWalker-v3", act) == train_eval("BipedalWalker-v3", act)
 
 
-def train_in_process(tmp_path: Path, name: str, cfg: ClassicConfig, stop_after: int | None = None) -> Path:
-    """ClassicRun as the child runs it (seed 5); `stop_after`: a stop request after that many updates."""
+def train_in_process(
+    tmp_path: Path, name: str, cfg: ClassicConfig, stop_after: int | None = None, horizon: int | None = None
+) -> Path:
+    """ClassicRun as the child runs it (seed 5); `stop_after`: a stop request after that many updates;
+    `horizon`: the score's env steps (resolved.json's harness.score_env_steps)."""
     from autorl.classic import train
 
     torch.set_num_threads(1)
     run_dir = tmp_path / name
     run_dir.mkdir()
-    run = train.ClassicRun(cfg, 5, run_dir, threading.Event())
+    run = train.ClassicRun(cfg, 5, run_dir, threading.Event(), horizon)
     updates = run.ppo.run
 
     def run_until_stopped(stop):
@@ -290,6 +293,33 @@ def test_a_stop_runs_the_evaluations_taken_and_writes_every_row(tmp_path, monkey
     assert [r["env_steps"] for r in rows if "eval_return" in r] == [1536, 3584]  # due after updates 3, 7
     assert [e[0] for e in evals] == [1536, 3584, 9 * 512]  # and the policy at the stop
     assert json.loads((run_dir / "train_state.json").read_text())["finished"] is False
+
+
+def test_a_horizon_sets_where_training_stops_and_what_the_score_covers(tmp_path):
+    """`autorl fidelity` lengthens a classic config by its score's horizon (Track.lengthen): resolved.json
+    carries it, the child trains and evaluates up to it, and the evaluator scores the curve over it."""
+    from autorl.classic.track import TRACK
+
+    cfg = load_classic_config(SHIPPED)
+    long = TRACK.lengthen(cfg, 4)
+    assert long.score_env_steps == 200_000 and long.model == cfg.model and cfg.score_env_steps is None
+    backend = ClassicBackend()
+    assert backend.resolve(cfg, tmp_path, seed=1)["harness"]["score_env_steps"] == 50_000
+    assert backend.resolve(long, tmp_path, seed=1)["harness"]["score_env_steps"] == 200_000
+    argv = backend.eval_command(long, tmp_path / "weights", tmp_path / "eval.jsonl").argv
+    assert argv[argv.index("--score-steps") + 1] == "200000"
+    assert "--score-steps" not in backend.eval_command(cfg, tmp_path / "weights", tmp_path / "e.jsonl").argv
+    assert len(curve_rows("CartPole-v1", [[1.0, 2_000, 500.0]], 200_000)) == 100
+    assert TRACK.eval_hash(long) == TRACK.eval_hash(cfg)  # the same evaluation, over a longer curve
+
+    # The child: a horizon of 6k env steps stops the 20k-step config there, evaluated on the grid up to it.
+    run_dir = train_in_process(tmp_path, "short-horizon", small_cfg(), horizon=6_000)
+    state = json.loads((run_dir / "train_state.json").read_text())
+    assert state["finished"] and 6_000 - 512 < state["env_steps"] <= 6_000
+    assert [e[1] for e in state["evals"]] == [1536, 3584, 5632]  # due before 2k, 4k and 6k
+    rows = curve_rows("CartPole-v1", state["evals"], 6_000)
+    assert [r["example_id"] for r in rows] == ["steps-000002000", "steps-000004000", "steps-000006000"]
+    assert TRACK.rows_at(rows, 2 / 3) == rows[:2] and TRACK.rows_at(rows, 1.0) == rows
 
 
 # --- the training child ------------------------------------------------------------------------------

@@ -128,6 +128,7 @@ REFUSED_IN_ORDER = {
     ("program.md", "uv run autorl confirm"): "nothing kept yet under the latest trial's",
     # program.md checks fidelity "after every few keeps": the walk's latest context has one config
     ("program.md", "uv run autorl fidelity"): "the context has one config: ranking needs at least two",
+    ("program.md", "uv run autorl confirm --factor 4"): "nothing kept yet under the latest trial's",
 }
 # Not run, for the reason given (each is parsed above like every command).
 BIPEDAL = "uv run run.py --track classic --config docs/classic-bipedalwalker.toml --budget 600 --seeds 1"

@@ -4,6 +4,7 @@ refused with nothing recorded."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -125,6 +126,16 @@ def test_a_fidelity_run_is_recorded_and_resumes_after_a_signal(context, capsys, 
     assert finished_before >= 1 and f"{6 - finished_before} to run" in out
     summary = parse_summary(out)
     assert summary["configs"] == "3" and summary["long_budget"] == "3" and summary["fidelity_id"] == fid
+    # Twice the budget is twice the score's horizon on this track: each long seed's curve covers 100k env
+    # steps, and rho is read where the long runs stood at 1x (the trial's horizon), two points between, 2x.
+    per_budget = ["rho_at_1x", "rho_at_1.33x", "rho_at_1.67x", "rho_at_2x"]
+    assert [k for k in summary if k.startswith("rho_at_")] == per_budget
+    record = json.loads((context / "runs" / fid / "fidelity.json").read_text())
+    assert [p["budget_x"] for p in record["rho_by_budget"]] == [1.0, 1.33, 1.67, 2.0]
+    assert record["rho_by_budget"][-1]["rho"] == pytest.approx(float(summary["spearman_rho"]))
+    seed_dir = next((context / "runs" / fid).glob("*/seed-0"))
+    assert json.loads((seed_dir / "resolved.json").read_text())["harness"]["score_env_steps"] == 100_000
+    assert len((seed_dir / "eval.jsonl").read_text().splitlines()) == 50  # grid points 2k..100k
     rows = FIDELITY.read(context / "fidelity.tsv")
     assert [r["role"] for r in rows] == ["baseline", "kept", "discarded"]
     short = [float(r["short_score"]) for r in rows]

@@ -9,6 +9,7 @@ environment and are ended by it (never `ray stop`, which ends every Ray process 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shutil
 import signal
@@ -533,3 +534,40 @@ def test_sigterm_while_ray_starts_leaves_an_interrupted_row_and_no_process(tmp_p
     trial.check_stopped(took, 143)
     assert Ledger(root / "results.tsv").rows()[-1]["status"] == "interrupted"
     assert not processes_with_env(MARK, env[MARK])
+
+
+def test_a_ray_seed_task_runs_its_job_s_own_config_and_split_where_the_job_lies(tmp_path, monkeypatch):
+    """`autorl confirm --ray` and `autorl fidelity --ray` pool several configs (and the test split): the task
+    a worker runs takes the job's config and split, not the pool's, and puts the seed at the job's place
+    under the worker's runs/ (confirm and fidelity: runs/<id>/<config>/seed-<k>). Called in-process here:
+    it is the function Ray ships to the worker."""
+    from autorl.classic.config import load_classic_config
+    from autorl.classic.track import TRACK
+    from autorl.engine.backend import Slot
+    from autorl.engine.options import RunOptions
+    from autorl.engine.pool import SeedJob
+    from autorl.engine.ray_pool import runs_relative, seed_task
+    from autorl.io import paths
+    from autorl.io.harness import harness_hash
+
+    monkeypatch.setenv("AUTORL_ROOT", str(tmp_path))
+    pool_cfg = load_classic_config(REPO / "classic.toml")
+    job_cfg = TRACK.lengthen(pool_cfg, 2)
+    seed_dir = paths.runs_dir() / "fidelity-x" / "run-a" / "seed-0"
+    assert runs_relative(seed_dir) == "fidelity-x/run-a/seed-0"
+    job = SeedJob(0, 7, seed_dir, job_cfg, "test")
+    spec = RunOptions(budget=0.5).budget_spec()
+    harness = harness_hash(paths.repo_root())
+    result, files, _ = seed_task(
+        harness,
+        TRACK.make_backend("classic"),
+        pool_cfg,
+        job,
+        "fidelity-x/run-a/seed-0",
+        spec,
+        Slot(threads=1),
+    )
+    assert result.status == "ok", result.error
+    assert result.dir == seed_dir and "resolved.json" in files
+    assert json.loads(files["resolved.json"])["harness"]["score_env_steps"] == 100_000  # the job's config
+    assert result.eval_rows and not any(str(r["example_id"]).startswith("steps-") for r in result.eval_rows)

@@ -66,7 +66,8 @@ class ClassicBackend(Backend):
                 "eval_seeds": _seeds_text(episode_seeds(env_id, EVAL_SEED, EVAL_EPISODES)),
                 "solved_threshold": SOLVED_AT[env_id],
                 "normaliser": NORMALISER[env_id],
-                "score_env_steps": SCORE_STEPS[env_id],  # training stops here at the latest
+                "score_env_steps": cfg.score_env_steps
+                or SCORE_STEPS[env_id],  # training stops here at the latest
                 "score_eval_every": SCORE_EVERY[env_id],
                 "train_eval_episodes": TRAIN_EVAL_EPISODES[env_id],
                 "train_eval_seed": TRAIN_EVAL_SEED,
@@ -139,6 +140,7 @@ class ClassicBackend(Backend):
             argv += ["--weights", str(weights_dir / "policy.pt")]
             argv += ["--curve", str(seed_dir / "train_state.json")]
             argv += ["--out", str(seed_dir / FINAL_EVAL)]
+            argv += ["--score-steps", str(cfg.score_env_steps)] if cfg.score_env_steps else []
         argv += ["--score-out", str(out_path)]
         return Launch(argv=argv, cwd=paths.repo_root(), env=dict(CHILD_ENV), cpus=slot.cpus, warm=WARM)
 

@@ -150,6 +150,9 @@ class LoadedClassicConfig:
     data: dict[str, Any]  # the raw TOML, exactly as written
     model: ClassicConfig  # validated, with defaults
     config_hash: str
+    # The env steps the learning curve's score covers. None: the harness's (evaluate.SCORE_STEPS). Never read
+    # from classic.toml: only `autorl fidelity`'s long runs set a longer horizon (Track.lengthen).
+    score_env_steps: int | None = None
 
 
 def _hint(key: str) -> str | None:

@@ -66,10 +66,16 @@ TRAIN_EVAL_REVISION = {"BipedalWalker-v3": 2}
 SCORE_RANGE = (0.0, 1.0)  # a point scores min(max(R, 0), T) / T
 
 
-def curve_grid(env_id: str) -> list[int]:
-    """The env-step counts at which the learning curve is scored."""
+def curve_grid(env_id: str, horizon: int | None = None) -> list[int]:
+    """The env-step counts at which the learning curve is scored, up to `horizon` env steps (None: the
+    harness's SCORE_STEPS; `autorl fidelity` scores a longer one)."""
     every = SCORE_EVERY[env_id]
-    return list(range(every, SCORE_STEPS[env_id] + 1, every))
+    return list(range(every, (horizon or SCORE_STEPS[env_id]) + 1, every))
+
+
+def grid_step(row: dict[str, Any]) -> int:
+    """The env steps of a score row's grid point (its example_id, `steps-000050000`)."""
+    return int(str(row["example_id"]).removeprefix("steps-"))
 
 
 def point_score(env_id: str, mean_return: float) -> float:
@@ -78,21 +84,21 @@ def point_score(env_id: str, mean_return: float) -> float:
     return min(max(mean_return, 0.0), threshold) / threshold
 
 
-def curve_rows(env_id: str, evals: list[list[float]]) -> list[dict[str, Any]]:
+def curve_rows(env_id: str, evals: list[list[float]], horizon: int | None = None) -> list[dict[str, Any]]:
     """One seed's score rows from its in-training evaluations [seconds, env steps, mean return]: each grid
-    point takes the last evaluation at or before it (none yet: 0)."""
+    point up to `horizon` takes the last evaluation at or before it (none yet: 0)."""
     rows = []
-    for g in curve_grid(env_id):
+    for g in curve_grid(env_id, horizon):
         before = [e for e in evals if e[1] <= g]
         value = point_score(env_id, before[-1][2]) if before else 0.0
         rows.append({"env": env_id, "example_id": f"steps-{g:09d}", "sample": 0, "score": value})
     return rows
 
 
-def due_eval(env_id: str, env_steps: int, batch: int) -> bool:
+def due_eval(env_id: str, env_steps: int, batch: int, horizon: int | None = None) -> bool:
     """Evaluate now (after an update that brought training to `env_steps`): a grid point falls before the next
     update ends, so this policy is the one that has used at most that many env steps."""
-    return any(env_steps <= g < env_steps + batch for g in curve_grid(env_id))
+    return any(env_steps <= g < env_steps + batch for g in curve_grid(env_id, horizon))
 
 
 ActFn = Callable[[np.ndarray], np.ndarray]
@@ -213,6 +219,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--curve", type=Path, help="the seed's train_state.json (its in-training evaluations)")
     p.add_argument("--score-out", type=Path, help="JSONL, the score: one line per learning-curve grid point")
     p.add_argument(
+        "--score-steps", type=int, help="env steps the curve's score covers (default: SCORE_STEPS; fidelity)"
+    )
+    p.add_argument(
         "--split",
         choices=sorted(SPLIT_SEEDS),
         default="eval",
@@ -266,7 +275,7 @@ def main(argv: list[str] | None = None) -> int:
     elif args.score_out is not None:
         # The random policy never learns: its curve is flat at its own return.
         evals = [[0.0, 0, mean]] if random_policy else json.loads(args.curve.read_text())["evals"]
-        score_rows = curve_rows(args.env, evals)
+        score_rows = curve_rows(args.env, evals, args.score_steps)
         write_jsonl(args.score_out, score_rows)
     summary = {
         "env": args.env,

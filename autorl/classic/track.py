@@ -60,5 +60,24 @@ class ClassicTrack:
 
         return SCORE_RANGE
 
+    def lengthen(self, cfg: Any, factor: float) -> Any:
+        """The score covers `factor` x the env steps (CartPole: 50k -> 200k at 4x), graded on the same grid
+        and points: what a user who trains for longer gets from this config. The config is unchanged (its
+        total_env_steps and lr schedule are its own: a config that stops sooner keeps its last value)."""
+        import dataclasses
+
+        from autorl.classic.evaluate import SCORE_STEPS
+
+        return dataclasses.replace(cfg, score_env_steps=round(SCORE_STEPS[cfg.model.env_id] * factor))
+
+    def rows_at(self, rows: list[dict[str, Any]], fraction: float) -> list[dict[str, Any]] | None:
+        """The curve's points up to `fraction` of its horizon: the area a shorter horizon scores."""
+        from autorl.classic.evaluate import grid_step
+
+        if not rows:
+            return []
+        horizon = max(grid_step(r) for r in rows)
+        return [r for r in rows if grid_step(r) <= fraction * horizon + 1e-9]
+
 
 TRACK = ClassicTrack()

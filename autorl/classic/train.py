@@ -6,7 +6,8 @@ Runs autorl.classic.ppo under the runner's protocol (autorl.engine.progress): `r
 agent exist (the budget clock starts), one `step` event and one metrics.jsonl row per PPO update,
 `pause`/`resume` around the in-training evaluations (not charged to the budget), `saved` after each atomic
 save of weights/policy.pt, `done` at the end. Stops at total_env_steps or at the score's env-step budget
-(evaluate.SCORE_STEPS), whichever first, or on SIGTERM (saves, exits 0).
+(resolved.json's harness.score_env_steps: evaluate.SCORE_STEPS, or a longer horizon for `autorl fidelity`),
+whichever first, or on SIGTERM (saves, exits 0).
 
 The in-training evaluation is due on the score's grid of env steps (evaluate.due_eval) and once more at the
 end if the last update was not evaluated. A due evaluation takes a snapshot of the policy; the snapshots of
@@ -106,7 +107,9 @@ class ClassicRun:
     evaluations, metrics.jsonl) is what evaluating each policy at once would have written, and every policy
     gets the return it gets alone."""
 
-    def __init__(self, cfg: ClassicConfig, seed: int, run_dir: Path, stop: threading.Event):
+    def __init__(
+        self, cfg: ClassicConfig, seed: int, run_dir: Path, stop: threading.Event, horizon: int | None = None
+    ):
         from autorl.classic.ppo import PPO
 
         self.cfg, self.run_dir, self.stop = cfg, run_dir, stop
@@ -115,7 +118,8 @@ class ClassicRun:
         self.ppo = PPO(cfg, seed)
         self.state = TrainState(seed=seed, env_id=cfg.env_id, solved_threshold=SOLVED_AT[cfg.env_id])
         self.clock = TrainingClock()
-        self.last_step = min(cfg.total_env_steps, SCORE_STEPS[cfg.env_id])  # the score covers no more
+        self.horizon = horizon or SCORE_STEPS[cfg.env_id]  # the env steps the score covers
+        self.last_step = min(cfg.total_env_steps, self.horizon)  # the score covers no more
         self.last_return: float | None = None  # mean return of the last rollout in which episodes ended
         self.due: list[DueEval] = []
         self.rows: list[dict[str, Any]] = []  # metrics rows not written yet (waiting for an evaluation)
@@ -175,7 +179,7 @@ class ClassicRun:
         cfg = self.cfg
         progress.emit("ready", env_id=cfg.env_id, num_updates=cfg.num_updates, batch_size=cfg.batch_size)
         self.clock.start()
-        if due_eval(cfg.env_id, 0, cfg.batch_size):
+        if due_eval(cfg.env_id, 0, cfg.batch_size, self.horizon):
             self.take_eval(0, 0, 0.0, None)
         with open(self.run_dir / "metrics.jsonl", "a") as metrics:
             update, env_steps = self.train(metrics)
@@ -242,7 +246,9 @@ class ClassicRun:
             u.env_steps,
             round(seconds, 4),
         )
-        if not self.stop.is_set() and (due_eval(cfg.env_id, u.env_steps, cfg.batch_size) or done):
+        if not self.stop.is_set() and (
+            due_eval(cfg.env_id, u.env_steps, cfg.batch_size, self.horizon) or done
+        ):
             self.take_eval(u.update, u.env_steps, seconds, row)
         return row
 
@@ -258,12 +264,14 @@ def main(argv: list[str] | None = None) -> int:
 
     stop = threading.Event()  # acted on between vector steps: the weights saved are a complete update's
     signal.signal(signal.SIGTERM, lambda signum, frame: stop.set())
-    cfg = ClassicConfig.model_validate(json.loads(args.config.read_text())["ppo"])
+    resolved = json.loads(args.config.read_text())
+    cfg = ClassicConfig.model_validate(resolved["ppo"])
 
     import torch
 
     torch.set_num_threads(cfg.torch_threads)
-    return ClassicRun(cfg, args.seed, args.run_dir, stop).run()
+    horizon = resolved.get("harness", {}).get("score_env_steps")
+    return ClassicRun(cfg, args.seed, args.run_dir, stop, horizon).run()
 
 
 if __name__ == "__main__":

@@ -21,6 +21,7 @@ from autorl.io.cliargs import (
     nonempty_str,
     positive_float,
     positive_int,
+    ray_flag,
 )
 
 MAX_HOURS = 24 * 365  # loop --hours
@@ -105,6 +106,13 @@ class ConfirmOptions:
     max_seeds: int = flag(
         CONFIRM_MAX_SEEDS, "the sized confirm's most seeds per side", type=positive_int(MAX_SEEDS)
     )
+    factor: float | None = flag(
+        None, "confirm at factor x the trial's budget (a long-budget confirm)", type=float_in(1, 1000)
+    )
+    budget: float | None = flag(
+        None, "confirm at this budget in seconds (instead of --factor)", type=budget_seconds
+    )
+    ray: str | None = ray_flag()
 
 
 @dataclass(frozen=True)
@@ -164,3 +172,4 @@ class FidelityOptions:
     )
     resume: str | None = flag(None, "go on with this fidelity run: only its missing seeds run", metavar="ID")
     png: Path | None = flag(None, "also draw short vs long scores to this PNG", type=Path)
+    ray: str | None = ray_flag()

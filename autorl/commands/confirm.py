@@ -20,8 +20,7 @@ from datetime import datetime
 from typing import Any
 
 from autorl.engine import warm
-from autorl.engine.options import RunOptions
-from autorl.engine.retrain import RetrainError, recorded_config, run_jobs, same_harness
+from autorl.engine.retrain import RetrainError, recorded_config, retrain_plan, run_jobs, same_harness
 from autorl.engine.seed import SeedResult, worst_status
 from autorl.io import paths
 from autorl.io.cliargs import CONFIRM_MAX_SEEDS
@@ -159,14 +158,28 @@ def say(msg: str) -> None:
     print(f"[confirm] {msg}", flush=True)
 
 
+def long_factor(trial_budget: float, factor: float | None, budget: float | None) -> float:
+    """How many times the trial's budget the confirm trains: --factor, or --budget over the trial's (at
+    least 1), else 1 (the trial's own budget)."""
+    if factor is not None and budget is not None:
+        raise ConfirmError("--factor and --budget both given: give one")
+    if budget is not None:
+        if budget < trial_budget:
+            raise ConfirmError(f"--budget {budget:g}: below the trial's {trial_budget:g} s")
+        return budget / trial_budget
+    return factor or 1.0
+
+
 def run_confirm(
     run_id: str | None = None,
     n_seeds: int | None = None,
     ledger: Ledger | None = None,
     max_seeds: int = CONFIRM_MAX_SEEDS,
+    factor: float | None = None,
+    budget: float | None = None,
+    ray: str | None = None,
 ) -> int:
     from autorl.engine.pool import SeedJob
-    from autorl.engine.slots import plan
     from autorl.engine.track import get_track
 
     if problem := warm.keep_problem():
@@ -176,26 +189,28 @@ def run_confirm(
     candidate, baseline, context = choose(rows, run_id, ledger)
     track = get_track(candidate["track"])
     same_harness(candidate, "confirmed")
-    configs = {
-        role: recorded_config(row, track, role)
+    times = long_factor(float(candidate["budget"]), factor, budget)
+    configs = {  # a long-budget confirm trains both `times` longer (Track.lengthen: classic, its horizon)
+        role: track.lengthen(recorded_config(row, track, role), times)
         for role, row in (("candidate", candidate), ("baseline", baseline))
     }
     backend = track.make_backend(candidate["backend"])
-    budget = float(candidate["budget"])
+    budget = float(candidate["budget"]) * times
     noise = stats.noise_floor(rows, context, prior_sd=track.seed_sd_prior)
     sized = size(candidate, baseline, noise, max_seeds, n_seeds)
     n = sized.seeds
     confirm_id = f"confirm-{datetime.now().strftime('%Y%m%d-%H%M%S')}-{candidate['run_id'][-7:]}"
     seeds = confirm_seeds(confirm_id, n)
-    opts = RunOptions(budget=budget, seeds=2 * n)
-    the_plan = plan(backend, configs["candidate"], opts)
+    the_plan = retrain_plan(backend, configs["candidate"], budget, 2 * n, ray)
     say(
         f"{confirm_id}: {candidate['run_id']} vs the baseline {baseline['run_id']}, {n} fresh seeds a side "
-        f"{seeds}, budget {budget:g} s per seed, scored on the sealed test split"
+        f"{seeds}, budget {budget:g} s per seed"
+        + (f" ({times:g}x the trial's: a long-budget confirm)" if times > 1 else "")
+        + ", scored on the sealed test split"
     )
     say(f"size: {sized.describe()}")
     say(the_plan.describe())
-    if estimate := confirm_estimate(rows, context, 2 * n, the_plan.parallel):
+    if estimate := confirm_estimate(rows, context, 2 * n, the_plan.parallel, (times, budget)):
         say(estimate)
     # Both sides' seeds in one pool, on the machine's slots as a trial's seeds run.
     jobs = [
@@ -211,7 +226,7 @@ def run_confirm(
         if result.error:
             print(result.error, flush=True)
 
-    results = run_jobs(backend, jobs, budget, the_plan, report)
+    results = run_jobs(backend, jobs, budget, the_plan, report, ray)
     if results is None:
         say("interrupted: nothing recorded")
         return 130
@@ -219,16 +234,21 @@ def run_confirm(
         role: Side(row, sorted((r for r in results if r.dir.parent.name == role), key=lambda r: r.index))
         for role, row in (("candidate", candidate), ("baseline", baseline))
     }
-    return record(ledger, confirm_id, seeds, sides, noise, sized)
+    return record(ledger, confirm_id, seeds, sides, noise, sized, budget)
 
 
 def confirm_estimate(
-    rows: list[dict[str, str]], context: ResearchContext, seeds: int, parallel: int
+    rows: list[dict[str, str]],
+    context: ResearchContext,
+    seeds: int,
+    parallel: int,
+    longer: tuple[float, float] | None = None,
 ) -> str | None:
-    """The confirmation's expected wall time from the context's trials measured here (None before one)."""
+    """The confirmation's expected wall time from the context's trials measured here (None before one);
+    `longer`: (factor, budget) of a long-budget confirm."""
     from autorl.engine.cost import expected_wall, minutes
 
-    if (expected := expected_wall(rows, context, seeds, parallel)) is None:
+    if (expected := expected_wall(rows, context, seeds, parallel, longer)) is None:
         return None
     wall, trials, _ = expected
     return f"expected: ~{minutes(wall)} ({seeds} seeds, {parallel} at a time, from {trials} trials here)"
@@ -241,6 +261,7 @@ def record(
     sides: dict[str, Side],
     noise: stats.NoiseFloor,
     sized: Size,
+    budget: float,
 ) -> int:
     """Compare the two sides, print the block and append it to confirmed.tsv."""
     cand, base = sides["candidate"], sides["baseline"]
@@ -260,7 +281,7 @@ def record(
         "run_id": cand.row["run_id"],
         "baseline_run": base.row["run_id"],
         "track": ctx.track,
-        "budget": ctx.budget,
+        "budget": budget,  # the confirm's: the context's, or longer (--factor, --budget)
         "seeds": seeds,
         "test_score": test_score,
         "baseline_test_score": base_score,
@@ -288,10 +309,17 @@ def record(
     return 0 if status == "ok" else 1
 
 
-def main(run: str | None = None, seeds: int | None = None, max_seeds: int = CONFIRM_MAX_SEEDS) -> int:
+def main(
+    run: str | None = None,
+    seeds: int | None = None,
+    max_seeds: int = CONFIRM_MAX_SEEDS,
+    factor: float | None = None,
+    budget: float | None = None,
+    ray: str | None = None,
+) -> int:
     """`autorl confirm` (autorl.commands.cli_options.ConfirmOptions): exit 2 when it cannot start."""
     try:
-        return run_confirm(run, seeds, max_seeds=max_seeds)
+        return run_confirm(run, seeds, max_seeds=max_seeds, factor=factor, budget=budget, ray=ray)
     except RetrainError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -29,7 +29,7 @@ import numpy as np
 from scipy import stats as sps
 
 from autorl.engine import warm
-from autorl.engine.retrain import RetrainError, recorded_config, run_jobs, same_harness
+from autorl.engine.retrain import RetrainError, recorded_config, retrain_plan, run_jobs, same_harness
 from autorl.engine.seed import SeedResult
 from autorl.io import atomic, inputs, paths
 from autorl.io.jsonl import eval_rows_problem, read_jsonl
@@ -122,6 +122,11 @@ class Plan:
     @property
     def dir(self) -> Path:
         return paths.runs_dir() / self.fidelity_id
+
+    @property
+    def factor(self) -> float:
+        """How many times the trial's budget the long runs train (the classic track: its score's horizon)."""
+        return self.long_budget / (self.context.budget or self.long_budget)
 
     def seed_dir(self, run_id: str, k: int) -> Path:
         return self.dir / run_id / f"seed-{k}"
@@ -236,6 +241,7 @@ def run_fidelity(
     resume: str | None = None,
     png: Path | None = None,
     ledger: Ledger | None = None,
+    ray: str | None = None,
 ) -> int:
     if problem := warm.keep_problem():
         raise RetrainError(problem)
@@ -246,22 +252,22 @@ def run_fidelity(
     plan = Plan.load(resume) if resume else new_plan(rows, track, factor, budget, seeds, configs)
     if any(r["fidelity_id"] == plan.fidelity_id for r in FIDELITY.read(FIDELITY.beside(ledger))):
         raise RetrainError(f"{plan.fidelity_id} is already recorded in fidelity.tsv: nothing to resume")
-    chosen, backend, prior = _configs(plan, rows)  # every config checked before anything is written
+    chosen, backend, the_track = _configs(plan, rows)  # every config checked before anything is written
     plan.save()
     jobs = _pending(plan, chosen)
     _announce(plan, chosen, len(jobs))
-    if jobs and not _train(rows, plan, chosen, jobs, backend):
+    if jobs and not _train(rows, plan, chosen, jobs, backend, ray):
         say(
             "stopped: the seeds that finished are kept; "
             f"`uv run autorl fidelity --resume {plan.fidelity_id}` runs the rest"
         )
         return 130
-    return _conclude(ledger, plan, chosen, prior, png)
+    return _conclude(ledger, plan, chosen, the_track, png)
 
 
-def _configs(plan: Plan, rows: list[dict[str, str]]) -> tuple[list[Config], Any, float]:
-    """The plan's configs loaded as their trials ran (RetrainError when one cannot be), the backend they
-    ran on and the track's noise prior."""
+def _configs(plan: Plan, rows: list[dict[str, str]]) -> tuple[list[Config], Any, Any]:
+    """The plan's configs loaded as their trials ran and lengthened by the plan's factor (RetrainError when
+    one cannot be), the backend they ran on and their track."""
     from autorl.engine.track import get_track
 
     by_id = {r["run_id"]: r for r in rows}
@@ -274,8 +280,8 @@ def _configs(plan: Plan, rows: list[dict[str, str]]) -> tuple[list[Config], Any,
     if len(backends) > 1:
         raise RetrainError(f"the context's configs ran on several backends ({', '.join(sorted(backends))})")
     for c in chosen:
-        c.cfg = recorded_config(c.row, the_track, f"{c.role} trial")
-    return chosen, the_track.make_backend(backends.pop()), the_track.seed_sd_prior
+        c.cfg = the_track.lengthen(recorded_config(c.row, the_track, f"{c.role} trial"), plan.factor)
+    return chosen, the_track.make_backend(backends.pop()), the_track
 
 
 def _pending(plan: Plan, chosen: list[Config]) -> list[Any]:
@@ -294,17 +300,19 @@ def _pending(plan: Plan, chosen: list[Config]) -> list[Any]:
 
 
 def _train(
-    rows: list[dict[str, str]], plan: Plan, chosen: list[Config], jobs: list[Any], backend: Any
+    rows: list[dict[str, str]],
+    plan: Plan,
+    chosen: list[Config],
+    jobs: list[Any],
+    backend: Any,
+    ray: str | None,
 ) -> bool:
-    """Run the jobs on the machine's slots; False when a signal stopped them."""
-    from autorl.engine.options import RunOptions
-    from autorl.engine.slots import plan as slot_plan
-
-    the_plan = slot_plan(backend, chosen[0].cfg, RunOptions(budget=plan.long_budget, seeds=len(jobs)))
+    """Run the jobs on the machine's slots (or Ray's); False when a signal stopped them."""
+    the_plan = retrain_plan(backend, chosen[0].cfg, plan.long_budget, len(jobs), ray)
     say(the_plan.describe())
     if estimate := _estimate(rows, plan, len(jobs), the_plan.parallel):
         say(estimate)
-    results = run_jobs(backend, jobs, plan.long_budget, the_plan, _report)
+    results = run_jobs(backend, jobs, plan.long_budget, the_plan, _report, ray)
     if results is None:
         return False
     owner = {c.row["run_id"]: c for c in chosen}
@@ -328,11 +336,13 @@ def _estimate(rows: list[dict[str, str]], plan: Plan, n_jobs: int, parallel: int
     """The wall time from the context's measured seconds per seed, its training at the long budget."""
     from autorl.engine.cost import expected_wall, minutes
 
-    if (expected := expected_wall(rows, plan.context, n_jobs, parallel, plan.long_budget)) is None:
+    if (
+        expected := expected_wall(rows, plan.context, n_jobs, parallel, (plan.factor, plan.long_budget))
+    ) is None:
         return None
-    wall, trials, _ = expected
+    wall, trials, seed = expected
     return (
-        f"expected: ~{minutes(wall)} ({n_jobs} seeds, {parallel} at a time, {plan.long_budget:g} s each; "
+        f"expected: ~{minutes(wall)} ({n_jobs} seeds, {parallel} at a time, ~{seed['training']:.0f} s each; "
         f"from {trials} trials here)"
     )
 
@@ -346,7 +356,34 @@ def _report(result: SeedResult) -> None:
         print(result.error, flush=True)
 
 
-def _conclude(ledger: Ledger, plan: Plan, chosen: list[Config], prior: float, png: Path | None) -> int:
+def budget_fractions(factor: float) -> list[float]:
+    """Where rho is read along the long runs, as fractions of them: at the trial's budget (1 / factor), two
+    points between and the end (4x: 0.25, 0.5, 0.75, 1)."""
+    start = 1 / factor
+    return [start + (1 - start) * i / 3 for i in range(4)]
+
+
+def rho_by_budget(
+    the_track: Any, scored: list[Config], short: list[float], short_seeds: list[list[float]], factor: float
+) -> list[dict]:
+    """Spearman's rho of the short scores against the long runs' scores as they stood at each of
+    budget_fractions (where the track recorded them: the classic track's curve; the LLM track's end only),
+    with rho_interval's bootstrap."""
+    table = []
+    for fraction in budget_fractions(factor):
+        per_seed = [[the_track.rows_at(seed, fraction) for seed in c.long_rows] for c in scored]
+        if any(rows is None or not rows for seeds in per_seed for rows in seeds):
+            continue
+        long_seeds = [[stats.eval_score(rows) for rows in seeds] for seeds in per_seed]
+        with warnings.catch_warnings():  # every config scoring the same (e.g. 0 early on): rho undefined
+            warnings.simplefilter("ignore", sps.ConstantInputWarning)
+            rho = float(sps.spearmanr(short, [float(np.mean(s)) for s in long_seeds]).statistic)
+        low, high = rho_interval(short_seeds, long_seeds)
+        table.append({"budget_x": round(fraction * factor, 2), "rho": rho, "rho_ci": [low, high]})
+    return table
+
+
+def _conclude(ledger: Ledger, plan: Plan, chosen: list[Config], the_track: Any, png: Path | None) -> int:
     """The statistics, the summary after `---`, fidelity.json and the fidelity.tsv rows."""
     scored = [c for c in chosen if c.long_rows]
     if len(scored) < 2:
@@ -359,7 +396,7 @@ def _conclude(ledger: Ledger, plan: Plan, chosen: list[Config], prior: float, pn
     long_seeds = [list(stats.seed_scores(c.rows).values()) for c in scored]
     low, high = rho_interval(short_seeds, long_seeds)
     baseline = next((c for c in scored if c.role == "baseline"), None)
-    noise = stats.NoiseFloor(prior_sd=prior)
+    noise = stats.NoiseFloor(prior_sd=the_track.seed_sd_prior)
     records, verdicts = [], []
     for c in chosen:
         record = _record(plan, c)
@@ -379,8 +416,10 @@ def _conclude(ledger: Ledger, plan: Plan, chosen: list[Config], prior: float, pn
         "regret": ranks["regret"],
         "kept_holds": f"{sum(v == 'holds' for _, _, v in verdicts)}/{len(verdicts)}",
     }
+    by_budget = rho_by_budget(the_track, scored, short, short_seeds, plan.factor)
     atomic.write_text(
-        plan.dir / "fidelity.json", json.dumps({**summary, "fidelity_id": plan.fidelity_id}) + "\n"
+        plan.dir / "fidelity.json",
+        json.dumps({**summary, "rho_by_budget": by_budget, "fidelity_id": plan.fidelity_id}) + "\n",
     )
     FIDELITY.append(FIDELITY.beside(ledger), records)
     if png is not None:
@@ -395,6 +434,9 @@ def _conclude(ledger: Ledger, plan: Plan, chosen: list[Config], prior: float, pn
             f"delta {comparison.delta:+.4f} (90% CI {ci[0]:+.4f}..{ci[1]:+.4f}), "
             f"p {comparison.p_value:.3g}: {verdict}"
         )
+    for point in by_budget:  # rho where the long runs stood at each multiple of the trial's budget
+        low, high = point["rho_ci"]
+        lines[f"rho_at_{point['budget_x']:g}x"] = f"{point['rho']:.2f} ({low:.2f} {high:.2f})"
     lines["fidelity_id"] = plan.fidelity_id
     sys.stdout.write("---\n" + "".join(f"{k}: {v}\n" for k, v in lines.items()))
     say(f"recorded in {FIDELITY.name} and runs/{plan.fidelity_id}/fidelity.json")

@@ -114,16 +114,18 @@ def expected_wall(
     context: ResearchContext,
     seeds: int,
     parallel: int,
-    training_s: float | None = None,
+    longer: tuple[float, float] | None = None,
 ) -> tuple[float, int, dict[str, float]] | None:
     """(wall seconds, trials measured, the seed's cost) of `seeds` seeds run `parallel` at a time, from the
-    context's trials measured here, each seed training `training_s` when given (fidelity's long budget)
-    instead of the measured training; None before a trial of the context finished."""
+    context's trials measured here; with `longer` = (factor, budget) (fidelity) each seed trains factor x
+    the measured training, at most the budget (a wall-clock budget is spent whole; the classic track's
+    env-step horizon ends sooner); None before a trial of the context finished."""
     if (measured := seed_cost(rows, context)) is None:
         return None
     trials, seed = measured
-    if training_s is not None:
-        seed = {**seed, "total": seed["total"] - seed["training"] + training_s, "training": training_s}
+    if longer is not None:
+        training = min(seed["training"] * longer[0], longer[1])
+        seed = {**seed, "total": seed["total"] - seed["training"] + training, "training": training}
     return waves_seconds(seed, seeds, parallel), trials, seed
 
 

@@ -17,7 +17,7 @@ from autorl.io.cliargs import (
     flag,
     float_in,
     positive_int,
-    ray_address,
+    ray_flag,
 )
 
 
@@ -57,12 +57,7 @@ class RunOptions:
         type=auto_or_seeds,
         metavar="auto|N",
     )
-    ray: str | None = flag(  # Ray address ("local" starts one); None: the local pool
-        None,
-        "run the seeds as Ray tasks on the cluster at HOST:PORT ('local' starts Ray here); docs/ray.md",
-        type=ray_address,
-        metavar="ADDRESS",
-    )
+    ray: str | None = ray_flag()  # Ray address ("local" starts one); None: the local pool
     ray_start_timeout: float = flag(  # a broken venv on a node must not hang the trial
         60.0,
         "seconds for each Ray node's first worker to start (1..3600)",

@@ -106,11 +106,12 @@ def seed_task(
     backend: Backend,
     cfg: Any,
     job: SeedJob,
-    run_id: str,
+    rel_dir: str,
     spec: BudgetSpec,
     slot: Slot,
 ) -> tuple[SeedResult, dict[str, bytes], str]:
-    """Runs on a Ray worker, in the worker's checkout (its repo root, or AUTORL_ROOT)."""
+    """Runs on a Ray worker, in the worker's checkout (its repo root, or AUTORL_ROOT): the seed in
+    runs/<rel_dir> there, with the job's own config and split where it has them (confirm, fidelity)."""
     from autorl.io.harness import harness_hash
 
     root = paths.repo_root()
@@ -120,8 +121,9 @@ def seed_task(
             f"worker {socket.gethostname()}: the autorl checkout at {root} has harness {found}, the trial "
             f"runs {expected_harness}: check out the same commit on every node"
         )
-    seed_dir = paths.runs_dir() / run_id / job.dir.name
-    result = run_seed(backend, cfg, job.seed, job.index, seed_dir, spec, slot)
+    seed_dir = paths.runs_dir() / rel_dir
+    own_cfg = cfg if job.cfg is None else job.cfg
+    result = run_seed(backend, own_cfg, job.seed, job.index, seed_dir, spec, slot, split=job.split)
     return result, small_files(seed_dir), socket.gethostname()
 
 
@@ -454,14 +456,15 @@ def run_ray(cluster: Cluster, run: PoolRun) -> tuple[list[SeedResult], str]:
         slot = run.plan.slots[0]
         task_slot = Slot(threads=slot.threads)  # Ray assigns cores and GPUs (CUDA_VISIBLE_DEVICES) itself
         remote = ray.remote(seed_task).options(**resources(slot), max_retries=0)
-        run_id = run.jobs[0].dir.parent.name
         results: list[SeedResult] = []
         planned = waves(run.jobs, run.plan.parallel)
         for w, wave in enumerate(planned):
             if run.stop:
                 break
             refs = {
-                remote.remote(cluster.harness, run.backend, run.cfg, job, run_id, run.spec, task_slot): job
+                remote.remote(
+                    cluster.harness, run.backend, run.cfg, job, runs_relative(job.dir), run.spec, task_slot
+                ): job
                 for job in wave
             }
             results += _gather(cluster, refs, run.stop, run.report, run.spec)
@@ -470,6 +473,15 @@ def run_ray(cluster: Cluster, run: PoolRun) -> tuple[list[SeedResult], str]:
         return results, ""
     finally:
         cluster.close()
+
+
+def runs_relative(seed_dir: Path) -> str:
+    """Where a seed's directory lies under this machine's runs/ (runs/<run_id>/seed-<k>; confirm and fidelity:
+    one level deeper): a worker puts it at the same place under its own."""
+    try:
+        return str(seed_dir.relative_to(paths.runs_dir()))
+    except ValueError:  # outside runs/ (a test's pool): its run and seed directory names
+        return f"{seed_dir.parent.name}/{seed_dir.name}"
 
 
 def _unstarted(jobs: list[SeedJob], broken: list[Node], report: Report) -> list[SeedResult]:

@@ -3,7 +3,7 @@ longer budget) train trials' runs/<id>/config.toml again, on fresh seeds.
 
 `recorded_config` loads a trial's config as it ran (refusing one whose file is gone, that no longer loads,
 or whose eval set changed); `run_jobs` runs the seeds of several configs in one pool on the machine's
-slots, as a trial's seeds run, with a trial's signal handling and warm starts.
+slots (or as Ray tasks with `ray`), as a trial's seeds run, with a trial's signal handling and warm starts.
 """
 
 from __future__ import annotations
@@ -50,20 +50,41 @@ def same_harness(row: dict[str, str], what: str) -> None:
         )
 
 
+def retrain_plan(backend: Any, cfg: Any, budget: float, seeds: int, ray: str | None) -> Any:
+    """The slot plan (autorl.engine.slots.Plan) of `seeds` seeds at `budget`: the machine's, or Ray's."""
+    from autorl.engine.options import RunOptions
+    from autorl.engine.slots import plan
+
+    return plan(backend, cfg, RunOptions(budget=budget, seeds=seeds, ray=ray))
+
+
 def run_jobs(
-    backend: Any, jobs: Sequence[Any], budget: float, the_plan: Any, report: Callable[[SeedResult], None]
+    backend: Any,
+    jobs: Sequence[Any],
+    budget: float,
+    the_plan: Any,
+    report: Callable[[SeedResult], None],
+    ray: str | None = None,
 ) -> list[SeedResult] | None:
-    """The jobs (autorl.engine.pool.SeedJob, each with its config and split) in one pool on the plan's slots;
-    None when a signal stopped them (the seeds that finished keep their files)."""
+    """The jobs (autorl.engine.pool.SeedJob, each with its config and split) in one pool on the plan's slots,
+    or as Ray tasks on the cluster at `ray`; None when a signal stopped them (the seeds that finished keep
+    their files). RetrainError when the cluster cannot take them (nothing ran)."""
     from autorl.engine.live import LiveView
     from autorl.engine.options import RunOptions
     from autorl.engine.pool import PoolRun, run_local
     from autorl.engine.process import Stop
+    from autorl.engine.ray_pool import cluster_for, run_ray
     from autorl.engine.trial_run import _Signals
+    from autorl.io.harness import harness_hash
+    from autorl.io.tomlcheck import ConfigError
 
-    spec = RunOptions(budget=budget).budget_spec()
+    opts = RunOptions(budget=budget, ray=ray)
     stop = Stop()
     with _Signals(stop), LiveView(budget) as view, warm.starters(stop):
-        run = PoolRun(backend, None, list(jobs), spec, the_plan, stop, lambda done: "", report)
-        results, _ = run_local(run, view)
+        run = PoolRun(backend, None, list(jobs), opts.budget_spec(), the_plan, stop, lambda done: "", report)
+        try:
+            cluster = cluster_for(opts, the_plan, harness_hash(paths.repo_root()), stop)
+        except ConfigError as exc:
+            raise RetrainError(str(exc)) from None
+        results, _ = run_ray(cluster, run) if cluster is not None else run_local(run, view)
     return None if stop else results

@@ -70,6 +70,17 @@ class Track(Protocol):
         interval touches the top leaves no room to improve)."""
         ...
 
+    def lengthen(self, cfg: Any, factor: float) -> Any:
+        """`cfg` as trained `factor` times longer than a trial trains it (`autorl fidelity`): where the budget
+        is the wall clock (llm), the config itself; where the score covers a fixed number of env steps
+        (classic), the config with a score horizon `factor` times as long."""
+        ...
+
+    def rows_at(self, rows: list[dict[str, Any]], fraction: float) -> list[dict[str, Any]] | None:
+        """A lengthened seed's score rows as they stood `fraction` (0..1] of the way through its run: the
+        score a shorter run would have had. None where the track did not record it."""
+        ...
+
 
 def get_track(name: str) -> Track:
     if name not in TRACK_MODULES:

@@ -136,16 +136,27 @@ def flag(default: Any, help: str, **how: Any) -> Any:
     return dataclasses.field(default=default, metadata={"flag": Flag(help, **how)})
 
 
+def ray_flag() -> Any:
+    """--ray, as run.py, `autorl confirm` and `autorl fidelity` take it."""
+    return flag(
+        None,
+        "run the seeds as Ray tasks on the cluster at HOST:PORT ('local' starts Ray here); docs/ray.md",
+        type=ray_address,
+        metavar="ADDRESS",
+    )
+
+
 def _help(how: Flag, default: Any) -> str:
     """The help text, then the default unless the text speaks of it (or there is none to show)."""
     given = how.required or (how.positional and how.nargs is None)
     nothing = default is None or default is False or default == ""
     shown = not given and not nothing and "default" not in how.help
-    return (
+    text = (
         f"{how.help} (default: {default:g})"
         if shown and isinstance(default, float)
         else (f"{how.help} (default: {default})" if shown else how.help)
     )
+    return text.replace("%", "%%")  # argparse formats help with %: "80% power" broke `autorl confirm --help`
 
 
 def add_flags(parser: argparse.ArgumentParser, options: type) -> None:

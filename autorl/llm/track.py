@@ -72,5 +72,11 @@ class LLMTrack:
     def score_range(self, cfg: Any) -> tuple[float, float]:
         return 0.0, 1.0  # verifier rewards are 0/1
 
+    def lengthen(self, cfg: Any, factor: float) -> Any:
+        return cfg  # the budget is the wall clock: the long budget alone trains it longer
+
+    def rows_at(self, rows: list[dict[str, Any]], fraction: float) -> list[dict[str, Any]] | None:
+        return rows if fraction >= 1 else None  # a seed is evaluated at its end only
+
 
 TRACK = LLMTrack()

@@ -57,7 +57,7 @@ CONFIRMED_COLUMNS = [
     "run_id",  # the kept trial confirmed
     "baseline_run",
     "track",
-    "budget",
+    "budget",  # training seconds per seed: the trial's, or longer (confirm --factor, --budget)
     "seeds",  # the fresh training seeds (the same for both sides)
     "test_score",  # the candidate's config on the test split, pooled over the seeds
     "baseline_test_score",
