@@ -137,7 +137,7 @@ def test_status_remembers_the_key_tried_with_its_value_and_outcome(classic_runs,
     assert tried["verdict"] == cand["verdict"] and tried["decision"] == decision
     assert cli.main(["status"]) == 0
     out = capsys.readouterr().out
-    assert f"  learning_rate (was 0.0005): 0.001 -> {cand['verdict']}" in out
+    assert f"  learning_rate: 0.0005 -> 0.001: {cand['verdict']}" in out
 
 
 def test_status_shows_what_the_next_decisions_cost_from_the_trials_measured_here(

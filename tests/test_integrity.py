@@ -363,7 +363,10 @@ def test_confirm_is_sized_for_the_low_end_of_the_eval_delta(root):
     assert stats.power(sized.low, 0.05, sized.seeds) >= 0.8 > stats.power(sized.low, 0.05, sized.seeds - 1)
     capped = confirm.size(cand, base, noise, cap=sized.seeds - 1, given=None)
     assert capped.chosen_by == "capped" and capped.seeds == sized.seeds - 1 and capped.power < 0.8
-    assert f"{sized.seeds} seeds a side give 80%" in capped.describe() and "capped at" in capped.describe()
+    assert (
+        f"{sized.seeds} seeds a side are the fewest that give 80% or more" in capped.describe()
+        and "capped at" in capped.describe()
+    )
     assert confirm.size(cand, base, noise, cap=64, given=2).seeds == 2  # --seeds overrides
     behind = confirm.size(base, cand, noise, cap=7, given=None)  # the "candidate" is the worse one
     assert behind.low < 0 and behind.seeds == 7 and "no seed count" in behind.describe()

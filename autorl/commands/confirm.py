@@ -102,7 +102,7 @@ class Size:
         if not math.isfinite(self.low):
             return f"--seeds {self.seeds} a side (the eval delta is unknown: power not computed)"
         if self.needed is not None:
-            need = f"{self.needed} seeds a side give {stats.POWER:.0%}"
+            need = f"{self.needed} seeds a side are the fewest that give {stats.POWER:.0%} or more"
         elif self.low > 0:
             need = f"more than {NEEDED_MOST} seeds a side would be needed for {stats.POWER:.0%}"
         else:

@@ -301,15 +301,15 @@ def tried_lines(tried: Sequence[Mapping[str, Any]]) -> list[str]:
     """The memory of what was tried, bounded: MAX_TRIED_KEYS keys, each with its latest values."""
     if not tried:
         return []
-    out = ["tried (key: value -> verdict, decision; newest last; do not retry a discarded value):"]
+    out = ["tried (key: reference's -> tried value: verdict, decision; newest last; never retry a discarded)"]
     for t in tried[:MAX_TRIED_KEYS]:
-        tries = [
-            f"{x['value']} -> {x['verdict'] or '-'}"
+        tries = [  # each try from its own reference's value: after a keep of the key, that is the kept value
+            f"{x['from']} -> {x['value']}: {x['verdict'] or '-'}"
             + (f" {x['delta']:+.4f}" if x["delta"] is not None else "")
             + f", {x['decision']}"
             for x in t["tries"][-MAX_TRIED_VALUES:]
         ]
-        out.append(f"  {t['key']} (was {t['tries'][-1]['from']}): " + "; ".join(tries))
+        out.append(f"  {t['key']}: " + "; ".join(tries))
     if len(tried) > MAX_TRIED_KEYS:
         out.append(f"  ... {len(tried) - MAX_TRIED_KEYS} more keys (autorl status --json)")
     return out

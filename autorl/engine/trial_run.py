@@ -353,7 +353,8 @@ def interim_look(opts: RunOptions, the_plan: Plan, ref: Reference, done: list[Se
     say(
         f"interim look {look}/{looks - 1} after {len(done)}/{opts.seeds} seeds: delta "
         f"{interim.delta:+.4f}, p {interim.p_value:.3g}, efficacy boundary "
-        f"{stats.efficacy_alpha(look, looks):.2g}: {'continue' if decision is None else 'stop'}"
+        f"{stats.efficacy_alpha(look, looks):.2g}: "
+        + {None: "continue", "futile": "stop (futile: delta <= 0)"}.get(decision, "stop (below the boundary)")
     )
     if decision is None:
         return ""
