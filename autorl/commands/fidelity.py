@@ -367,10 +367,10 @@ def rho_by_budget(
     the_track: Any, scored: list[Config], short: list[float], short_seeds: list[list[float]], factor: float
 ) -> list[dict]:
     """Spearman's rho of the short scores against the long runs' scores as they stood at each of
-    budget_fractions (where the track recorded them: the classic track's curve; the LLM track's end only),
-    with rho_interval's bootstrap."""
+    budget_fractions before the end (where the track recorded them: the classic track's curve; not the LLM
+    track's), with rho_interval's bootstrap. The end is the summary's own rho: _conclude adds it."""
     table = []
-    for fraction in budget_fractions(factor):
+    for fraction in budget_fractions(factor)[:-1]:
         per_seed = [[the_track.rows_at(seed, fraction) for seed in c.long_rows] for c in scored]
         if any(rows is None or not rows for seeds in per_seed for rows in seeds):
             continue
@@ -417,6 +417,7 @@ def _conclude(ledger: Ledger, plan: Plan, chosen: list[Config], the_track: Any, 
         "kept_holds": f"{sum(v == 'holds' for _, _, v in verdicts)}/{len(verdicts)}",
     }
     by_budget = rho_by_budget(the_track, scored, short, short_seeds, plan.factor)
+    by_budget.append({"budget_x": round(plan.factor, 2), "rho": ranks["rho"], "rho_ci": [low, high]})
     atomic.write_text(
         plan.dir / "fidelity.json",
         json.dumps({**summary, "rho_by_budget": by_budget, "fidelity_id": plan.fidelity_id}) + "\n",
