@@ -319,7 +319,7 @@ def test_a_horizon_sets_where_training_stops_and_what_the_score_covers(tmp_path)
     assert [e[1] for e in state["evals"]] == [1536, 3584, 5632]  # due before 2k, 4k and 6k
     rows = curve_rows("CartPole-v1", state["evals"], 6_000)
     assert [r["example_id"] for r in rows] == ["steps-000002000", "steps-000004000", "steps-000006000"]
-    assert TRACK.rows_at(rows, 2 / 3) == rows[:2] and TRACK.rows_at(rows, 1.0) == rows
+    assert TRACK.rows_at(tmp_path, rows, 2 / 3) == rows[:2] and TRACK.rows_at(tmp_path, rows, 1.0) == rows
 
 
 # --- the training child ------------------------------------------------------------------------------

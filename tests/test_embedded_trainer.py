@@ -7,6 +7,7 @@ on the autorl-arithmetic environment and stops it with SIGTERM.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shutil
@@ -24,7 +25,7 @@ import torch
 from transformers import Qwen2ForCausalLM
 
 from autorl.engine import progress
-from autorl.engine.backend import Slot
+from autorl.engine.backend import Slot, Snapshot
 from autorl.io.machine import own_cpu_ids
 from autorl.io.tomlcheck import ConfigError
 from autorl.llm.config import LoadedConfig, load_train_config
@@ -533,9 +534,11 @@ id = "autorl-arithmetic"
 
 def test_child_saves_weights_and_exits_cleanly_on_sigterm(tiny_model, tmp_path, write_resolved):
     """The real child, started as the runner starts it, stopped mid-run by SIGTERM: it saves the weights of
-    its last completed step (atomically, marked complete), says so, and exits 0."""
+    its last completed step (atomically, marked complete), says so, and exits 0. Given snapshot times (an
+    `autorl fidelity` long seed), it also keeps a copy when its clock passes each, the clock paused."""
     (tmp_path / "train.toml").write_text(CHILD_TOML.format(model=tiny_model))
-    cfg = load_train_config(tmp_path / "train.toml", backend="embedded")
+    loaded = load_train_config(tmp_path / "train.toml", backend="embedded")
+    cfg = dataclasses.replace(loaded, snapshot_s=(0.0, 1e6))  # after the first step; never
     backend = EmbeddedBackend()
     backend.check(cfg)
     run_dir = tmp_path / "seed-0"
@@ -571,6 +574,9 @@ def test_child_saves_weights_and_exits_cleanly_on_sigterm(tiny_model, tmp_path, 
     assert saved["step"] == last_step
     outcome = backend.collect(cfg, run_dir)
     assert outcome.weights_dir == run_dir / "weights" and outcome.steps == last_step
+    assert outcome.snapshots == [Snapshot(0.0, 1, run_dir / "snapshots" / "at-0s")]
+    assert names[names.index("step") + 1 : names.index("step") + 4] == ["pause", "resume", "snapshot"]
+    Qwen2ForCausalLM.from_pretrained(outcome.snapshots[0].path)  # a loadable HF checkpoint
     assert json.loads((run_dir / "weights" / COMPLETE_MARKER).read_text())["step"] == last_step
     assert outcome.peak_memory_gb is not None and outcome.peak_memory_gb > 0
     rows = metrics(run_dir)

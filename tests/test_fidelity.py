@@ -174,3 +174,48 @@ def test_bad_input_is_refused_with_nothing_recorded(tmp_path, monkeypatch, capsy
     finally:
         gone.with_suffix(".bak").rename(gone)
     assert sorted(p.name for p in (context / "runs").iterdir()) == before  # no fidelity run directory
+
+
+def test_llm_long_seeds_are_scored_along_the_run(root, tmp_path):
+    """The LLM track's long seeds keep snapshots where Track.lengthen's along_s says (here the test-double
+    backend's child keeps them as the embedded trainer does: tests/fakes): the seed runner evaluates each as
+    it evaluates the end, into eval-at-<s>s.jsonl and along.jsonl, and removes its weights; LLMTrack.rows_at
+    reads them back, and rho_by_budget ranks the configs where the long runs stood at 1x, 2x and 3x."""
+    from fakes.fake_backend import FakeBackend
+
+    from autorl.engine.process import BudgetSpec
+    from autorl.engine.seed import run_seed
+    from autorl.llm.config import load_train_config
+    from autorl.llm.track import TRACK
+
+    budget, factor = 1.2, 4
+    along_s = [f * budget for f in fidelity.budget_fractions(factor)[:-1]]
+    cfg = TRACK.lengthen(load_train_config(root / "train.toml"), factor, along_s)
+    assert cfg.snapshot_s == pytest.approx((0.3, 0.6, 0.9))
+    assert TRACK.lengthen(load_train_config(root / "train.toml"), factor).snapshot_s == ()  # a confirm's
+    spec = BudgetSpec(budget_s=budget, startup_cap_s=30.0, hang_s=30.0, grace_s=5.0)
+    scored = []
+    for quality in (0.3, 0.5, 0.7):
+        backend = FakeBackend(quality=quality, scripts_dir=tmp_path)
+        result = run_seed(backend, cfg, 7, 0, tmp_path / f"q{quality}" / "seed-0", spec)
+        assert result.status == "ok" and result.evaluated, result.error
+        points = [json.loads(line) for line in (result.dir / "along.jsonl").read_text().splitlines()]
+        assert [p["at_s"] for p in points] == pytest.approx(along_s)
+        assert [p["fraction"] for p in points] == pytest.approx([0.25, 0.5, 0.75])
+        for p in points:  # the double's snapshot holds quality x at/(at+1): its eval scores about that
+            assert p["eval_score"] == pytest.approx(quality * p["at_s"] / (p["at_s"] + 1), abs=0.01)
+            assert (result.dir / p["eval_file"]).exists() and p["step"] >= 1
+        assert not list((result.dir / "snapshots").iterdir())  # evaluated: the weights are gone
+        at_half = TRACK.rows_at(result.dir, result.eval_rows, 0.5)
+        assert at_half is not None and fidelity.stats.eval_score(at_half) == pytest.approx(
+            points[1]["eval_score"]
+        )
+        assert TRACK.rows_at(result.dir, result.eval_rows, 1.0) == result.eval_rows
+        assert TRACK.rows_at(result.dir, result.eval_rows, 0.1) is None  # no snapshot there
+        scored.append(
+            fidelity.Config("kept", {"eval_score": str(quality)}, cfg, [result.eval_rows], [result.dir])
+        )
+    short = [0.3, 0.5, 0.7]
+    table = fidelity.rho_by_budget(TRACK, scored, short, [[s] for s in short], factor)
+    assert [p["budget_x"] for p in table] == [1.0, 2.0, 3.0]
+    assert all(p["rho"] == pytest.approx(1.0) for p in table)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -60,17 +61,20 @@ class ClassicTrack:
 
         return SCORE_RANGE
 
-    def lengthen(self, cfg: Any, factor: float) -> Any:
+    def lengthen(self, cfg: Any, factor: float, along_s: Sequence[float] = ()) -> Any:
         """The score covers `factor` x the env steps (CartPole: 50k -> 200k at 4x), graded on the same grid
         and points: what a user who trains for longer gets from this config. The config is unchanged (its
-        total_env_steps and lr schedule are its own: a config that stops sooner keeps its last value)."""
+        total_env_steps and lr schedule are its own: a config that stops sooner keeps its last value).
+        `along_s` adds nothing: the curve scores every grid point of the run."""
         import dataclasses
 
         from autorl.classic.evaluate import SCORE_STEPS
 
         return dataclasses.replace(cfg, score_env_steps=round(SCORE_STEPS[cfg.model.env_id] * factor))
 
-    def rows_at(self, rows: list[dict[str, Any]], fraction: float) -> list[dict[str, Any]] | None:
+    def rows_at(
+        self, seed_dir: Path, rows: list[dict[str, Any]], fraction: float
+    ) -> list[dict[str, Any]] | None:
         """The curve's points up to `fraction` of its horizon: the area a shorter horizon scores."""
         from autorl.classic.evaluate import grid_step
 

@@ -197,6 +197,7 @@ class Config:
     row: dict[str, str]
     cfg: Any
     long_rows: list[list[dict[str, Any]]]  # per seed that finished
+    long_dirs: list[Path]  # those seeds' directories, in the same order
 
     @property
     def rows(self) -> list[dict[str, Any]]:
@@ -274,13 +275,15 @@ def _configs(plan: Plan, rows: list[dict[str, str]]) -> tuple[list[Config], Any,
     if missing := [run_id for _, run_id in plan.configs if run_id not in by_id]:
         raise RetrainError(f"results.tsv has no row for {', '.join(missing)}: this fidelity run cannot go on")
     the_track = get_track(plan.context.track)
-    chosen = [Config(role, by_id[run_id], None, []) for role, run_id in plan.configs]
+    chosen = [Config(role, by_id[run_id], None, [], []) for role, run_id in plan.configs]
     same_harness(chosen[0].row, "re-trained")
     backends = {c.row["backend"] for c in chosen}
     if len(backends) > 1:
         raise RetrainError(f"the context's configs ran on several backends ({', '.join(sorted(backends))})")
+    along_s = [fraction * plan.long_budget for fraction in budget_fractions(plan.factor)[:-1]]
     for c in chosen:
-        c.cfg = the_track.lengthen(recorded_config(c.row, the_track, f"{c.role} trial"), plan.factor)
+        loaded = recorded_config(c.row, the_track, f"{c.role} trial")
+        c.cfg = the_track.lengthen(loaded, plan.factor, along_s)
     return chosen, the_track.make_backend(backends.pop()), the_track
 
 
@@ -294,6 +297,7 @@ def _pending(plan: Plan, chosen: list[Config]) -> list[Any]:
             seed_dir = plan.seed_dir(c.row["run_id"], k)
             if (done := finished_rows(seed_dir)) is not None:
                 c.long_rows.append(done)
+                c.long_dirs.append(seed_dir)
             else:
                 jobs.append(SeedJob(len(jobs), seed, seed_dir, c.cfg, "eval"))
     return jobs
@@ -319,6 +323,7 @@ def _train(
     for r in results:
         if r.evaluated:
             owner[r.dir.parent.name].long_rows.append(r.eval_rows)
+            owner[r.dir.parent.name].long_dirs.append(r.dir)
     return True
 
 
@@ -367,11 +372,14 @@ def rho_by_budget(
     the_track: Any, scored: list[Config], short: list[float], short_seeds: list[list[float]], factor: float
 ) -> list[dict]:
     """Spearman's rho of the short scores against the long runs' scores as they stood at each of
-    budget_fractions before the end (where the track recorded them: the classic track's curve; not the LLM
-    track's), with rho_interval's bootstrap. The end is the summary's own rho: _conclude adds it."""
+    budget_fractions before the end (where the track recorded them: the classic track's curve, the LLM
+    track's snapshots), with rho_interval's bootstrap. The end is the summary's own rho: _conclude adds it."""
     table = []
     for fraction in budget_fractions(factor)[:-1]:
-        per_seed = [[the_track.rows_at(seed, fraction) for seed in c.long_rows] for c in scored]
+        per_seed = [
+            [the_track.rows_at(d, seed, fraction) for d, seed in zip(c.long_dirs, c.long_rows, strict=True)]
+            for c in scored
+        ]
         if any(rows is None or not rows for seeds in per_seed for rows in seeds):
             continue
         long_seeds = [[stats.eval_score(rows) for rows in seeds] for seeds in per_seed]

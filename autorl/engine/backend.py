@@ -79,6 +79,17 @@ class TrainOutcome:
     notes: list[str] = field(default_factory=list)
     # backend-specific figures, e.g. time_to_solve_seconds
     extras: dict[str, Any] = field(default_factory=dict)
+    # weights kept along the run (a config's snapshot_s: `autorl fidelity`), evaluated after the end
+    snapshots: list[Snapshot] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """A copy of the weights a trainer kept when its training clock passed `at_s` seconds."""
+
+    at_s: float
+    step: int
+    path: Path
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,8 @@ show progress, detect hangs and count steps. Everything else the child prints go
 Events: ``ready`` (model loaded, training starts: the budget clock starts here), ``step`` (one finished
 optimizer step: step, reward, loss, lr, seconds, samples_per_s, ...), ``pause``/``resume`` (time spent
 between them, e.g. in-training evaluation, is not charged to the budget), ``saved`` (weights written:
-step, path), ``done``.
+step, path), ``snapshot`` (a copy of the weights kept along the run for `autorl fidelity`: step, at_s,
+path), ``done``.
 """
 
 from __future__ import annotations

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+import shutil
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -189,4 +190,44 @@ def _run_seed(
     for row in rows:
         row["seed"] = seed
     result.eval_rows = rows
+    if result.outcome.snapshots and not error:
+        evaluate_along(result, backend, cfg, spec.budget_s, stop, split)
+        if stop is not None and stop:
+            result.status = "interrupted"
     return result
+
+
+def evaluate_along(
+    result: SeedResult, backend: Backend, cfg: Any, budget_s: float, stop: Stop | None, split: str
+) -> None:
+    """The snapshots the trainer kept along the run (`autorl fidelity`'s long seeds), each evaluated as the
+    end was, into eval-at-<s>s.jsonl; along.jsonl gets one row per point, the seed's score curve: at_s (the
+    training seconds), fraction (of the budget), step, eval_score (or error) and eval_file. A snapshot's
+    weights are removed once evaluated."""
+    from autorl.record.stats import eval_score
+
+    assert result.outcome is not None
+    points = []
+    for snap in result.outcome.snapshots:
+        out = result.dir / f"eval-at-{snap.at_s:g}s.jsonl"
+        log = out.with_suffix(".log")
+        rows, seconds, error = run_eval(
+            backend.eval_command(cfg, snap.path, out, result.slot, split), out, log, stop
+        )
+        if stop is not None and stop:
+            return
+        point: dict[str, Any] = {
+            "at_s": snap.at_s,
+            "fraction": round(snap.at_s / budget_s, 6),
+            "step": snap.step,
+            "eval_file": out.name,
+            "eval_seconds": round(seconds, 3),
+        }
+        if error:
+            point["error"] = error.splitlines()[0]
+            result.log.append(f"the snapshot at {snap.at_s:g} s: {error}")
+        else:
+            point["eval_score"] = eval_score(rows)
+            shutil.rmtree(snap.path, ignore_errors=True)
+        points.append(point)
+    atomic.write_text(result.dir / "along.jsonl", "".join(json.dumps(p) + "\n" for p in points))

@@ -9,6 +9,7 @@ comparing names. Each track module is imported only when asked for, so a refusal
 from __future__ import annotations
 
 import importlib
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -70,15 +71,20 @@ class Track(Protocol):
         interval touches the top leaves no room to improve)."""
         ...
 
-    def lengthen(self, cfg: Any, factor: float) -> Any:
-        """`cfg` as trained `factor` times longer than a trial trains it (`autorl fidelity`): where the budget
-        is the wall clock (llm), the config itself; where the score covers a fixed number of env steps
-        (classic), the config with a score horizon `factor` times as long."""
+    def lengthen(self, cfg: Any, factor: float, along_s: Sequence[float] = ()) -> Any:
+        """`cfg` as trained `factor` times longer than a trial trains it (`autorl fidelity`, a long confirm):
+        where the budget is the wall clock (llm), the config itself; where the score covers a fixed number of
+        env steps (classic), the config with a score horizon `factor` times as long. `along_s`: training
+        seconds at which the run is also scored (llm: snapshots of the weights; classic: its curve already
+        scores every grid point)."""
         ...
 
-    def rows_at(self, rows: list[dict[str, Any]], fraction: float) -> list[dict[str, Any]] | None:
-        """A lengthened seed's score rows as they stood `fraction` (0..1] of the way through its run: the
-        score a shorter run would have had. None where the track did not record it."""
+    def rows_at(
+        self, seed_dir: Path, rows: list[dict[str, Any]], fraction: float
+    ) -> list[dict[str, Any]] | None:
+        """A lengthened seed's score rows (`rows`, from its directory `seed_dir`) as they stood `fraction`
+        (0..1] of the way through its run: the score a shorter run would have had. None where the track did
+        not record it."""
         ...
 
 

@@ -225,6 +225,9 @@ class LoadedConfig:
     data: dict  # the raw TOML, exactly as written
     model: TrainConfig  # validated, with prime-rl's defaults filled in
     config_hash: str
+    # training seconds at which the embedded trainer also keeps its weights, evaluated after the run: only
+    # `autorl fidelity`'s long seeds set them (LLMTrack.lengthen), never train.toml
+    snapshot_s: tuple[float, ...] = ()
 
 
 def load_train_config(

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from autorl.engine.backend import Backend
 from autorl.io import paths
+from autorl.io.jsonl import read_jsonl
 from autorl.io.machine import Machine
 from autorl.record.stats import DEFAULT_SEED_SD
 
@@ -72,11 +75,26 @@ class LLMTrack:
     def score_range(self, cfg: Any) -> tuple[float, float]:
         return 0.0, 1.0  # verifier rewards are 0/1
 
-    def lengthen(self, cfg: Any, factor: float) -> Any:
-        return cfg  # the budget is the wall clock: the long budget alone trains it longer
+    def lengthen(self, cfg: Any, factor: float, along_s: Sequence[float] = ()) -> Any:
+        """The budget is the wall clock: the long budget alone trains it longer. `along_s`: the trainer keeps
+        its weights when its clock passes each (LoadedConfig.snapshot_s; the embedded backend), evaluated
+        after the run into the seed's along.jsonl."""
+        return dataclasses.replace(cfg, snapshot_s=tuple(along_s)) if along_s else cfg
 
-    def rows_at(self, rows: list[dict[str, Any]], fraction: float) -> list[dict[str, Any]] | None:
-        return rows if fraction >= 1 else None  # a seed is evaluated at its end only
+    def rows_at(
+        self, seed_dir: Path, rows: list[dict[str, Any]], fraction: float
+    ) -> list[dict[str, Any]] | None:
+        """The end's rows at 1; before it, the eval rows of the snapshot kept at that fraction of the run
+        (along.jsonl, autorl/engine/seed.py evaluate_along); None when there is none (the prime-rl backend
+        keeps no snapshots, or its eval failed)."""
+        if fraction >= 1:
+            return rows
+        along = seed_dir / "along.jsonl"
+        points = read_jsonl(along) if along.exists() else []
+        point = next((p for p in points if abs(p["fraction"] - fraction) < 1e-4 and "error" not in p), None)
+        if point is None or not (seed_dir / point["eval_file"]).exists():
+            return None
+        return read_jsonl(seed_dir / point["eval_file"])
 
 
 TRACK = LLMTrack()

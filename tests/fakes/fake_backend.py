@@ -8,11 +8,12 @@ end to end in seconds.
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 from typing import Any
 
-from autorl.engine.backend import WHOLE_MACHINE, Backend, Launch, Slot, TrainOutcome
+from autorl.engine.backend import WHOLE_MACHINE, Backend, Launch, Slot, Snapshot, TrainOutcome
 
 # A valid train.toml for the test model the fake machine file names (no model is loaded: the backend is a
 # test double).
@@ -33,6 +34,7 @@ CHILD = """
 import json, signal, sys, time
 from pathlib import Path
 mode, run_dir, quality = sys.argv[1], Path(sys.argv[2]), float(sys.argv[3])
+snapshots = [float(s) for s in sys.argv[4].split(",") if s]  # RunSpec.snapshot_s: seconds, earliest first
 def emit(event, **kw):
     print("@@autorl " + json.dumps({"event": event, **kw}), flush=True)
 def save():
@@ -47,6 +49,7 @@ print("loading model", flush=True)
 if mode == "slow_ready":  # a start-up like a first seed's wait for its warm starter (autorl/engine/warm.py)
     time.sleep(1.5)
 emit("ready")
+started = time.monotonic()
 if mode == "crash":
     emit("step", step=1, reward=0.1)
     print("Traceback (most recent call last):", flush=True)
@@ -71,6 +74,13 @@ for step in range(1, 10**6):
         f.write(json.dumps(row) + "\\n")
     if step % 10 == 0 or mode == "ignore_term":
         save()
+    if snapshots and time.monotonic() - started >= snapshots[0]:  # as the embedded trainer keeps them
+        at_s = snapshots.pop(0)
+        snap = run_dir / "snapshots" / f"at-{at_s:g}s"
+        snap.mkdir(parents=True)
+        (snap / "quality.txt").write_text(str(quality * at_s / (at_s + 1)))  # a curve that rises
+        (snap / "snapshot.json").write_text(json.dumps({"at_s": at_s, "step": step}))
+        emit("snapshot", step=step, at_s=at_s, path=str(snap))
     if mode == "finish" and step == 20:
         save(); emit("done"); sys.exit(0)
 """
@@ -115,11 +125,17 @@ class FakeBackend(Backend):
         pass
 
     def resolve(self, cfg: Any, run_dir: Path, seed: int, slot: Slot = WHOLE_MACHINE) -> dict[str, Any]:
-        return {"fake": True, "mode": self.mode, "seed": seed}
+        return {
+            "fake": True,
+            "mode": self.mode,
+            "seed": seed,
+            "snapshot_s": list(getattr(cfg, "snapshot_s", ())),
+        }
 
     def launch(self, cfg: Any, run_dir: Path, seed: int, slot: Slot = WHOLE_MACHINE) -> Launch:
         mode = self.modes.get(int(run_dir.name.removeprefix("seed-")), self.mode)
         argv = [sys.executable, str(self.dir / "fake_child.py"), mode, str(run_dir), str(self.quality)]
+        argv.append(",".join(f"{s:g}" for s in getattr(cfg, "snapshot_s", ())))
         return Launch(argv=argv, cwd=run_dir, cpus=slot.cpus)
 
     def plan_slots(self, cfg: Any, machine: Any) -> list[Slot]:
@@ -127,7 +143,14 @@ class FakeBackend(Backend):
 
     def collect(self, cfg: Any, run_dir: Path) -> TrainOutcome:
         weights = run_dir / "weights"
-        return TrainOutcome(weights_dir=weights if (weights / "quality.txt").exists() else None)
+        snapshots = [
+            Snapshot(info["at_s"], info["step"], d)
+            for d in sorted((run_dir / "snapshots").glob("at-*s"))
+            if (info := json.loads((d / "snapshot.json").read_text()))
+        ]
+        return TrainOutcome(
+            weights_dir=weights if (weights / "quality.txt").exists() else None, snapshots=snapshots
+        )
 
     def eval_command(
         self,

@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from autorl.engine.backend import WHOLE_MACHINE, Backend, ChildArgs, Launch, Slot, TrainOutcome
+from autorl.engine.backend import WHOLE_MACHINE, Backend, ChildArgs, Launch, Slot, Snapshot, TrainOutcome
 from autorl.io import paths
 from autorl.io.cliargs import flag
 from autorl.io.jsonl import read_jsonl
@@ -115,6 +115,10 @@ class RunSpec(BaseModel):
     # hf-process (sampling overlapped with training in a second process, sampler_process.py); else hf.
     sampler: Literal["auto", "hf", "hf-process", "vllm"] = "auto"
     save_interval_s: float = 30.0  # periodic weight saves (plus one at SIGTERM and at max_steps)
+    # Training seconds at which a copy of the weights is also kept, in snapshots/at-<s>s/ (`autorl fidelity`'s
+    # long seeds: evaluated after the run, the score along it; LoadedConfig.snapshot_s). The save is not
+    # charged to the budget (a `pause`/`resume` around it).
+    snapshot_s: list[float] = []
     micro_batch_tokens: int = 0  # trainer forward/backward chunks (tokens); 0 = slots.py's CPU/GPU default
     vllm_gpu_memory_utilization: float = VLLM_GPU_FRACTION  # of the seed's GPU memory (gpu_share below)
     # Fraction of the GPU's memory this seed may use: the seed's Slot.gpu_share when k seeds share a GPU
@@ -200,6 +204,21 @@ def semantic_problems(spec: RunSpec) -> tuple[list[str], list[str]]:
     return errors, notes
 
 
+def snapshot_dir(run_dir: Path, at_s: float) -> Path:
+    """Where the trainer keeps the weights it had when its training clock passed `at_s` seconds."""
+    return Path(run_dir) / "snapshots" / f"at-{at_s:g}s"
+
+
+def saved_snapshots(run_dir: Path) -> list[Snapshot]:
+    """The complete snapshots of a run (RunSpec.snapshot_s), earliest first."""
+    found = []
+    for d in (Path(run_dir) / "snapshots").glob("at-*s"):
+        if (d / COMPLETE_MARKER).is_file():
+            info = json.loads((d / COMPLETE_MARKER).read_text())
+            found.append(Snapshot(float(info["at_s"]), int(info["step"]), d))
+    return sorted(found, key=lambda s: s.at_s)
+
+
 def latest_weights(run_dir: Path) -> Path | None:
     """The newest complete weights: ``weights/``, or ``weights.old/`` when a save was cut mid-rename."""
     for name in ("weights", "weights.old"):
@@ -227,7 +246,7 @@ class EmbeddedBackend(Backend):
             raise ConfigError("\n".join(f"{Path(str(cfg.path)).name}: {e}" for e in errors))
 
     def resolve(self, cfg: Any, run_dir: Path, seed: int, slot: Slot = WHOLE_MACHINE) -> dict[str, Any]:
-        return build_spec(cfg.model).model_dump()
+        return build_spec(cfg.model).model_copy(update={"snapshot_s": list(cfg.snapshot_s)}).model_dump()
 
     def launch(self, cfg: Any, run_dir: Path, seed: int, slot: Slot = WHOLE_MACHINE) -> Launch:
         run_dir = Path(run_dir)
@@ -255,6 +274,7 @@ class EmbeddedBackend(Backend):
             peak_memory_gb=max(peaks) if peaks else None,
             failed_component=None,
             notes=notes,
+            snapshots=saved_snapshots(run_dir),
         )
 
     def eval_command(

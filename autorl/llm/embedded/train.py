@@ -42,6 +42,9 @@ a ``STABLE`` file, then renamed; the previous save is kept as ``weights.old/`` u
 every ``save_interval_s`` (at least 20x the last save's duration, so big models do not spend their budget
 saving), at ``max_steps``, and on SIGTERM/SIGINT: the current step is abandoned (its sampling or its
 optimizer update never lands), the weights of the last completed step are saved, and the process exits 0.
+A long seed of `autorl fidelity` (``snapshot_s``) also keeps a copy of its weights each time its training
+clock passes one of those seconds, in ``snapshots/at-<s>s/`` (the clock paused meanwhile: ``pause``,
+``resume``, then ``snapshot``); the runner evaluates them after the run (autorl/engine/seed.py).
 
 Precision: float32 on CPU; on a GPU float32 master weights with bf16 autocast (prime-rl's default
 ``optimization_dtype = float32`` with bf16 compute). Seeded: python, numpy and torch RNGs, the sampling
@@ -70,7 +73,7 @@ from transformers import set_seed
 from autorl.engine import progress
 from autorl.io.machine import own_cpu_ids, peak_rss_gb
 from autorl.llm.embedded import grpo
-from autorl.llm.embedded.backend import COMPLETE_MARKER, EmbeddedChildArgs, RunSpec
+from autorl.llm.embedded.backend import COMPLETE_MARKER, EmbeddedChildArgs, RunSpec, snapshot_dir
 from autorl.llm.embedded.batches import Batches, BatchPlan, Sample, default_env_loader
 from autorl.llm.embedded.generation import HFSampler, VLLMSampler, shared_prefill, vllm_available
 from autorl.llm.embedded.sampler_process import ProcessSampler
@@ -194,6 +197,8 @@ class Trainer:
         self.last_save = time.perf_counter()
         self.last_save_seconds = 0.0
         self.metrics_path = self.run_dir / "metrics.jsonl"
+        self.snapshots_due = sorted(spec.snapshot_s)  # training seconds still to pass (autorl fidelity)
+        self.paused_s = 0.0  # time spent saving snapshots: not charged to the budget
 
     def _samplers(self) -> tuple[HFSampler | VLLMSampler, ProcessSampler | None, str]:
         """(the sampler, the CPU's second-process sampler or None, the name the header prints): vLLM when
@@ -403,14 +408,19 @@ class Trainer:
 
     # ------------------------------------------------------------------ saving
 
+    def _write_weights(self, tmp: Path, **marker: Any) -> None:
+        """The current weights in Hugging Face format into `tmp`, marked complete last."""
+        shutil.rmtree(tmp, ignore_errors=True)
+        self.model.save_pretrained(tmp)
+        self.tokenizer.save_pretrained(tmp)
+        info = {"step": self.step, "seed": self.seed, **marker}
+        (tmp / COMPLETE_MARKER).write_text(json.dumps(info) + "\n")
+
     def save(self) -> Path:
         """Write the current weights atomically to ``weights/`` (see the module docstring)."""
         start = time.perf_counter()
         tmp, final, old = (self.run_dir / n for n in ("weights.tmp", "weights", "weights.old"))
-        shutil.rmtree(tmp, ignore_errors=True)
-        self.model.save_pretrained(tmp)
-        self.tokenizer.save_pretrained(tmp)
-        (tmp / COMPLETE_MARKER).write_text(json.dumps({"step": self.step, "seed": self.seed}) + "\n")
+        self._write_weights(tmp)
         if final.exists():
             shutil.rmtree(old, ignore_errors=True)
             final.rename(old)
@@ -421,6 +431,22 @@ class Trainer:
         self.last_save_seconds = self.last_save - start
         progress.emit("saved", step=self.step, path=str(final), seconds=round(self.last_save_seconds, 3))
         return final
+
+    def _snapshots(self, trained_s: float) -> None:
+        """Keep a copy of the weights for each RunSpec.snapshot_s the training clock has passed, in
+        snapshots/at-<s>s/ (written beside, marked complete, renamed); the runner's clock is paused meanwhile,
+        and so is the one counted here."""
+        while self.snapshots_due and trained_s - self.paused_s >= self.snapshots_due[0]:
+            at_s = self.snapshots_due.pop(0)
+            progress.emit("pause")
+            start = time.perf_counter()
+            final = snapshot_dir(self.run_dir, at_s)
+            tmp = final.with_name(final.name + ".tmp")
+            self._write_weights(tmp, at_s=at_s, trained_s=round(trained_s - self.paused_s, 3))
+            tmp.rename(final)
+            self.paused_s += time.perf_counter() - start
+            progress.emit("resume")
+            progress.emit("snapshot", step=self.step, at_s=at_s, path=str(final))
 
     def _save_due(self) -> bool:
         interval = max(self.spec.save_interval_s, 20 * self.last_save_seconds)
@@ -532,6 +558,7 @@ class Trainer:
         with open(self.metrics_path, "a") as f:
             f.write(json.dumps(row) + "\n")
         progress.emit("step", **row)
+        self._snapshots(t3 - start)
         if self._save_due():
             self.save()
 
