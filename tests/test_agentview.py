@@ -7,7 +7,10 @@ import argparse
 import dataclasses
 import importlib.util
 import json
+import os
 import statistics
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -16,6 +19,7 @@ from fakes.fake_backend import FakeBackend
 
 from autorl.commands import cli, show, trial
 from autorl.commands.tune import parse_summary
+from autorl.engine import process
 from autorl.llm.track import LLMTrack
 from autorl.record import runview, stats
 from autorl.record.ledger import Ledger
@@ -375,6 +379,37 @@ def _simulation():
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def test_a_trial_beside_busy_work_is_flagged_contended(root, monkeypatch, capsys):
+    """The runner reads the machine's CPU stall counter (/proc/pressure/cpu) when each seed's clock starts and
+    ends: a trial that trains while more busy processes than CPUs run beside it says so in a health line (its
+    score may be the machine's), the share in the seed's outcome.json; the same seeds at a quiet share would
+    raise nothing."""
+    if process.cpu_stall_us() is None:
+        pytest.skip("this kernel reports no CPU pressure (/proc/pressure/cpu)")
+    assert process.cpu_wait_share(1_000_000, 1_500_000, 2.0) == 0.25  # 0.5 s of waiting in 2 s
+    assert process.cpu_wait_share(None, 5, 1.0) is None and process.cpu_wait_share(1, 5, 0.0) is None
+    spin = [sys.executable, "-c", "while True: pass"]
+    busy = [subprocess.Popen(spin) for _ in range((os.cpu_count() or 1) + 1)]
+    try:
+        loaded = fake_trial(monkeypatch, root, capsys, "--budget", "1.0")
+    finally:
+        for p in busy:
+            p.kill()
+            p.wait()
+    text = loaded["health/contended"]
+    assert text.startswith("1/1 seeds trained while tasks on this machine waited for a CPU (seed-0: ")
+    seeds = runview.load_seeds(root / loaded["run_dir"])
+    outcome = json.loads((root / loaded["run_dir"] / "seed-0" / "outcome.json").read_text())
+    assert seeds[0].cpu_wait_share == outcome["cpu_wait_share"] >= runview.THRESHOLDS.contended
+    assert cli.main(["show"]) == 0  # the share on the seed's line
+    assert f"CPU wait {outcome['cpu_wait_share']:.0%}" in capsys.readouterr().out
+    at = runview.THRESHOLDS.contended
+    quiet = [dataclasses.replace(s, cpu_wait_share=at - 0.01) for s in seeds]
+    assert "contended" not in {f.name for f in runview.health_flags(quiet, None, None)}
+    edge = [dataclasses.replace(s, cpu_wait_share=at) for s in seeds]
+    assert "contended" in {f.name for f in runview.health_flags(edge, None, None)}
 
 
 def test_seeds_needed_gives_the_power_it_promises_in_the_simulation():

@@ -128,13 +128,14 @@ from autorl.llm.track import LLMTrack
 from autorl.commands import trial
 backend = FakeBackend("ok", 0.6, scripts_dir=Path({scripts!r}))
 LLMTrack.make_backend = lambda self, name: backend
-sys.exit(trial.main(["--seeds", "1", "--budget", "1"]))
+sys.exit(trial.main(["--seeds", "1", "--budget", "1", "--config", {config!r}]))
 """
 
 
 def test_two_trials_started_together_on_an_empty_cache_both_record_the_right_base_score(root, tmp_path):
-    """Two run.py trials at once (as `autorl tune --parallel-trials` starts them) both evaluate the base model
-    into the same, empty cache entry, with a slow eval: neither reads the other's half-written rows."""
+    """Two run.py trials at once (as `autorl tune --parallel-trials` starts them: two configs) both evaluate
+    the base model into the same, empty cache entry, with a slow eval: neither reads the other's half-written
+    rows."""
     from fakes.fake_backend import FakeBackend
 
     from autorl.io.jsonl import read_jsonl
@@ -145,7 +146,10 @@ def test_two_trials_started_together_on_an_empty_cache_both_record_the_right_bas
     for k in range(2):  # each its own scripts: the test double writes them on construction
         scripts = tmp_path / f"scripts-{k}"
         scripts.mkdir()
-        code = TWO_AT_ONCE.format(tests=str(TESTS), scripts=str(scripts))
+        config = root / f"train-{k}.toml"  # one config each: the same one twice at once is refused (claims)
+        text = (root / "train.toml").read_text()
+        config.write_text(text.replace("max_steps = 100", f"max_steps = {100 + k}"))
+        code = TWO_AT_ONCE.format(tests=str(TESTS), scripts=str(scripts), config=str(config))
         cmd = [sys.executable, "-c", code]
         procs.append(subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, text=True))
     outs = [p.communicate(timeout=120)[0] for p in procs]

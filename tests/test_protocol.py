@@ -223,6 +223,13 @@ def test_the_loop_that_confirms_tells_the_agent_it_does(root: Path) -> None:
         prompt.startswith("Keep going, agent. ")
         and "runs `autorl confirm` itself after every 2 keeps" in prompt
     )
+    # At a longer budget (does the best keep hold when trained 4x longer?): the prompt names the command.
+    (root / "prompts.txt").unlink()
+    assert loop.main(agent_cmd(root), max_trials=1, confirm_every=2, confirm_factor=4) == 0
+    (prompt,) = (root / "prompts.txt").read_text().splitlines()
+    assert "runs `autorl confirm --factor 4` itself after every 2 keeps" in prompt
+    assert loop.Loop("a", None, None, root, 2, 4.0).confirm_command() == ["confirm", "--factor", "4"]
+    assert loop.main(agent_cmd(root), max_trials=1, confirm_factor=4) == 2  # a factor alone: refused
 
 
 # ---- tune -----------------------------------------------------------------------------------------------

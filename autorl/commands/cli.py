@@ -1,4 +1,4 @@
-"""The `autorl` console script: status, show, mark, loop, confirm, fidelity, tune, report, ledger.
+"""The `autorl` console script: status, show, mark, loop, swarm, confirm, fidelity, tune, report, ledger.
 
 Each subcommand's flags are declared once, as the fields of its options class
 (autorl/commands/cli_options.py); the parser is built from them and the command is called with the parsed
@@ -26,6 +26,7 @@ from autorl.commands.cli_options import (
     ReportOptions,
     ShowOptions,
     StatusOptions,
+    SwarmOptions,
     TuneOptions,
 )
 from autorl.io import paths
@@ -52,6 +53,11 @@ COMMANDS: dict[str, tuple[type, str, str]] = {  # name -> (its options, its help
         LoopOptions,
         "re-invoke a coding agent until a time/trial limit or a STOP file",
         "autorl.commands.loop:main",
+    ),
+    "swarm": (
+        SwarmOptions,
+        "N agents at once on one ledger, each in its own git worktree (autorl loop each)",
+        "autorl.commands.swarm:main",
     ),
     "confirm": (
         ConfirmOptions,

@@ -91,6 +91,36 @@ class LoopOptions:
         type=positive_int(MAX_TRIALS),
         metavar="K",
     )
+    confirm_factor: float | None = flag(
+        None,
+        "with --confirm-every: confirm at F x the trial's budget (`autorl confirm --factor F`: does the "
+        "best keep hold when trained longer?)",
+        type=float_in(1, 1000),
+        metavar="F",
+    )
+
+
+@dataclass(frozen=True)
+class SwarmOptions:
+    """`autorl swarm`: several agents on one ledger, each in its own git worktree."""
+
+    agents: int = flag(2, "how many agents run at once", type=positive_int(64), metavar="N")
+    agent: str = flag(
+        "",
+        'agent command (as `autorl loop --agent`), run in each agent\'s worktree; e.g. "claude -p"',
+        type=nonempty_str,
+        required=True,
+    )
+    hours: float | None = flag(None, "stop every agent after this many hours", type=positive_float(MAX_HOURS))
+    max_trials: int | None = flag(
+        None, "stop once this many new results.tsv rows (all agents')", type=positive_int(MAX_TRIALS)
+    )
+    confirm_every: int | None = flag(
+        None,
+        "confirm the swarm's best after every K new keeps (all agents') and at the end, once",
+        type=positive_int(MAX_TRIALS),
+        metavar="K",
+    )
 
 
 @dataclass(frozen=True)

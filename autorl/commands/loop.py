@@ -7,7 +7,8 @@ trial limit (new rows in results.tsv since the loop started) or a `STOP` file in
 The prompt is appended to the command as its last argument (shell-quoted), or substituted for `{prompt}`
 when the command contains it; it is also in the environment as AUTORL_PROMPT. Every invocation's output
 goes to `.autorl/loop/<n>.log`, and one line per event to `.autorl/loop.log`. With `--confirm-every K`,
-`autorl confirm` runs between invocations after every K new keeps, and once more when the loop ends.
+`autorl confirm` runs between invocations after every K new keeps, and once more when the loop ends
+(`--confirm-factor F`: `autorl confirm --factor F`, the best keep and the baseline trained F times longer).
 """
 
 from __future__ import annotations
@@ -18,12 +19,14 @@ import shlex
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 
 from autorl.engine.process import end_group
 from autorl.io import paths
 from autorl.record.ledger import Ledger, LedgerError
+from autorl.record.row import AGENT_VAR
 
 POLL_S = 1.0  # how often the stop conditions are checked while the agent runs
 GRACE_S = 60.0  # SIGTERM -> SIGKILL for an agent stopped by a limit or STOP: run.py stops its seeds
@@ -72,6 +75,16 @@ def ledger_problem(ledger: Ledger) -> str | None:
     return None
 
 
+def run_confirm(root: Path, args: list[str], log_dir: Path, say: Callable[[str], None]) -> int:
+    """`autorl <args>` (a confirm) in its own process, its output in log_dir/confirm-<time>.log; its exit."""
+    out_path = log_dir / f"confirm-{datetime.now().strftime('%Y%m%d-%H%M%S')}.log"
+    log_dir.mkdir(parents=True, exist_ok=True)
+    say(f"output in {out_path}")
+    with open(out_path, "w") as out:
+        argv = [sys.executable, "-m", "autorl.commands.cli", *args]
+        return subprocess.call(argv, cwd=root, stdout=out, stderr=out)
+
+
 def count_keeps(ledger: Ledger) -> int:
     try:
         return sum(r["decision"] == "keep" for r in ledger.rows())
@@ -87,16 +100,19 @@ class Loop:
         max_trials: int | None,
         root: Path | None = None,
         confirm_every: int | None = None,
+        confirm_factor: float | None = None,
     ):
         self.agent = agent
         self.confirm_every = confirm_every  # `autorl confirm` after every K new keeps and at the end
+        self.confirm_factor = confirm_factor  # ... at this many times the trial's budget (None: at it)
         self.hours = hours
         self.root = root or paths.repo_root()
         self.deadline = time.monotonic() + hours * 3600 if hours else None
         self.max_trials = max_trials
-        self.ledger = Ledger(self.root / "results.tsv")
-        self.log_dir = self.root / ".autorl" / "loop"
-        self.log_path = self.root / ".autorl" / "loop.log"
+        self.ledger = Ledger(paths.results_file())  # the records' (a swarm's agents share one)
+        self.name = os.environ.get(AGENT_VAR, "")  # one agent of a swarm: its own logs
+        self.log_dir = self.root / ".autorl" / "loop" / self.name
+        self.log_path = self.root / ".autorl" / (f"loop-{self.name}.log" if self.name else "loop.log")
         self.start_trials = count_trials(self.ledger)
         self.keeps_confirmed = count_keeps(self.ledger)  # keeps counted at the last confirmation
 
@@ -152,24 +168,27 @@ class Loop:
     def confirm(self, why: str) -> None:
         """`autorl confirm` of the current best kept trial (its own process; output in the loop's log dir)."""
         self.keeps_confirmed = count_keeps(self.ledger)
-        out_path = self.log_dir / f"confirm-{datetime.now().strftime('%Y%m%d-%H%M%S')}.log"
-        self.log_dir.mkdir(parents=True, exist_ok=True)
-        self.log(f"confirm ({why}): output in {out_path}")
-        with open(out_path, "w") as out:
-            code = subprocess.call(
-                [sys.executable, "-m", "autorl.commands.cli", "confirm"],
-                cwd=self.root,
-                stdout=out,
-                stderr=out,
-            )
+        code = run_confirm(
+            self.root, self.confirm_command(), self.log_dir, lambda m: self.log(f"confirm ({why}): {m}")
+        )
         self.log(f"confirm: exit {code}")
+
+    def confirm_command(self) -> list[str]:
+        """The `autorl` arguments of the loop's confirmation: at the trial's budget, or --confirm-factor's."""
+        return ["confirm", *(["--factor", f"{self.confirm_factor:g}"] if self.confirm_factor else [])]
 
     def run(self) -> int:
         prompt = loop_prompt(self.root)
         if self.confirm_every:  # one owner of the periodic confirms: the loop (program.md)
             prompt += (
-                f" This loop runs `autorl confirm` itself after every {self.confirm_every} keeps and at the "
-                "end: do not run it yourself."
+                f" This loop runs `autorl {' '.join(self.confirm_command())}` itself after every "
+                f"{self.confirm_every} keeps and at the end: do not run it yourself."
+            )
+        if self.name:  # `autorl swarm`: other agents share the ledger
+            prompt += (
+                f" You are {self.name}, one of several agents on this ledger (autorl swarm): `autorl status` "
+                "shows their trials in flight (never start the same idea) and the best kept config, whoever "
+                "kept it (build on it as its line says); mark your own trials with --run <run_id>."
             )
         command = build_command(self.agent, prompt)
         limits = f"{self.hours:g} h" if self.hours else "no time limit"
@@ -210,9 +229,16 @@ class Loop:
 
 
 def main(
-    agent: str, hours: float | None = None, max_trials: int | None = None, confirm_every: int | None = None
+    agent: str,
+    hours: float | None = None,
+    max_trials: int | None = None,
+    confirm_every: int | None = None,
+    confirm_factor: float | None = None,
 ) -> int:
     root = paths.repo_root()
+    if confirm_factor is not None and not confirm_every:
+        print("error: --confirm-factor says how the loop confirms: give --confirm-every K", file=sys.stderr)
+        return 2
     try:
         from autorl.io.harness import dirty_harness_files  # the runner's check: the same files, same rule
     except ImportError:  # pragma: no cover - the harness module ships with the package
@@ -236,4 +262,4 @@ def main(
             file=sys.stderr,
         )
         return 2
-    return Loop(agent, hours, max_trials, root, confirm_every).run()
+    return Loop(agent, hours, max_trials, root, confirm_every, confirm_factor).run()

@@ -21,7 +21,8 @@ MAX_SEED_LINES = 8  # seeds shown one a line (the rest are counted)
 def _seed_line(s: SeedView) -> str:
     how = s.status + (f" ({s.stop_reason})" if s.stop_reason and s.stop_reason != "exited" else "")
     sps = f", {s.seconds_per_step:.3g} s/step" if s.seconds_per_step else ""
-    parts = [f"seed-{s.index} {s.seed if s.seed is not None else '?'} {how}: {s.steps} steps{sps}"]
+    wait = f", CPU wait {s.cpu_wait_share:.0%}" if s.cpu_wait_share is not None else ""
+    parts = [f"seed-{s.index} {s.seed if s.seed is not None else '?'} {how}: {s.steps} steps{sps}{wait}"]
     parts += [f"{c.key} {c.text()}" for c in s.curves]
     if s.zero_advantage is not None:
         parts.append(f"zero-adv {s.zero_advantage:.0%}")

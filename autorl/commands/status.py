@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -19,7 +20,7 @@ from autorl.engine.track import get_track
 from autorl.io import inputs, paths
 from autorl.record.context import ResearchContext, best_kept, is_quick
 from autorl.record.ledger import Ledger, Mark
-from autorl.record.row import as_float
+from autorl.record.row import AGENT_VAR, as_float
 from autorl.record.sidetables import CONFIRMED, FIDELITY
 from autorl.record.stats import noise_floor
 
@@ -48,6 +49,7 @@ def _brief(row: Mapping[str, str]) -> dict[str, Any]:
         "decision": row["decision"],
         "description": row["description"],
         "lesson": row["lesson"],
+        "agent": row.get("agent", ""),
     }
 
 
@@ -315,6 +317,72 @@ def tried_lines(tried: Sequence[Mapping[str, Any]]) -> list[str]:
     return out
 
 
+def in_flight(track: str | None) -> list[dict[str, Any]]:
+    """The trials training now on this ledger (autorl/record/claims.py), of `track` (all: None)."""
+    from autorl.record import claims
+
+    out = []
+    for c in claims.in_flight():
+        if track in (None, c.track):
+            changed = [ln[1:].strip() for ln in c.diff.splitlines() if ln.startswith("+") and ln[1:2] != "+"]
+            out.append(
+                {
+                    "run_id": c.run_id,
+                    "who": c.who,
+                    "started": c.started,
+                    "description": c.description,
+                    "changes": changed,
+                }
+            )
+    return out
+
+
+def in_flight_lines(flying: Sequence[Mapping[str, Any]]) -> list[str]:
+    if not flying:
+        return []
+    out = ["in flight (training now on this ledger; never start the same config):"]
+    for f in flying:
+        changes = "; ".join(f["changes"]) or "the baseline's config"
+        out.append(
+            f"  {f['run_id']} ({f['who']}, since {f['started']}): {cut(changes, 60)}  "
+            + cut(f["description"], 40)
+        )
+    return out
+
+
+def onto_best(st: Mapping[str, Any]) -> str | None:
+    """In a swarm (AUTORL_AGENT set): when the best kept trial is another agent's and this worktree's config
+    is not its config, what changed and the command that brings the worktree onto it."""
+    best, me = st.get("best"), os.environ.get(AGENT_VAR, "")
+    if not me or not best or not st.get("best_is_kept") or best["agent"] in ("", me):
+        return None
+    mine = paths.repo_root() / get_track(st["context"]["track"]).default_config
+    kept = paths.runs_dir() / best["run_id"] / "config.toml"
+    if not kept.exists() or (mine.exists() and mine.read_text() == kept.read_text()):
+        return None
+    return (
+        f"the best kept config is {best['agent']}'s {best['run_id']} ({cut(best['description'], 50)}), not "
+        f'your {mine.name}: build on it: cp {kept} {mine.name} && git commit -am "onto {best["run_id"]}"'
+    )
+
+
+def best_lines(st: Mapping[str, Any]) -> list[str]:
+    """The reference: its score and interval, whose it is when not this agent's, the ceiling's note."""
+    b = st["best"]
+    if not b:
+        return ["best kept: none (no successful trial yet)"]
+    what = "best kept" if st["best_is_kept"] else "reference (nothing kept yet: the baseline)"
+    ci = b["eval_ci"]
+    ci_text = f" [{ci[0]:.3f}, {ci[1]:.3f}]" if None not in ci else ""
+    score = f"{b['eval_score']:.4f}" if b["eval_score"] is not None else "-"
+    out = [f"{what}: {b['run_id']} eval_score {score}{ci_text}  {cut(b['description'], 50)}"]
+    if line := onto_best(st):
+        out.append(line)
+    if st["ceiling"]:
+        out.append(f"note: {st['ceiling']}")
+    return out
+
+
 def render(st: Mapping[str, Any]) -> str:
     """The human/agent view, bounded (~30 lines)."""
     if "message" in st:
@@ -326,17 +394,7 @@ def render(st: Mapping[str, Any]) -> str:
     out = [head]
     if c["hidden"]:
         out.append(c["hidden"])
-    b = st["best"]
-    if b:
-        what = "best kept" if st["best_is_kept"] else "reference (nothing kept yet: the baseline)"
-        ci = b["eval_ci"]
-        ci_text = f" [{ci[0]:.3f}, {ci[1]:.3f}]" if None not in ci else ""
-        score = f"{b['eval_score']:.4f}" if b["eval_score"] is not None else "-"
-        out.append(f"{what}: {b['run_id']} eval_score {score}{ci_text}  {cut(b['description'], 50)}")
-        if st["ceiling"]:
-            out.append(f"note: {st['ceiling']}")
-    else:
-        out.append("best kept: none (no successful trial yet)")
+    out += best_lines(st)
     nf = st["noise_floor"]
     out.append(f"noise floor (single-seed sd): {nf['text']}")
     kr = st["keep_rate"]
@@ -378,6 +436,7 @@ def render(st: Mapping[str, Any]) -> str:
             f"{r['decision']:<8} {cut(r['description'], 70)}"
         )
     out += tried_lines(st["tried"])
+    out += in_flight_lines(st.get("in_flight", []))
     if st["lessons"]:
         out.append(f"latest {len(st['lessons'])} lessons (oldest first):")
         out.extend(f"  {x['run_id']} ({x['decision']}): {x['lesson']}" for x in st["lessons"])
@@ -395,6 +454,8 @@ def main(
     rows = ledger.rows()
     confirmed, fidelity = (t.read(t.beside(ledger)) for t in (CONFIRMED, FIDELITY))
     st = collect(rows, last, track, ledger.history(), confirmed, fidelity)
+    if "context" in st:
+        st["in_flight"] = in_flight(st["context"]["track"])
     if all_contexts:
         st["contexts"] = contexts(rows)
     if as_json:

@@ -254,7 +254,7 @@ def trial_result(log_text: str) -> dict[str, Any] | None:
     if not run_dir:
         return None
     try:
-        row = json.loads((paths.repo_root() / run_dir / "result.json").read_text(encoding="utf-8"))
+        row = json.loads((paths.records_root() / run_dir / "result.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
     return row if isinstance(row, dict) else None

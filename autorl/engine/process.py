@@ -118,6 +118,9 @@ class ChildResult:
     survivors_killed: int  # descendants still alive after the child ended (all killed)
     peak_rss_gb: float
     log_tail: list[str] = field(default_factory=list)
+    # The share of its training time during which tasks on this machine waited for a CPU (cpu_wait_share);
+    # None where the kernel does not say (no /proc/pressure/cpu) or the clock never started.
+    cpu_wait_share: float | None = None
 
     @property
     def status(self) -> str:
@@ -190,15 +193,39 @@ def _signal_group(pgid: int, sig: int) -> None:
         pass
 
 
+PSI_CPU = Path("/proc/pressure/cpu")  # Linux pressure stall information (4.20+): time tasks waited for a CPU
+
+
+def cpu_stall_us() -> int | None:
+    """Microseconds (since boot) during which at least one task on this machine was runnable but waiting
+    for a CPU (the `some` line's total); None where the kernel does not report it."""
+    try:
+        some = PSI_CPU.read_text().splitlines()[0]
+        return int(some.rsplit("total=", 1)[1])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def cpu_wait_share(stall_start: int | None, stall_end: int | None, seconds: float) -> float | None:
+    """The share of `seconds` during which some task waited for a CPU: 0 on a machine that only runs this
+    child on enough CPUs; well above it when other work (or an oversubscribed plan) shares them."""
+    if stall_start is None or stall_end is None or seconds <= 0:
+        return None
+    return round(min(1.0, max(0.0, (stall_end - stall_start) / 1e6 / seconds)), 4)
+
+
 class _Clock:
     """The budget clock: starts at the child's first `ready` or `step` event, stands still between `pause`
-    and `resume`. Start-up is the time from the launch to the clock's start."""
+    and `resume`. Start-up is the time from the launch to the clock's start. It also reads the machine's
+    CPU stall counter when it starts and ends (`cpu_wait_share`)."""
 
     def __init__(self, launched: float) -> None:
         self.launched = launched
         self.started: float | None = None  # monotonic time the budget clock started
         self.paused_at: float | None = None
         self.paused_total = 0.0
+        self.stall_start: int | None = None
+        self.stall_end: int | None = None
 
     @property
     def running(self) -> bool:
@@ -207,6 +234,7 @@ class _Clock:
     def on_event(self, kind: str | None, now: float) -> None:
         if kind in ("ready", "step") and self.started is None:
             self.started = now
+            self.stall_start = cpu_stall_us()
         if kind == "pause" and self.paused_at is None and self.started is not None:
             self.paused_at = now
         if kind == "resume" and self.paused_at is not None:
@@ -222,6 +250,7 @@ class _Clock:
 
     def end(self, ended: float) -> None:
         """The child is gone: a pause still open ends here."""
+        self.stall_end = cpu_stall_us()
         if self.paused_at is not None:
             self.paused_total += ended - self.paused_at
             self.paused_at = None
@@ -461,6 +490,7 @@ def run_budgeted(
         survivors_killed=survivors,
         peak_rss_gb=round(tree.peak_rss / 2**30, 3),
         log_tail=list(output.tail),
+        cpu_wait_share=cpu_wait_share(clock.stall_start, clock.stall_end, ended - (clock.started or ended)),
     )
 
 

@@ -42,6 +42,7 @@ class TrialContext:
     backend: str
     config_hash: str
     description: str = ""
+    agent: str = ""  # who runs it (AUTORL_AGENT), as its claim and its row say
     seeds_planned: int | None = None
     score_range: tuple[float, float] = (-math.inf, math.inf)  # Track.score_range: eval_ci is clipped to it
 
@@ -68,8 +69,8 @@ class TrialResult:
 
     @property
     def run_dir_shown(self) -> str:
-        """The run directory as printed: relative to the repository root when it is inside it."""
-        root = paths.repo_root()
+        """The run directory as printed: relative to the records' root (the repository's) when inside it."""
+        root = paths.records_root()
         run_dir = self.ctx.run_dir
         return str(run_dir.relative_to(root) if run_dir.is_relative_to(root) else run_dir)
 
@@ -170,6 +171,7 @@ class TrialResult:
             p_value=c.p_value if c else None,
             verdict=self.verdict,
             reference_run=self.reference_run if c else "",
+            agent=ctx.agent,
             training_seconds=round(self.training_seconds, 1),
             startup_seconds=round(self.startup_seconds, 1),
             eval_seconds=round(self.eval_seconds, 1),

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from autorl.engine import lease
 from autorl.engine.backend import WHOLE_MACHINE, Backend, Launch, Slot, TrainOutcome
 from autorl.engine.process import BudgetSpec, ChildResult, Stop, run_budgeted
 from autorl.io import atomic
@@ -41,6 +42,7 @@ class SeedResult:
     eval_seconds: float = 0.0
     slot: Slot = WHOLE_MACHINE
     host: str = ""  # the machine it ran on (Ray); "" = this one
+    slot_wait_s: float = 0.0  # how long it waited for its slot's CPUs and GPU share (autorl/engine/lease.py)
     log: list[str] = field(default_factory=list)  # what the seed said, in order (printed by the trial)
 
     @property
@@ -120,7 +122,17 @@ def run_seed(
     """
     result = SeedResult(index=index, seed=seed, dir=seed_dir, slot=slot)
     try:
-        return _run_seed(result, backend, cfg, spec, on_event, stop, split)
+        with lease.hold(slot, seed_dir, stop) as held:  # its CPUs and GPU share, machine-wide
+            if held is None:
+                result.status = "interrupted"
+                result.log.append(f"seed {seed}: stopped while it waited for {slot.describe()}")
+                return result
+            result.slot_wait_s, waited_for = held
+            if waited_for:
+                result.log.append(
+                    f"seed {seed}: waited {result.slot_wait_s:.0f} s for {slot.describe()} ({waited_for})"
+                )
+            return _run_seed(result, backend, cfg, spec, on_event, stop, split)
     finally:
         write_outcome(result)
 
@@ -139,6 +151,8 @@ def write_outcome(result: SeedResult) -> None:
         "training_seconds": round(child.training_seconds, 3) if child else None,
         "startup_seconds": round(child.startup_seconds, 3) if child else None,
         "steps": result.steps,
+        "cpu_wait_share": child.cpu_wait_share if child else None,
+        "slot_wait_seconds": round(result.slot_wait_s, 3),
     }
     result.dir.mkdir(parents=True, exist_ok=True)
     atomic.write_text(result.dir / "outcome.json", json.dumps(outcome) + "\n")

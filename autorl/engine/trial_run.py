@@ -12,6 +12,7 @@ import difflib
 import functools
 import hashlib
 import json
+import os
 import shutil
 import signal
 import sys
@@ -33,7 +34,9 @@ from autorl.io import atomic, paths
 from autorl.io.harness import commit_short, harness_hash
 from autorl.io.jsonl import eval_rows_problem, read_jsonl
 from autorl.io.tomlcheck import ConfigError
+from autorl.record import claims
 from autorl.record.context import ResearchContext, is_quick
+from autorl.record.row import AGENT_VAR
 
 if TYPE_CHECKING:
     from autorl.engine.ray_pool import Cluster
@@ -229,17 +232,27 @@ def _run_trial(setup: Setup, stop: Stop) -> int:
     except (LedgerError, ConfigError) as exc:
         return invalid(str(exc))
     ctx = new_context(setup, context)
+    diff = config_diff_vs_baseline(ref.ledger_rows, setup.track.name, setup.cfg.text)
+    try:  # the config in flight, for every other trial on this ledger (autorl/record/claims.py)
+        mine = claims.claim(context, ctx.run_id, ctx.config_hash, ctx.description, diff)
+    except claims.ClaimError as exc:
+        shutil.rmtree(ctx.run_dir, ignore_errors=True)
+        return invalid(str(exc))
     try:
-        trained = _train(setup, ctx, the_plan, cluster, ref, stop)
+        trained = _train(setup, ctx, the_plan, cluster, ref, stop, diff)
     except ConfigError as exc:
+        claims.release(mine, context)
         shutil.rmtree(ctx.run_dir, ignore_errors=True)
         return invalid(str(exc))
     except Exception as exc:  # a fault of the harness during the trial: the row says what happened
         traceback.print_exc()
         trained = Trained(failure=f"{type(exc).__name__}: {exc}")
-    result = _conclude(setup, ctx, the_plan.parallel, ref, trained, stop)
-    result.total_seconds = time.monotonic() - t0
-    record(result, ledger, trained.failure)
+    try:
+        result = _conclude(setup, ctx, the_plan.parallel, ref, trained, stop)
+        result.total_seconds = time.monotonic() - t0
+        record(result, ledger, trained.failure)
+    finally:  # its row is in the ledger now (or printed to be appended): no longer in flight
+        claims.release(mine, context)
     return EXIT_OK if result.status == "ok" else EXIT_CRASH
 
 
@@ -273,13 +286,20 @@ def new_context(setup: Setup, context: ResearchContext) -> TrialContext:
         backend=setup.backend_name,
         config_hash=setup.cfg.config_hash,
         description=setup.opts.description,
+        agent=os.environ.get(AGENT_VAR, ""),
         seeds_planned=setup.opts.seeds,
         score_range=setup.track.score_range(setup.cfg),
     )
 
 
 def _train(
-    setup: Setup, ctx: TrialContext, the_plan: Plan, cluster: Cluster | None, ref: Reference, stop: Stop
+    setup: Setup,
+    ctx: TrialContext,
+    the_plan: Plan,
+    cluster: Cluster | None,
+    ref: Reference,
+    stop: Stop,
+    diff: str,
 ) -> Trained:
     """The run's files, the base eval, then the seeds in waves (an interim look after each). Raises
     ConfigError when the backend refuses the config at launch."""
@@ -291,7 +311,6 @@ def _train(
     assert opts.seeds is not None  # resolved by _validated
     seeds = harness_seeds(ctx.run_id, opts.seeds)
     atomic.write_text(run_dir / "config.toml", setup.cfg.text)
-    diff = config_diff_vs_baseline(ref.ledger_rows, setup.track.name, setup.cfg.text)
     atomic.write_text(run_dir / "config.diff", diff)
     say(f"run {ctx.run_id}: backend {ctx.backend}, seeds {seeds}, budget {opts.budget:g} s per seed")
     say(the_plan.describe())

@@ -13,6 +13,16 @@ def repo_root() -> Path:
     return Path(os.environ.get("AUTORL_ROOT", REPO_ROOT)).resolve()
 
 
+RECORDS_VAR = "AUTORL_RECORDS"
+
+
+def records_root() -> Path:
+    """Where the ledger, the run directories and the machine state live: the repo root, or AUTORL_RECORDS.
+    `autorl swarm` runs each agent in its own git worktree (its config, its commits) with AUTORL_RECORDS set
+    to the checkout it started from: one ledger, one runs/, one prepared machine for every agent."""
+    return Path(os.environ.get(RECORDS_VAR) or repo_root()).resolve()
+
+
 def root_problem() -> str | None:
     """Why the root cannot hold trials (AUTORL_ROOT set to a file or a missing path); None when it can."""
     root = repo_root()
@@ -42,7 +52,7 @@ def writable_dir_problem(path: Path) -> str | None:
 
 def state_dir() -> Path:
     """Machine file, built models, prepared data and caches (git-ignored)."""
-    return repo_root() / ".autorl"
+    return records_root() / ".autorl"
 
 
 def machine_file() -> Path:
@@ -72,11 +82,11 @@ def resolve_data_path(text: str) -> Path:
 
 
 def runs_dir() -> Path:
-    return repo_root() / "runs"
+    return records_root() / "runs"
 
 
 def results_file() -> Path:
-    return repo_root() / "results.tsv"
+    return records_root() / "results.tsv"
 
 
 def eval_spec_file() -> Path:

@@ -37,6 +37,7 @@ from autorl.io import atomic, inputs, paths
 from autorl.io.jsonl import eval_rows_problem, read_jsonl
 from autorl.record.context import ResearchContext, best_kept
 from autorl.record.row import (
+    AGENT_VAR,
     COLUMNS,
     LEGACY_COLUMNS,
     MARKABLE,
@@ -359,8 +360,12 @@ class Ledger:
     def _find(self, rows: list[dict[str, str]], run_id: str | None) -> tuple[int, dict[str, str]]:
         if not rows:
             raise LedgerError(f"{self.path}: no trials recorded yet")
-        if run_id is None:
-            return len(rows) - 1, rows[-1]
+        if run_id is None:  # the latest trial; in a swarm (AUTORL_AGENT set), this agent's latest
+            me = os.environ.get(AGENT_VAR, "")
+            mine = [i for i, r in enumerate(rows) if not me or r.get("agent", "") == me]
+            if not mine:
+                raise LedgerError(f"{self.path}: no trial of {AGENT_VAR}={me} recorded yet")
+            return mine[-1], rows[mine[-1]]
         exact = [i for i, r in enumerate(rows) if r["run_id"] == run_id]
         matches = exact or [i for i, r in enumerate(rows) if r["run_id"].startswith(run_id)]
         if not matches:

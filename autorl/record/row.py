@@ -18,7 +18,8 @@ from typing import Any
 STATUSES = ("ok", "crash", "timeout", "interrupted")
 DECISIONS = ("pending", "keep", "discard", "crash")
 MARKABLE = ("keep", "discard", "crash")
-HEADER_VERSION = 3  # the header written now; rows of versions 1 and 2 are read as they are
+HEADER_VERSION = 4  # the header written now; rows of versions 1 to 3 are read as they are
+AGENT_VAR = "AUTORL_AGENT"  # who runs the trials of this process (`autorl swarm` names each agent): `agent`
 
 
 def _since(version: int, default: Any = None, **kw: Any) -> Any:
@@ -45,6 +46,8 @@ class LedgerRow:
     p_value: float | None = None  # one-sided p for "candidate better than reference"
     verdict: str = ""  # improved | worse | inconclusive | baseline (no reference yet) | n/a (no score)
     reference_run: str = ""  # run_id of the trial compared against
+    # who ran it: AUTORL_AGENT (`autorl swarm` names each agent; autorl/record/claims.py); empty: not said
+    agent: str = _since(4, "")
     training_seconds: float | None = None
     startup_seconds: float | None = None
     eval_seconds: float | None = None

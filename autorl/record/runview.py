@@ -32,6 +32,9 @@ class Thresholds:
     zero_advantage: float = 0.5  # mean share of groups whose rewards were all equal: no learning signal
     truncated: float = 0.3  # mean share of completions cut at max_completion_tokens
     min_steps: int = 20  # fewer optimizer steps than this in the budget: the trial hardly trained
+    contended: float = 0.25  # a seed stopped by the budget during whose training tasks waited for a CPU this
+    # share of the time or more (outcome.json's cpu_wait_share): other work shared its CPUs, so it trained
+    # fewer steps than a quiet machine gives it (docs/agentview.md: what a trial alone reads)
 
 
 THRESHOLDS = Thresholds()
@@ -104,6 +107,7 @@ class SeedView:
     cause: str | None  # the crash or timeout cause
     steps: int
     training_seconds: float | None
+    cpu_wait_share: float | None  # outcome.json: the share of its training some task waited for a CPU
     curves: list[Curve]  # reward_mean first, then reward_mean/<source>, then eval_return (classic)
     zero_advantage: float | None  # mean share of zero-advantage groups
     truncated: float | None  # mean share of completions cut at max_completion_tokens
@@ -156,6 +160,7 @@ def load_seed(seed_dir: Path, index: int) -> SeedView:
         cause=outcome.get("error") or (outcome.get("reason") if outcome.get("status") == "timeout" else None),
         steps=int(steps) if isinstance(steps, int) else last_step,
         training_seconds=_number(outcome.get("training_seconds")),
+        cpu_wait_share=_number(outcome.get("cpu_wait_share")),
         curves=curves,
         zero_advantage=_mean_of(rows, "zero_adv_frac"),
         truncated=_mean_of(rows, "truncated_frac"),
@@ -214,6 +219,20 @@ def health_flags(seeds: Sequence[SeedView], score: float | None, base_score: flo
         flags.append(
             Flag(
                 "few_steps", f"only {few} steps fit the budget (fewer than {t.min_steps}): it hardly trained"
+            )
+        )
+    # Only a seed the budget stopped trained less for it: one that ran to its end (the classic track's step
+    # horizon) did the same work, only later.
+    contended = [s for s in seeds if s.stop_reason == "budget" and (s.cpu_wait_share or 0.0) >= t.contended]
+    if contended:
+        worst = max(contended, key=lambda s: s.cpu_wait_share or 0.0)
+        flags.append(
+            Flag(
+                "contended",
+                f"{len(contended)}/{len(seeds)} seeds trained while tasks on this machine waited for a "
+                f"CPU (seed-{worst.index}: {worst.cpu_wait_share:.0%} of its training, /proc/pressure/cpu): "
+                "other work shared their CPUs, so they trained fewer steps than a quiet machine gives; the "
+                "score and the verdict may be the machine's, not the config's: run it again when it is quiet",
             )
         )
     if score is not None and base_score is not None and score < base_score:

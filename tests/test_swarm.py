@@ -1,0 +1,98 @@
+"""`autorl swarm` end to end on the classic track: two scripted stand-in agents (autorl/commands/standin.py)
+in their own git worktrees of a copy of this repository, one ledger: no idea runs twice, every row says its
+agent, no two seeds ever train on the same core at once (leases), nothing is left behind (claims, STOP
+files, processes), and the summary counts per agent and for the swarm."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from autorl.commands.tune import parse_summary
+
+REPO = Path(__file__).resolve().parent.parent
+GIT = ["git", "-c", "user.email=t@example.com", "-c", "user.name=t"]
+RUN = ["--track", "classic", "--budget", "1", "--seeds", "1"]
+CHANGES = """
+[[change]]
+key = "learning_rate"
+value = 2e-3
+
+[[change]]
+key = "learning_rate"
+value = 1e-4
+
+[[change]]
+comment = "a change with no effect (an A/A idea)"
+"""
+
+
+@pytest.fixture(scope="module")
+def repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A git repository of this one's tracked files (as in the working tree) with a recorded, kept
+    classic baseline."""
+    repo = tmp_path_factory.mktemp("swarm") / "repo"
+    tracked = subprocess.run(["git", "ls-files", "-z"], cwd=REPO, capture_output=True, text=True, check=True)
+    for name in filter(None, tracked.stdout.split("\0")):
+        if (REPO / name).is_file() and not name.startswith("docs/"):  # docs: not needed, 4 MB
+            (repo / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(REPO / name, repo / name)
+    for args in (["init", "-q", "-b", "research"], ["add", "-A"], ["commit", "-qm", "copy"]):
+        subprocess.run([*GIT, *args], cwd=repo, check=True)
+    base = run(repo, "run.py", *RUN, "--description", "baseline")
+    assert parse_summary(base.stdout)["status"] == "ok", base.stdout + base.stderr
+    run(repo, "-m", "autorl.commands.cli", "mark", "keep", "--lesson", "baseline")
+    return repo
+
+
+def run(repo: Path, *argv: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("AUTORL_ROOT", "AUTORL_RECORDS", "AUTORL_AGENT")}
+    return subprocess.run(
+        [sys.executable, *argv], cwd=repo, env=env, capture_output=True, text=True, timeout=timeout
+    )
+
+
+def rows(repo: Path) -> list[dict[str, str]]:
+    lines = (repo / "results.tsv").read_text().splitlines()
+    header = lines[0].split("\t")
+    return [dict(zip(header, line.split("\t"), strict=True)) for line in lines[1:]]
+
+
+def test_two_stand_in_agents_share_one_ledger_and_the_cores_honestly(repo):
+    changes = repo / ".autorl" / "changes.toml"
+    changes.write_text(CHANGES)
+    agent = f"{sys.executable} -m autorl.commands.standin --changes {changes} --prompt {{prompt}} -- "
+    agent += " ".join(RUN[2:])  # the budget and seeds (the stand-in adds --track)
+    swarm = ["-m", "autorl.commands.cli", "swarm", "--agents", "2", "--agent", agent, "--max-trials", "3"]
+    done = run(repo, *swarm)
+    out = done.stdout + done.stderr
+    assert done.returncode == 0, out
+    new = rows(repo)[1:]
+    what = sorted(r["description"] for r in new if r["status"] == "ok")
+    aa = "# a change with no effect (an A/A idea)"
+    assert what == sorted(["learning_rate = 0.002", "learning_rate = 0.0001", aa])  # each idea once
+    assert {r["agent"] for r in new} == {"agent-1", "agent-2"}, new  # both worked, each row says who
+    assert all(r["reference_run"] for r in new if r["status"] == "ok")  # every candidate was compared
+    # Leases: the trials' seed k all ran on slot k's core; their training-and-eval windows never overlap.
+    windows: dict[str, list[tuple[float, float]]] = {}
+    for r in new:
+        for seed_dir in (repo / "runs" / r["run_id"]).glob("seed-*"):
+            start = (seed_dir / "resolved.json").stat().st_mtime
+            end = (seed_dir / "eval.jsonl").stat().st_mtime
+            windows.setdefault(seed_dir.name, []).append((start, end))
+    for spans in windows.values():
+        spans.sort()
+        assert all(a[1] <= b[0] for a, b in zip(spans, spans[1:], strict=False)), spans
+    summary = parse_summary(done.stdout)
+    assert summary["agents"] == "2" and int(summary["trials"]) >= 3
+    assert summary["context"].startswith("comparisons: ")
+    worktrees = [repo / ".autorl" / "swarm" / f"agent-{i}" for i in (1, 2)]
+    assert all((w / ".git").exists() and not (w / "STOP").exists() for w in worktrees)
+    branches = subprocess.run(["git", "branch"], cwd=repo, capture_output=True, text=True).stdout
+    assert "research-agent-1" in branches and "research-agent-2" in branches
+    assert list((repo / ".autorl" / "claims").glob("*.json")) == []  # nothing left in flight
