@@ -60,7 +60,9 @@ def test_a_claim_whose_process_is_gone_is_stale_and_taken_over(root):
 def test_a_trial_of_a_config_in_flight_is_refused_and_status_shows_it(root, monkeypatch, capsys):
     """A trial through the real runner (the test-double backend, tests/fakes): while another trial of its
     exact config claims it, the trial is refused (exit 2, no row, no run directory) naming that trial, and
-    `autorl status` shows the trial in flight with its changes and who runs it."""
+    `autorl status` shows the trial in flight with its changes and who runs it. In a swarm (AUTORL_AGENT) a
+    config the context already ran is refused too, unless the trial says `--rerun` of it; the rows say who
+    ran them; another agent's keep is shown with the command that builds on it."""
     backend = FakeBackend(scripts_dir=root)
     monkeypatch.setattr(LLMTrack, "make_backend", lambda self, name: backend)
     argv = ["--seeds", "1", "--budget", "0.5"]
@@ -72,7 +74,8 @@ def test_a_trial_of_a_config_in_flight_is_refused_and_status_shows_it(root, monk
         ResearchContext.of(row), "run-elsewhere", row["config_hash"], "same idea", "+lr = 1\n"
     )
     runs_before = sorted(p.name for p in (root / "runs").iterdir())
-    assert trial.main([*argv, "--description", "baseline repeat"]) == 2
+    rerun = ["--rerun", row["run_id"]]  # a planned re-run (below: a swarm refuses a config that already ran)
+    assert trial.main([*argv, "--description", "baseline repeat", *rerun]) == 2
     out = capsys.readouterr()
     assert "already training in run-elsewhere (agent-2, pid " in out.err
     assert parse_summary(out.out) == {"status": "invalid"}
@@ -83,7 +86,12 @@ def test_a_trial_of_a_config_in_flight_is_refused_and_status_shows_it(root, monk
     at = shown.index("in flight (training now on this ledger; never start the same config):")
     assert shown[at + 1].startswith("  run-elsewhere (agent-2, pid ") and "lr = 1" in shown[at + 1]
     claims.release(held, ResearchContext.of(row))
-    assert trial.main([*argv, "--description", "baseline repeat"]) == 0  # released: it runs
+    # Released; but in a swarm a config the context already ran is refused too, unless a planned re-run.
+    assert trial.main([*argv, "--description", "baseline repeat"]) == 2
+    assert f"this exact config already ran in {row['run_id']} (no agent: baseline, pending)" in (
+        capsys.readouterr().err
+    )
+    assert trial.main([*argv, "--description", "baseline repeat", *rerun]) == 0
     assert claims.in_flight() == []  # and its own claim went with its row
     first, repeat = Ledger(root / "results.tsv").rows()
     assert first["agent"] == "" and repeat["agent"] == "agent-2"  # who ran each (AUTORL_AGENT)

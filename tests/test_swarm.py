@@ -28,7 +28,8 @@ key = "learning_rate"
 value = 1e-4
 
 [[change]]
-comment = "a change with no effect (an A/A idea)"
+key = "clip_obs"        # no effect: observations are not normalised (norm_obs = false), an A/A idea
+value = 5.0
 """
 
 
@@ -74,8 +75,7 @@ def test_two_stand_in_agents_share_one_ledger_and_the_cores_honestly(repo):
     assert done.returncode == 0, out
     new = rows(repo)[1:]
     what = sorted(r["description"] for r in new if r["status"] == "ok")
-    aa = "# a change with no effect (an A/A idea)"
-    assert what == sorted(["learning_rate = 0.002", "learning_rate = 0.0001", aa])  # each idea once
+    assert what == sorted(["learning_rate = 0.002", "learning_rate = 0.0001", "clip_obs = 5.0"])  # once each
     assert {r["agent"] for r in new} == {"agent-1", "agent-2"}, new  # both worked, each row says who
     assert all(r["reference_run"] for r in new if r["status"] == "ok")  # every candidate was compared
     # Leases: the trials' seed k all ran on slot k's core; their training-and-eval windows never overlap.

@@ -314,7 +314,7 @@ def test_each_run_py_flag_sets_its_option():
     assert trial.parse_options([]) == RunOptions()
     argv = "--config x.toml --track classic --budget 5 --seeds 3 --all-seeds --parallel 2 --ray h:1"
     argv += " --ray-start-timeout 7 --description d --dry-run --explain k --backend embedded"
-    argv += " --allow-dirty-harness --hang-timeout 9 --startup-cap 11 --grace 0.5 --new-context"
+    argv += " --allow-dirty-harness --hang-timeout 9 --startup-cap 11 --grace 0.5 --new-context --rerun r1"
     assert trial.parse_options(argv.split()) == RunOptions(
         config=Path("x.toml"),
         track="classic",
@@ -333,6 +333,7 @@ def test_each_run_py_flag_sets_its_option():
         hang_timeout=9.0,
         startup_cap=11.0,
         grace=0.5,
+        rerun="r1",
     )
     assert trial.parse_options(["--parallel", "auto"]).parallel is None
 

@@ -5,8 +5,9 @@
 (as an agent command: `autorl swarm --agent "python -m autorl.commands.standin --changes F --prompt {prompt}
 -- --budget 2"`: the loop puts its prompt where `{prompt}` is.)
 
-`changes.toml` holds `[[change]]` tables: `key` (a dotted key of the track's config file) and `value`, or
-`comment` (a line added to the file: a change with no effect, for A/A swarms). Each invocation does what
+`changes.toml` holds `[[change]]` tables: `key` (a dotted key of the track's config file) and `value` (an
+A/A swarm's: a key with no effect on the run, e.g. on CartPole `clip_obs` while `norm_obs` is off; a comment
+is no change: the config's hash ignores it). Each invocation does what
 program.md's loop does, as `autorl loop` or `autorl swarm` re-invokes an agent: it brings its config onto
 the context's best kept config when that is not its own (another agent's keep), takes the first change
 that no trial on the ledger has tried or is training (the trials' and the claims' descriptions are its
@@ -57,16 +58,12 @@ def skipped_file() -> Path:
 
 
 def describe(change: dict[str, Any]) -> str:
-    return f"# {change['comment']}" if "comment" in change else f"{change['key']} = {change['value']}"
+    return f"{change['key']} = {change['value']}"
 
 
 def apply(path: Path, change: dict[str, Any]) -> None:
     """The change written into the config file (comments and layout kept: tomlkit)."""
-    text = path.read_text()
-    if "comment" in change:
-        path.write_text(text.rstrip("\n") + f"\n# {change['comment']}\n")
-        return
-    doc = tomlkit.parse(text)
+    doc = tomlkit.parse(path.read_text())
     *tables, last = change["key"].split(".")
     node: Any = doc
     for t in tables:

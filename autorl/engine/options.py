@@ -64,6 +64,12 @@ class RunOptions:
         type=float_in(1, 3600, low_open=False),
     )
     description: str = flag("", "one line recorded in results.tsv")
+    rerun: str | None = flag(  # a swarm's agents (AUTORL_AGENT set) never run a config the context ran
+        None,
+        "in a swarm: this trial runs RUN_ID's exact config again on purpose (program.md's labelled re-run, "
+        "an interrupted or contended trial); without it such a trial is refused",
+        metavar="RUN_ID",
+    )
     dry_run: bool = flag(False, "validate, print the resolved config, exit")
     explain: str | None = flag(  # documentation only: nothing validated, run or recorded
         None,

@@ -231,6 +231,8 @@ def _run_trial(setup: Setup, stop: Stop) -> int:
         cluster = cluster_for(setup.opts, the_plan, context.harness_hash, stop)
     except (LedgerError, ConfigError) as exc:
         return invalid(str(exc))
+    if why := claims.already_ran(ref.ledger_rows, context, setup.cfg.config_hash, setup.opts.rerun):
+        return invalid(why)
     ctx = new_context(setup, context)
     diff = config_diff_vs_baseline(ref.ledger_rows, setup.track.name, setup.cfg.text)
     try:  # the config in flight, for every other trial on this ledger (autorl/record/claims.py)

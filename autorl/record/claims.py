@@ -1,5 +1,8 @@
 """Claims: which trials are training right now, on this ledger, and what they try.
 
+In a swarm (AUTORL_AGENT set) a trial of a config the context already ran is refused too, unless it says it
+re-runs that trial (run.py --rerun RUN_ID: program.md's labelled re-run, an interrupted or contended trial).
+
 Before its seeds start, a trial claims its exact config in its research context: a file in
 `.autorl/claims/` next to the ledger's runs, named by the context and the config's hash, holding the run
 id, who runs it (`AUTORL_AGENT`, the process id and the host), when it started, its description and its diff
@@ -16,6 +19,7 @@ import hashlib
 import json
 import os
 import socket
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from datetime import datetime
 from pathlib import Path
@@ -108,6 +112,26 @@ def claim(context: ResearchContext, run_id: str, config_hash: str, description: 
             )
         atomic.write_text(path, json.dumps(asdict(mine), indent=1) + "\n")
     return mine
+
+
+def already_ran(
+    rows: Sequence[Mapping[str, str]], context: ResearchContext, config_hash: str, rerun: str | None
+) -> str | None:
+    """In a swarm (AUTORL_AGENT set): why a trial of `config_hash` is refused when a trial of the context
+    already ran it (its row is the outcome; an interrupted one was never measured), unless it says it re-runs
+    that trial (`rerun`: its run id or a prefix). None: it may run. One agent alone follows program.md's
+    re-run rules instead."""
+    if not os.environ.get(AGENT_VAR):
+        return None
+    same = [r for r in context.rows(rows) if r["config_hash"] == config_hash and r["status"] != "interrupted"]
+    if not same or (rerun and any(r["run_id"].startswith(rerun) for r in same)):
+        return None
+    last = same[-1]
+    outcome = f"{last['verdict'] or last['status']}, {last['decision']}"
+    return (
+        f"this exact config already ran in {last['run_id']} ({last.get('agent') or 'no agent'}: {outcome}): "
+        f"its row is the outcome; a planned re-run of it says --rerun {last['run_id']}"
+    )
 
 
 def release(mine: Claim, context: ResearchContext) -> None:

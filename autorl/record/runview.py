@@ -34,7 +34,8 @@ class Thresholds:
     min_steps: int = 20  # fewer optimizer steps than this in the budget: the trial hardly trained
     contended: float = 0.25  # a seed stopped by the budget during whose training tasks waited for a CPU this
     # share of the time or more (outcome.json's cpu_wait_share): other work shared its CPUs, so it trained
-    # fewer steps than a quiet machine gives it (docs/agentview.md: what a trial alone reads)
+    # fewer steps than a quiet machine gives it. Alone on the 2-core VM a trial's seeds read about 0.02;
+    # with the test suite beside them, about 0.5 (docs/agentview.md)
 
 
 THRESHOLDS = Thresholds()
