@@ -33,5 +33,7 @@ def load_harness() -> None:
 if __name__ == "__main__":
     load_harness()
     from autorl.commands.trial import main
+    from autorl.io.streams import survive_lost_reader
 
+    survive_lost_reader()  # an agent stopped while it read this output through a pipe: the row still lands
     sys.exit(main())

@@ -9,6 +9,7 @@ leaves a row that says what happened; nothing waits forever. Trials run with the
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import json
 import os
@@ -608,3 +609,21 @@ def test_atomic_writer_keeps_the_replaced_files_permissions(tmp_path):
     assert target.read_text() == "new" and target.stat().st_mode & 0o777 == 0o600
     atomic.write_text(tmp_path / "fresh.json", "{}")
     assert (tmp_path / "fresh.json").stat().st_mode & 0o777 == 0o644
+
+
+def test_output_whose_reader_is_gone_is_dropped_not_raised():
+    """run.py's streams (autorl/io/streams.py): an agent stopped while it read the trial's output through a
+    pipe leaves the trial printing into a pipe without a reader; the writes are dropped, not raised, so the
+    trial goes on to record its row (tests/test_swarm.py stops a swarm mid-trial that way)."""
+    from autorl.io.streams import Surviving
+
+    read, write = os.pipe()
+    os.close(read)
+    stream = open(write, "w", buffering=1)
+    out = Surviving(stream)
+    assert out.write("[trial] SIGTERM: stopping\n") == 26 and out.broken  # the line flushed into no reader
+    out.write("x" * 100_000)
+    out.flush()
+    assert out.fileno() == write  # everything else is the stream's own
+    with contextlib.suppress(BrokenPipeError):
+        stream.close()

@@ -163,6 +163,33 @@ def test_loop_time_limit_ends_a_running_agent(root: Path, monkeypatch: pytest.Mo
     assert "stopped (time limit)" in log and "stop: time limit" in log
 
 
+def test_a_signal_to_the_loop_ends_its_agent_and_leaves_nothing(root: Path) -> None:
+    """SIGTERM (a swarm's stop, a `kill`; Ctrl-C alike) to `autorl loop` stops it as a limit does: the running
+    agent's process group is ended, the loop says why and exits 128 + the signal; no agent is left."""
+    import os
+    import signal
+
+    import psutil
+
+    env = {**os.environ, "AUTORL_ROOT": str(root), "AGENT_SLEEP": "60"}
+    argv = [sys.executable, "-m", "autorl.commands.cli", "loop", "--agent", agent_cmd(root)]
+    out = subprocess.PIPE
+    proc = subprocess.Popen(argv, cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT, text=True)
+    deadline = time.monotonic() + 60
+    while not (root / "results.tsv").exists() or not Ledger(root / "results.tsv").rows():
+        assert time.monotonic() < deadline and proc.poll() is None, "the agent never ran"
+        time.sleep(0.1)
+    script = str(root / "agent.py")
+    agents = [p for p in psutil.process_iter(["cmdline"]) if script in (p.info["cmdline"] or [])]
+    assert agents  # sleeping after its trial
+    proc.send_signal(signal.SIGTERM)
+    said = proc.communicate(timeout=90)[0]
+    assert proc.returncode == 128 + signal.SIGTERM, said
+    assert "stop: SIGTERM (the loop was told to stop)" in (root / ".autorl" / "loop.log").read_text()
+    gone, alive = psutil.wait_procs(agents, timeout=5)
+    assert alive == []
+
+
 def test_loop_gives_up_on_a_command_that_keeps_failing(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(loop, "MAX_FAST_EXITS", 3)
     monkeypatch.setattr(loop, "BACKOFF_S", 0.0)

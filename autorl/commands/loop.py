@@ -16,12 +16,15 @@ from __future__ import annotations
 import os
 import re
 import shlex
+import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 from autorl.engine.process import end_group
 from autorl.io import paths
@@ -115,6 +118,7 @@ class Loop:
         self.log_path = self.root / ".autorl" / (f"loop-{self.name}.log" if self.name else "loop.log")
         self.start_trials = count_trials(self.ledger)
         self.keeps_confirmed = count_keeps(self.ledger)  # keeps counted at the last confirmation
+        self.signalled = ""  # the name of the signal that stops the loop
 
     def log(self, msg: str) -> None:
         line = f"{datetime.now().isoformat(timespec='seconds')} {msg}"
@@ -127,6 +131,8 @@ class Loop:
         return count_trials(self.ledger) - self.start_trials
 
     def stop_reason(self) -> str | None:
+        if self.signalled:
+            return f"{self.signalled} (the loop was told to stop)"
         if (self.root / "STOP").exists():
             return "STOP file"
         if problem := ledger_problem(self.ledger):
@@ -177,7 +183,24 @@ class Loop:
         """The `autorl` arguments of the loop's confirmation: at the trial's budget, or --confirm-factor's."""
         return ["confirm", *(["--factor", f"{self.confirm_factor:g}"] if self.confirm_factor else [])]
 
+    def _on_signal(self, signum: int, frame: Any) -> None:
+        self.signalled = signal.Signals(signum).name
+
     def run(self) -> int:
+        """The loop; SIGINT or SIGTERM stops it as a limit does: its agent's process group is ended (SIGTERM,
+        SIGKILL after GRACE_S: a running trial records an `interrupted` row), nothing of it is left running.
+        Exit 0, or 128 + the signal."""
+        signals = (signal.SIGINT, signal.SIGTERM)
+        main = threading.current_thread() is threading.main_thread()
+        previous = {s: signal.signal(s, self._on_signal) for s in signals} if main else {}
+        try:
+            code = self._run()
+        finally:
+            for s, handler in previous.items():
+                signal.signal(s, handler)
+        return 128 + signal.Signals[self.signalled] if self.signalled else code
+
+    def _run(self) -> int:
         prompt = loop_prompt(self.root)
         if self.confirm_every:  # one owner of the periodic confirms: the loop (program.md)
             prompt += (

@@ -24,6 +24,7 @@ the swarm's comparisons, keeps, keeps expected by chance and keeps confirmed.
 
 from __future__ import annotations
 
+import functools
 import os
 import signal
 import subprocess
@@ -35,14 +36,14 @@ from pathlib import Path
 from typing import Any
 
 from autorl.commands.loop import count_keeps, count_trials, ledger_problem, run_confirm
-from autorl.engine.process import end_group
+from autorl.engine.process import die_with_parent
 from autorl.io import paths
 from autorl.io.harness import dirty_harness_files, harness_hash, is_git_repo
 from autorl.record.ledger import Ledger
 from autorl.record.row import AGENT_VAR
 
 POLL_S = 1.0  # how often the swarm looks at its agents, the STOP file and the keeps
-STOP_GRACE_S = 120.0  # a loop ends its agent within 60 s (autorl/commands/loop.py): then it is killed
+STOP_GRACE_S = 120.0  # a loop ends its agent within 60 s (autorl/commands/loop.py): then the next step
 
 
 def say(msg: str) -> None:
@@ -163,8 +164,15 @@ class Swarm:
                     stdout=log,
                     stderr=subprocess.STDOUT,
                     start_new_session=True,  # a terminal's Ctrl-C reaches the swarm, which stops each loop
+                    preexec_fn=functools.partial(die_with_parent, signal.SIGTERM),  # the swarm killed: too
                 )
             say(f"{a.name}: worktree {a.worktree}, log {a.log}")
+
+    def signal_all(self, sig: int) -> None:
+        for a in self.agents:
+            if a.running:
+                assert a.proc is not None
+                a.proc.send_signal(sig)
 
     def stop_all(self) -> None:
         """Each loop's STOP file: it ends its agent as `autorl loop` does (the trial records its row)."""
@@ -180,9 +188,14 @@ class Swarm:
         finally:
             for s, handler in previous.items():
                 signal.signal(s, handler)
+            self.signal_all(signal.SIGTERM)  # only when the swarm itself failed: each loop ends its agent
             for a in self.agents:
-                if a.proc is not None and a.proc.poll() is None:
-                    end_group(a.proc, 10.0)
+                if a.proc is not None:
+                    try:
+                        a.proc.wait(timeout=STOP_GRACE_S)
+                    except subprocess.TimeoutExpired:
+                        a.proc.kill()
+                        a.proc.wait()
                 (a.worktree / "STOP").unlink(missing_ok=True)
         if self.confirm_every and count_keeps(self.ledger) > self.keeps_confirmed:
             self.confirm("the swarm ended")
@@ -190,17 +203,19 @@ class Swarm:
         return 0
 
     def _watch(self) -> None:
-        stopping_since: float | None = None
+        told: float | None = None  # when the loops were told to stop (their STOP files)
+        termed: float | None = None  # when they were sent SIGTERM (a second signal, or STOP not obeyed)
         while any(a.running for a in self.agents):
-            if stopping_since is None and (self.signals or (self.root / "STOP").exists()):
+            now = time.monotonic()
+            if told is None and (self.signals or (self.root / "STOP").exists()):
                 say("stop: every agent's loop is told to stop (STOP in its worktree)")
                 self.stop_all()
-                stopping_since = time.monotonic()
-            if self.signals > 1 or (stopping_since and time.monotonic() - stopping_since > STOP_GRACE_S):
-                for a in self.agents:
-                    if a.running:
-                        assert a.proc is not None
-                        end_group(a.proc, 10.0)
+                told = now
+            if termed is None and (self.signals > 1 or (told is not None and now - told > STOP_GRACE_S)):
+                self.signal_all(signal.SIGTERM)  # each loop ends its agent's process group, then exits
+                termed = now
+            if termed is not None and now - termed > STOP_GRACE_S:
+                self.signal_all(signal.SIGKILL)
             if self.confirm_every and count_keeps(self.ledger) - self.keeps_confirmed >= self.confirm_every:
                 self.confirm(f"{self.confirm_every} new keeps")
             time.sleep(POLL_S)

@@ -81,11 +81,12 @@ def _libc_prctl():
 _PRCTL = _libc_prctl()  # loaded once here: the pre-exec hook below must not load libraries
 
 
-def die_with_parent() -> None:
-    """Ask the kernel to SIGKILL this process when its parent dies (Linux), so a SIGKILLed runner leaves
-    no trainer behind. Called in the child before exec, and by grandchildren (the sampler) themselves."""
+def die_with_parent(sig: int = signal.SIGKILL) -> None:
+    """Ask the kernel to send `sig` (SIGKILL) to this process when its parent dies (Linux), so a SIGKILLed
+    runner leaves no trainer behind. Called in the child before exec, and by grandchildren (the sampler)
+    themselves; `autorl swarm`'s loops get SIGTERM, on which each ends its agent first."""
     if _PRCTL is not None:
-        _PRCTL(PR_SET_PDEATHSIG, signal.SIGKILL)
+        _PRCTL(PR_SET_PDEATHSIG, sig)
 
 
 def _pre_exec(cpus: tuple[int, ...]):
@@ -496,13 +497,29 @@ def run_budgeted(
 
 def end_group(proc: subprocess.Popen, grace_s: float) -> None:
     """End a child started with start_new_session and everything in its process group: SIGTERM, then SIGKILL
-    after grace_s seconds; returns once the child is reaped."""
+    after grace_s seconds; returns once the child is reaped and no process of its group is left (a trial the
+    agent started records its row before it goes: the loop's next look at the ledger sees it)."""
+    deadline = time.monotonic() + grace_s
     _signal_group(proc.pid, signal.SIGTERM)
     try:
         proc.wait(timeout=grace_s)
     except subprocess.TimeoutExpired:
         _signal_group(proc.pid, signal.SIGKILL)
         proc.wait()
+    while _group_alive(proc.pid) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    _signal_group(proc.pid, signal.SIGKILL)  # what is left past the grace (nothing, normally)
+
+
+def _group_alive(pgid: int) -> bool:
+    """Whether a process of the group still runs (a zombie waiting for its reaper does not)."""
+    for p in psutil.process_iter(["status"]):
+        try:
+            if p.info["status"] != psutil.STATUS_ZOMBIE and os.getpgid(p.pid) == pgid:
+                return True
+        except (OSError, psutil.Error):
+            continue
+    return False
 
 
 def kill_processes(procs: list[psutil.Process], timeout_s: float = 5.0) -> None:
