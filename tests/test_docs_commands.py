@@ -135,6 +135,8 @@ BIPEDAL = "uv run run.py --track classic --config docs/classic-bipedalwalker.tom
 PARSED_ONLY = {
     "uv run autorl fidelity --track classic --factor 4 --seeds 3 --configs 8 --png fidelity.png": "re-trains "
     "8 configs x 3 seeds at 4x the budget; tests/test_fidelity.py runs the command end to end",
+    'uv run autorl swarm --agents 2 --agent "claude -p" --hours 8': "a swarm needs a git checkout (the "
+    "walk's root is none) and runs its agents in worktrees; tests/test_swarm.py runs one end to end",
     BIPEDAL: "the base policy's evaluation alone is a minute of Box2D (100 episodes of a random walker); "
     "tests/test_classic.py::test_continuous_policy_runs_on_bipedalwalker trains and evaluates on it",
 }

@@ -146,6 +146,7 @@ def test_a_fidelity_run_is_recorded_and_resumes_after_a_signal(context, capsys, 
         "/1"
     )
     assert f"kept/{kept['run_id']}: delta " in out and (context / "f.png").stat().st_size > 5000
+    assert "no_longer/" not in out  # the long seeds ran to their budget (or their longer horizon)
     monkeypatch.setenv("AUTORL_ROOT", str(context))
     assert cli.main(["fidelity", "--resume", fid]) == 2  # recorded: nothing to resume
     assert "already recorded" in capsys.readouterr().err
@@ -219,3 +220,30 @@ def test_llm_long_seeds_are_scored_along_the_run(root, tmp_path):
     table = fidelity.rho_by_budget(TRACK, scored, short, [[s] for s in short], factor)
     assert [p["budget_x"] for p in table] == [1.0, 2.0, 3.0]
     assert all(p["rho"] == pytest.approx(1.0) for p in table)
+
+
+def test_a_config_that_stops_itself_is_named_in_the_summary(tmp_path, monkeypatch):
+    """A config whose long seeds stopped themselves (not at the long budget) after no more steps than its
+    trial's seeds (an LLM config's max_steps) measures its short run again: trained_no_longer says so (the
+    summary's `no_longer/<run_id>` line). Not named: long seeds that trained longer, ones the budget stopped
+    (a machine slow enough to give them no more steps), or steps not recorded."""
+    monkeypatch.setenv("AUTORL_ROOT", str(tmp_path))
+
+    def seeds(where: Path, steps: list[int], stop: str) -> list[Path]:
+        dirs = []
+        for k, n in enumerate(steps):
+            (d := where / f"seed-{k}").mkdir(parents=True)
+            (d / "outcome.json").write_text(json.dumps({"status": "ok", "steps": n, "stop_reason": stop}))
+            dirs.append(d)
+        return dirs
+
+    def config(run_id: str, short: list[int], long: list[int], stop: str = "exited") -> fidelity.Config:
+        seeds(tmp_path / "runs" / run_id, short, "exited")
+        long_dirs = seeds(tmp_path / run_id, long, stop)
+        return fidelity.Config("kept", {"run_id": run_id}, None, [[]] * len(long), long_dirs)
+
+    why = fidelity.trained_no_longer(config("capped", [800, 800], [800, 800, 800]))
+    assert why is not None and "stopped themselves after 800 steps at most, its trial's after 800" in why
+    assert fidelity.trained_no_longer(config("longer", [810, 790], [3150, 3422, 3200])) is None
+    assert fidelity.trained_no_longer(config("slow", [800, 790], [780, 800, 790], stop="budget")) is None
+    assert fidelity.trained_no_longer(config("unknown", [], [800])) is None

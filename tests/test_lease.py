@@ -100,6 +100,7 @@ def test_a_seed_on_a_held_slot_trains_after_it_and_records_the_wait(root, tmp_pa
     from autorl.engine.seed import run_seed
 
     slot = Slot(index=0, cpus=(0,))
+    before = time.time()
     holder = hold_in_thread(slot, 0.8)
     spec = BudgetSpec(budget_s=0.3, startup_cap_s=30.0, hang_s=30.0, grace_s=5.0)
     result = run_seed(FakeBackend(scripts_dir=tmp_path), None, 5, 0, tmp_path / "seed-0", spec, slot=slot)
@@ -108,3 +109,27 @@ def test_a_seed_on_a_held_slot_trains_after_it_and_records_the_wait(root, tmp_pa
     assert any(line.startswith("seed 5: waited ") and "for slot 0 (cpus 0)" in line for line in result.log)
     outcome = json.loads((tmp_path / "seed-0" / "outcome.json").read_text())
     assert outcome["slot_wait_seconds"] == pytest.approx(result.slot_wait_s, abs=1e-3)
+    start, end = outcome["slot_held"]  # when it held the core: after the holder let go, for its training
+    assert outcome["slot"] == [0] and end - start >= 0.3 and start >= before + 0.5
+
+
+def test_a_trial_s_summary_says_how_long_its_seeds_waited_for_slots(tmp_path):
+    """The trial's summary adds the seeds' slot waits (a second or more: another trial held the slot); a
+    trial that waited for nothing has no such line."""
+    from autorl.engine.result import TrialContext, conclude
+    from autorl.engine.seed import SeedResult
+    from autorl.record import stats
+    from autorl.record.context import ResearchContext
+
+    rows = [{"env": "toy", "example_id": str(i), "sample": 0, "score": float(i % 2)} for i in range(20)]
+    ctx = TrialContext("r", tmp_path, "c", ResearchContext("classic", "e", "h", 1.0), "b", "x")
+
+    def summary(waits: list[float]) -> dict[str, str]:
+        seeds = [
+            SeedResult(index=k, seed=k, dir=tmp_path / f"seed-{k}", eval_rows=rows, slot_wait_s=w)
+            for k, w in enumerate(waits)
+        ]
+        return conclude(ctx, seeds, [], None, [], stats.NoiseFloor(prior_sd=0.05)).summary_lines()
+
+    assert summary([12.0, 0.2, 30.5])["slot_wait_seconds"] == "42.5 (2 seed(s) waited for their slot)"
+    assert "slot_wait_seconds" not in summary([0.0, 0.4])

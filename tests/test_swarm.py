@@ -77,18 +77,26 @@ def test_two_stand_in_agents_share_one_ledger_and_the_cores_honestly(repo):
     assert what == sorted(["learning_rate = 0.002", "clip_obs = 5.0"])  # each idea once
     assert {r["agent"] for r in new} == {"agent-1", "agent-2"}, new  # both worked, each row says who
     assert all(r["reference_run"] for r in new if r["status"] == "ok")  # every candidate was compared
-    # Leases: the trials' seed k all ran on slot k's core; their training-and-eval windows never overlap.
-    windows: dict[str, list[tuple[float, float]]] = {}
+    # Leases: seeds on the same cores held them one after the other (outcome.json's `slot`, `slot_held`),
+    # their start-up, training and eval inside (resolved.json written, eval.jsonl written).
+    windows: dict[tuple[int, ...], list[tuple[float, float]]] = {}
+    ok_seeds = 0
     for r in new:
         for seed_dir in (repo / "runs" / r["run_id"]).glob("seed-*"):
-            start = (seed_dir / "resolved.json").stat().st_mtime
-            end = (seed_dir / "eval.jsonl").stat().st_mtime
-            windows.setdefault(seed_dir.name, []).append((start, end))
+            outcome = json.loads((seed_dir / "outcome.json").read_text())
+            start, end = outcome["slot_held"]
+            assert start - 0.05 <= (seed_dir / "resolved.json").stat().st_mtime <= end + 0.05  # coarse mtime
+            windows.setdefault(tuple(outcome["slot"]), []).append((start, end))
+            ok_seeds += r["status"] == "ok" and outcome["status"] == "ok"
     for spans in windows.values():
         spans.sort()
         assert all(a[1] <= b[0] for a, b in zip(spans, spans[1:], strict=False)), spans
     summary = parse_summary(done.stdout)
     assert summary["agents"] == "2" and int(summary["trials"]) >= 2
+    decided = sum(r["status"] == "ok" for r in new)  # the throughput lines, from the same files
+    assert f"({decided} in " in summary["decisions_per_hour"]
+    assert float(summary["seeds_per_decision"]) == pytest.approx(ok_seeds / decided, abs=0.01)
+    assert 0 <= int(summary["cores_idle"].split("%")[0]) < 100
     assert summary["context"].startswith("comparisons: ")
     worktrees = [repo / ".autorl" / "swarm" / f"agent-{i}" for i in (1, 2)]
     assert all((w / ".git").exists() and not (w / "STOP").exists() for w in worktrees)
@@ -96,6 +104,7 @@ def test_two_stand_in_agents_share_one_ledger_and_the_cores_honestly(repo):
     assert "research-agent-1" in branches and "research-agent-2" in branches
     assert list((repo / ".autorl" / "claims").glob("*.json")) == []  # nothing left in flight
     stop_mid_trial(repo)  # then a swarm stopped mid-trial, in the same repository
+    kill_the_agent_mid_trial(repo)  # and an agent killed mid-trial
 
 
 def stop_mid_trial(repo: Path) -> None:
@@ -137,3 +146,63 @@ def stop_mid_trial(repo: Path) -> None:
     worktree = str(repo / ".autorl" / "swarm")
     left = [p for p in psutil.process_iter(["cwd"]) if (p.info["cwd"] or "").startswith(worktree)]
     assert left == []
+
+
+def kill_the_agent_mid_trial(repo: Path) -> None:
+    """SIGKILL to a stand-in agent while its trial trains: the trial goes on and records its row (pending,
+    the agent never read its summary); the agent's next invocation waits for it, decides it by its row, and
+    leaves nothing in flight."""
+    import time
+
+    changes = repo / ".autorl" / "changes-kill.toml"
+    changes.write_text('[[change]]\nkey = "clip_reward"  # no effect: norm_reward is off\nvalue = 7.0\n')
+    argv = [sys.executable, "-m", "autorl.commands.standin", "--changes", str(changes), "--"]
+    argv += ["--budget", "3", "--seeds", "1", "--new-context"]
+    env = {k: v for k, v in os.environ.items() if k not in ("AUTORL_ROOT", "AUTORL_RECORDS")}
+    env["AUTORL_AGENT"] = "agent-9"
+    before = len(rows(repo))
+    first = subprocess.Popen(argv, cwd=repo, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    claims = repo / ".autorl" / "claims"
+    deadline = time.monotonic() + 120
+    while not list(claims.glob("*.json")):
+        assert time.monotonic() < deadline and first.poll() is None, "no trial started"
+        time.sleep(0.2)
+    first.kill()
+    first.wait()
+    second = subprocess.run(argv, cwd=repo, env=env, capture_output=True, text=True, timeout=300)
+    assert second.returncode == 0, second.stdout + second.stderr
+    (row,) = rows(repo)[before:]  # the killed agent's trial recorded its row, the second ran nothing new
+    assert row["description"] == "clip_reward = 7.0" and row["agent"] == "agent-9" and row["status"] == "ok"
+    assert row["decision"] == "keep"  # a new context's first trial: its baseline
+    assert f"an earlier invocation's trial, {row['run_id']} kept" in second.stdout
+    assert "every change is tried" in second.stdout
+    assert (
+        list(claims.glob("*.json")) == [] and not (repo / ".autorl" / "standin" / "agent-9.current").exists()
+    )
+
+
+def test_throughput_counts_decisions_seeds_and_the_core_time_seeds_held(tmp_path, monkeypatch):
+    """autorl.record.throughput on recorded outcome.json files: `ok` rows are decisions and their `ok` seeds
+    count, each seed's held cores are clipped to the stretch, an unpinned seed holds every core."""
+    from autorl.record import throughput
+
+    monkeypatch.setenv("AUTORL_ROOT", str(tmp_path))
+    seeds = {  # run id -> (status, [(seed status, cores, held from, until)])
+        "a": ("ok", [("ok", [0], 100.0, 160.0), ("ok", [1], 100.0, 130.0)]),
+        "b": ("ok", [("ok", [0], 170.0, 230.0), ("crash", [1], 170.0, 175.0)]),
+        "c": ("interrupted", [("interrupted", [], 290.0, 320.0)]),  # unpinned; past the stretch's end
+    }
+    for run_id, (_, outcomes) in seeds.items():
+        for k, (status, cores, t0, t1) in enumerate(outcomes):
+            (d := tmp_path / "runs" / run_id / f"seed-{k}").mkdir(parents=True)
+            (d / "outcome.json").write_text(
+                json.dumps({"status": status, "slot": cores, "slot_held": [t0, t1]})
+            )
+    rows = [{"run_id": r, "status": status} for r, (status, _) in seeds.items()]
+    t = throughput.measure(rows, since=100.0, until=300.0, cores=2)
+    assert (t.decisions, t.seeds) == (2, 3)
+    assert t.core_seconds_held == pytest.approx(60 + 30 + 60 + 5 + 10 * 2)
+    assert t.cores_idle == pytest.approx(1 - 175 / 400)
+    assert t.decisions_per_hour == pytest.approx(2 / (200 / 3600))
+    lines = t.lines()
+    assert lines["seeds_per_decision"] == "1.50" and lines["cores_idle"].startswith("56% of 2 cores")

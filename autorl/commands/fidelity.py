@@ -426,10 +426,9 @@ def _conclude(ledger: Ledger, plan: Plan, chosen: list[Config], the_track: Any, 
     }
     by_budget = rho_by_budget(the_track, scored, short, short_seeds, plan.factor)
     by_budget.append({"budget_x": round(plan.factor, 2), "rho": ranks["rho"], "rho_ci": [low, high]})
-    atomic.write_text(
-        plan.dir / "fidelity.json",
-        json.dumps({**summary, "rho_by_budget": by_budget, "fidelity_id": plan.fidelity_id}) + "\n",
-    )
+    no_longer = {c.row["run_id"]: why for c in scored if (why := trained_no_longer(c))}
+    record = {**summary, "rho_by_budget": by_budget, "no_longer": no_longer, "fidelity_id": plan.fidelity_id}
+    atomic.write_text(plan.dir / "fidelity.json", json.dumps(record) + "\n")
     FIDELITY.append(FIDELITY.beside(ledger), records)
     if png is not None:
         say(f"wrote {plot(scored, long, png)}")
@@ -443,6 +442,8 @@ def _conclude(ledger: Ledger, plan: Plan, chosen: list[Config], the_track: Any, 
             f"delta {comparison.delta:+.4f} (90% CI {ci[0]:+.4f}..{ci[1]:+.4f}), "
             f"p {comparison.p_value:.3g}: {verdict}"
         )
+    for run_id, why in no_longer.items():
+        lines[f"no_longer/{run_id}"] = why
     for point in by_budget:  # rho where the long runs stood at each multiple of the trial's budget
         low, high = point["rho_ci"]
         lines[f"rho_at_{point['budget_x']:g}x"] = f"{point['rho']:.2f} ({low:.2f} {high:.2f})"
@@ -450,6 +451,32 @@ def _conclude(ledger: Ledger, plan: Plan, chosen: list[Config], the_track: Any, 
     sys.stdout.write("---\n" + "".join(f"{k}: {v}\n" for k, v in lines.items()))
     say(f"recorded in {FIDELITY.name} and runs/{plan.fidelity_id}/fidelity.json")
     return 0
+
+
+def _outcomes(seed_dirs: list[Path]) -> list[dict[str, Any]]:
+    return [inputs.read_json_object(d / "outcome.json") for d in seed_dirs]
+
+
+def _most_steps(outcomes: list[dict[str, Any]]) -> int:
+    """The most steps any of these seeds trained (0 when none says)."""
+    return max((int(o.get("steps") or 0) for o in outcomes), default=0)
+
+
+def trained_no_longer(c: Config) -> str | None:
+    """Why `c`'s long seeds measure its short run again: they all stopped themselves before the long budget
+    (none stopped by it) after no more steps than its trial's seeds trained (within 10%): the config has its
+    own step limit (an LLM config's `max_steps`). None otherwise, or when a side recorded no steps."""
+    long_outcomes = _outcomes(c.long_dirs)
+    if any(o.get("stop_reason") == "budget" for o in long_outcomes):
+        return None
+    short = _most_steps(_outcomes(sorted((paths.runs_dir() / c.row["run_id"]).glob("seed-*"))))
+    long = _most_steps(long_outcomes)
+    if not short or not long or long > 1.1 * short:
+        return None
+    return (
+        f"its long seeds stopped themselves after {long} steps at most, its trial's after {short}: the "
+        "config has its own step limit (such as max_steps): its long score is its short run's on other seeds"
+    )
 
 
 def _record(plan: Plan, c: Config) -> dict[str, Any]:

@@ -15,7 +15,10 @@ memory), edits the file,
 commits, runs the trial (`run.py --description "<change>"`), and decides: `improved` keeps the commit and
 marks it keep; anything else resets it and marks discard (crash: crash). A trial refused because the same
 config is training elsewhere (another agent's claim) is reset and skipped. With no change left it exits at
-once without a trial (the loop then stops re-invoking it).
+once without a trial (the loop then stops re-invoking it). An invocation killed before it decided (its
+trial may go on and record its row) is finished by the next one first, as program.md's loop prompt asks
+("finish or mark any pending trial"): it waits while that trial still trains, then decides by its row,
+or resets the commit when the trial recorded none.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ import argparse
 import os
 import subprocess
 import sys
+import time
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -32,9 +36,9 @@ import tomlkit
 
 from autorl.commands.tune import parse_summary
 from autorl.engine.track import get_track
-from autorl.io import paths
+from autorl.io import harness, paths
 from autorl.record import claims
-from autorl.record.context import ResearchContext, best_kept
+from autorl.record.context import ResearchContext, best_kept, kept_config_to_adopt
 from autorl.record.ledger import Ledger
 from autorl.record.row import AGENT_VAR
 
@@ -47,14 +51,48 @@ IDENTITY = ["-c", "user.name=autorl stand-in", "-c", "user.email=standin@autorl.
 
 
 def git(*args: str) -> str:
-    root = paths.repo_root()
-    argv = ["git", *IDENTITY, *args]
-    return subprocess.run(argv, cwd=root, capture_output=True, text=True, check=True).stdout
+    return harness.git(paths.repo_root(), *IDENTITY, *args)
+
+
+def me() -> str:
+    return os.environ.get(AGENT_VAR) or "standin"
 
 
 def skipped_file() -> Path:
     """The changes this agent's trials were refused for (not to be tried again by it)."""
-    return paths.state_dir() / "standin" / f"{os.environ.get(AGENT_VAR) or 'standin'}.skipped"
+    return paths.state_dir() / "standin" / f"{me()}.skipped"
+
+
+def current_file() -> Path:
+    """The change this agent committed and ran, until its trial is decided."""
+    return paths.state_dir() / "standin" / f"{me()}.current"
+
+
+def revert(what: str) -> None:
+    """Undo the change's commit, when it is still HEAD (a killed invocation may have undone it already)."""
+    if git("log", "-1", "--format=%s").strip() == what:
+        git("reset", "-q", "--hard", "HEAD~1")
+
+
+def finish_pending(ledger: Ledger) -> None:
+    """Decide the change an earlier invocation ran but did not decide (it was killed): after its trial, which
+    may still train (its claim is live), by its row; with no row (the trial recorded none), undo it."""
+    if not current_file().exists():
+        return
+    what = current_file().read_text().strip()
+    while any(c.description == what for c in claims.in_flight()):
+        time.sleep(1.0)
+    mine = [r for r in ledger.rows() if r["description"] == what and r.get("agent") == me()]
+    row = mine[-1] if mine else None
+    if row is None:
+        revert(what)
+        say(f"{what}: its trial recorded no row (killed before it trained): undone, to be tried again")
+    elif row["decision"] == "pending":
+        summary = {k: row[k] for k in ("status", "verdict", "delta")} | {"run_dir": row["run_id"]}
+        say(f"{what}: an earlier invocation's trial, " + decide(ledger, summary, what))
+    elif row["decision"] != "keep":
+        revert(what)
+    current_file().unlink()
 
 
 def describe(change: dict[str, Any]) -> str:
@@ -75,13 +113,10 @@ def apply(path: Path, change: dict[str, Any]) -> None:
 def onto_best(ledger: Ledger, track: str, config: Path) -> None:
     """Bring the config onto the best kept trial's (another agent's keep moved the reference)."""
     rows = [r for r in ledger.rows() if r["track"] == track]
-    if not rows:
-        return
-    best = best_kept(rows, ResearchContext.of(rows[-1]))
+    best = best_kept(rows, ResearchContext.of(rows[-1])) if rows else None
     if best is None or best["decision"] != "keep":
         return
-    kept = paths.runs_dir() / best["run_id"] / "config.toml"
-    if kept.exists() and kept.read_text() != config.read_text():
+    if kept := kept_config_to_adopt(best["run_id"], config):
         config.write_text(kept.read_text())
         git("commit", "-qam", f"onto the best kept config, {best['run_id']}")
         say(f"brought {config.name} onto the best kept config ({best['run_id']}, {best.get('agent') or '-'})")
@@ -91,7 +126,7 @@ def decide(ledger: Ledger, summary: dict[str, str], what: str) -> str:
     """program.md's decision on the trial's summary; the action taken, in words."""
     run_id = summary.get("run_dir", "").rsplit("/", 1)[-1]
     if summary.get("status") == "invalid" or not run_id:
-        git("reset", "-q", "--hard", "HEAD~1")
+        revert(what)
         skipped_file().parent.mkdir(parents=True, exist_ok=True)
         with open(skipped_file(), "a") as f:
             f.write(what + "\n")
@@ -99,7 +134,7 @@ def decide(ledger: Ledger, summary: dict[str, str], what: str) -> str:
     if summary.get("verdict") in ("improved", "baseline"):
         ledger.mark("keep", run_id=run_id, lesson=f"{what}: improved {summary.get('delta', '')}")
         return f"{run_id} kept"
-    git("reset", "-q", "--hard", "HEAD~1")
+    revert(what)
     decision = "crash" if summary.get("status") in ("crash", "timeout") else "discard"
     ledger.mark(decision, run_id=run_id, lesson=f"{what}: {summary.get('verdict') or summary.get('status')}")
     return f"{run_id} marked {decision}"
@@ -116,6 +151,7 @@ def main(argv: list[str] | None = None) -> int:
     root = paths.repo_root()
     config = root / get_track(args.track).default_config
     ledger = Ledger(paths.results_file())
+    finish_pending(ledger)
     tried = {r["description"] for r in ledger.rows()} | {c.description for c in claims.in_flight()}
     if skipped_file().exists():
         tried |= set(skipped_file().read_text().splitlines())
@@ -127,11 +163,14 @@ def main(argv: list[str] | None = None) -> int:
     what = describe(todo[0])
     apply(config, todo[0])
     git("commit", "-qam", what)
+    current_file().parent.mkdir(parents=True, exist_ok=True)
+    current_file().write_text(what + "\n")
     run = [sys.executable, str(root / "run.py"), "--track", args.track, "--description", what, *args.run_args]
     say(f"trial: {what}")
     done = subprocess.run(run, cwd=root, capture_output=True, text=True)
     (root / "run.log").write_text(done.stdout + done.stderr)
     say(decide(ledger, parse_summary(done.stdout), what))
+    current_file().unlink()
     return 0
 
 

@@ -18,7 +18,7 @@ from autorl.engine.cost import cost_line, expected_cost
 from autorl.engine.result import ceiling_note
 from autorl.engine.track import get_track
 from autorl.io import inputs, paths
-from autorl.record.context import ResearchContext, best_kept, is_quick
+from autorl.record.context import ResearchContext, best_kept, is_quick, kept_config_to_adopt
 from autorl.record.ledger import Ledger, Mark
 from autorl.record.row import AGENT_VAR, as_float
 from autorl.record.sidetables import CONFIRMED, FIDELITY
@@ -69,7 +69,7 @@ def flatten(data: Any, prefix: str = "") -> dict[str, Any]:
 
 def run_config(run_id: str) -> dict[str, Any] | None:
     """A trial's config (runs/<run_id>/config.toml) as dotted keys; None when it is gone or unreadable."""
-    path = paths.runs_dir() / run_id / "config.toml"
+    path = paths.run_config_file(run_id)
     try:
         return flatten(inputs.read_toml(path))
     except (OSError, inputs.InputError):
@@ -357,8 +357,8 @@ def onto_best(st: Mapping[str, Any]) -> str | None:
     if not me or not best or not st.get("best_is_kept") or best["agent"] in ("", me):
         return None
     mine = paths.repo_root() / get_track(st["context"]["track"]).default_config
-    kept = paths.runs_dir() / best["run_id"] / "config.toml"
-    if not kept.exists() or (mine.exists() and mine.read_text() == kept.read_text()):
+    kept = kept_config_to_adopt(best["run_id"], mine)
+    if kept is None:
         return None
     return (
         f"the best kept config is {best['agent']}'s {best['run_id']} ({cut(best['description'], 50)}), not "

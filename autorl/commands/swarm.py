@@ -38,7 +38,8 @@ from typing import Any
 from autorl.commands.loop import count_keeps, count_trials, ledger_problem, run_confirm
 from autorl.engine.process import die_with_parent
 from autorl.io import paths
-from autorl.io.harness import dirty_harness_files, harness_hash, is_git_repo
+from autorl.io.harness import dirty_harness_files, git, harness_hash, is_git_repo
+from autorl.record import throughput
 from autorl.record.ledger import Ledger
 from autorl.record.row import AGENT_VAR
 
@@ -48,10 +49,6 @@ STOP_GRACE_S = 120.0  # a loop ends its agent within 60 s (autorl/commands/loop.
 
 def say(msg: str) -> None:
     print(f"[swarm] {msg}", flush=True)
-
-
-def git(root: Path, *args: str) -> str:
-    return subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, check=True).stdout.strip()
 
 
 @dataclass
@@ -78,14 +75,15 @@ def worktree(root: Path, name: str) -> Path:
     runs another harness."""
     wt = swarm_dir() / name
     if not (wt / ".git").exists():
-        branch = git(root, "rev-parse", "--abbrev-ref", "HEAD")
+        branch = git(root, "rev-parse", "--abbrev-ref", "HEAD").strip()
         own = f"{'swarm' if branch == 'HEAD' else branch}-{name}"
-        known = subprocess.run(["git", "rev-parse", "--verify", "-q", own], cwd=root, capture_output=True)
-        where = [str(wt), own] if known.returncode == 0 else ["-b", own, str(wt), "HEAD"]
+        known = git(root, "branch", "--list", own).strip()
+        where = [str(wt), own] if known else ["-b", own, str(wt), "HEAD"]
         git(root, "worktree", "add", "--quiet", *where)
     if harness_hash(wt) != harness_hash(root):
+        theirs = git(wt, "rev-parse", "--abbrev-ref", "HEAD").strip()
         raise RuntimeError(
-            f"{wt} (branch {git(wt, 'rev-parse', '--abbrev-ref', 'HEAD')}) runs another harness than this "
+            f"{wt} (branch {theirs}) runs another harness than this "
             f"checkout: merge this checkout's commit into it, or remove it (git worktree remove --force {wt})"
         )
     link = wt / ".autorl"
@@ -140,6 +138,7 @@ class Swarm:
         names = [f"agent-{i}" for i in range(1, n + 1)]
         self.agents = [Agent(a, swarm_dir() / a, swarm_dir() / f"{a}.log") for a in names]
         self.signals = 0
+        self.started = time.time()
 
     def _signal(self, signum: int, frame: Any) -> None:
         self.signals += 1
@@ -240,6 +239,7 @@ class Swarm:
             mine = [r for r in new if r.get("agent") == a.name]
             keeps = sum(r["decision"] == "keep" for r in mine)
             lines[a.name] = f"{len(mine)} trials, {keeps} kept"
+        lines.update(throughput.measure(new, self.started, time.time()).lines())
         st = collect(rows, confirmed=CONFIRMED.read(CONFIRMED.beside(self.ledger)))
         if "chance" in st:
             lines["context"] = chance_line(st["chance"])

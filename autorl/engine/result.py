@@ -144,6 +144,8 @@ class TrialResult:
         lines["peak_memory_gb"] = f"{self.peak_memory_gb:.2f}"
         lines["seeds"] = self.seed_list
         lines["parallel"] = str(self.parallel)
+        if waited := [s.slot_wait_s for s in self.seeds if s.slot_wait_s >= 1]:  # another trial held its slot
+            lines["slot_wait_seconds"] = f"{sum(waited):.1f} ({len(waited)} seed(s) waited for their slot)"
         if self.stopped_early:
             lines["stopped_early"] = self.stopped_early
         lines.update(self.extras)

@@ -25,7 +25,7 @@ def recorded_config(row: dict[str, str], track: Any, role: str) -> Any:
     from autorl.io.machine import load_machine
     from autorl.io.tomlcheck import ConfigError
 
-    path = paths.runs_dir() / row["run_id"] / "config.toml"
+    path = paths.run_config_file(row["run_id"])
     if not path.exists():
         raise RetrainError(f"{path} is missing: the {role}'s config cannot be re-trained")
     machine = load_machine()

@@ -43,6 +43,7 @@ class SeedResult:
     slot: Slot = WHOLE_MACHINE
     host: str = ""  # the machine it ran on (Ray); "" = this one
     slot_wait_s: float = 0.0  # how long it waited for its slot's CPUs and GPU share (autorl/engine/lease.py)
+    held: tuple[float, float] | None = None  # when it held its slot (epoch seconds, from, until)
     log: list[str] = field(default_factory=list)  # what the seed said, in order (printed by the trial)
 
     @property
@@ -132,7 +133,11 @@ def run_seed(
                 result.log.append(
                     f"seed {seed}: waited {result.slot_wait_s:.0f} s for {slot.describe()} ({waited_for})"
                 )
-            return _run_seed(result, backend, cfg, spec, on_event, stop, split)
+            since = time.time()
+            try:
+                return _run_seed(result, backend, cfg, spec, on_event, stop, split)
+            finally:
+                result.held = (since, time.time())
     finally:
         write_outcome(result)
 
@@ -153,6 +158,8 @@ def write_outcome(result: SeedResult) -> None:
         "steps": result.steps,
         "cpu_wait_share": child.cpu_wait_share if child else None,
         "slot_wait_seconds": round(result.slot_wait_s, 3),
+        "slot": list(result.slot.cpus),  # the cores it held (none: unpinned)
+        "slot_held": [round(t, 2) for t in result.held] if result.held else None,  # epoch seconds
     }
     result.dir.mkdir(parents=True, exist_ok=True)
     atomic.write_text(result.dir / "outcome.json", json.dumps(outcome) + "\n")

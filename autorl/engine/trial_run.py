@@ -80,7 +80,7 @@ def config_diff_vs_baseline(ledger_rows: list[dict[str, str]], track: str, text:
     """Diff of this trial's config against the first trial of the track (the baseline) in results.tsv."""
     for row in ledger_rows:
         if row.get("track") == track and not is_quick(row):
-            base_cfg = paths.runs_dir() / row["run_id"] / "config.toml"
+            base_cfg = paths.run_config_file(row["run_id"])
             if base_cfg.exists():
                 return "".join(
                     difflib.unified_diff(

@@ -19,13 +19,16 @@ CODE_DIRS = ("autorl/", "environments/", "tests/")
 MODULE_SUFFIXES = (".py", ".pyc", ".so")  # what `import name` finds in a directory on sys.path
 
 
-def _git(root: Path, *args: str) -> str:
-    return subprocess.run(["git", *args], cwd=root, check=True, capture_output=True, text=True).stdout
+def git(root: Path, *args: str, stdin: str | None = None) -> str:
+    """`git ARGS` in `root`, `stdin` fed to it: its stdout (CalledProcessError when it fails). The package's
+    one git runner."""
+    done = subprocess.run(["git", *args], cwd=root, check=True, capture_output=True, text=True, input=stdin)
+    return done.stdout
 
 
 def is_git_repo(root: Path) -> bool:
     try:
-        return _git(root, "rev-parse", "--is-inside-work-tree").strip() == "true"
+        return git(root, "rev-parse", "--is-inside-work-tree").strip() == "true"
     except (subprocess.CalledProcessError, FileNotFoundError):
         return False
 
@@ -39,7 +42,7 @@ def _is_harness(path: str) -> bool:
 def commit_short(root: Path) -> str:
     """The short commit of HEAD, or 'nogit' outside a repository / before the first commit."""
     try:
-        return _git(root, "rev-parse", "--short=7", "HEAD").strip()
+        return git(root, "rev-parse", "--short=7", "HEAD").strip()
     except (subprocess.CalledProcessError, FileNotFoundError):
         return "nogit"
 
@@ -52,9 +55,9 @@ def harness_hash(root: Path) -> str:
     """
     digest = hashlib.sha256()
     if is_git_repo(root):
-        files = [f for f in _git(root, "ls-files", "-z").split("\0") if f and _is_harness(f)]
+        files = [f for f in git(root, "ls-files", "-z").split("\0") if f and _is_harness(f)]
         existing = [f for f in files if (root / f).is_file()]
-        blobs = _git_input(root, ["hash-object", "--stdin-paths"], "\n".join(existing)) if existing else ""
+        blobs = git(root, "hash-object", "--stdin-paths", stdin="\n".join(existing)) if existing else ""
         for name, blob in zip(existing, blobs.split(), strict=True):
             digest.update(f"{name}\0{blob}\n".encode())
     else:
@@ -86,7 +89,7 @@ def dirty_harness_files(root: Path) -> list[str]:
     """
     if not is_git_repo(root):
         return []
-    out = _git(root, "status", "--porcelain", "-z", "--untracked-files=all")
+    out = git(root, "status", "--porcelain", "-z", "--untracked-files=all")
     dirty = []
     entries = out.split("\0")
     i = 0
@@ -103,9 +106,3 @@ def dirty_harness_files(root: Path) -> list[str]:
         if _is_harness(path):
             dirty.append(path)
     return sorted(dirty)
-
-
-def _git_input(root: Path, args: list[str], text: str) -> str:
-    return subprocess.run(
-        ["git", *args], cwd=root, check=True, capture_output=True, text=True, input=text
-    ).stdout

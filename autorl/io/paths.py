@@ -85,6 +85,11 @@ def runs_dir() -> Path:
     return records_root() / "runs"
 
 
+def run_config_file(run_id: str) -> Path:
+    """The config a trial trained (runs/<run_id>/config.toml): what fidelity, confirm and the swarm re-use."""
+    return runs_dir() / run_id / "config.toml"
+
+
 def results_file() -> Path:
     return records_root() / "results.tsv"
 

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
+from autorl.io import paths
 from autorl.record.row import as_float, format_number
 
 
@@ -65,3 +67,13 @@ def best_kept(rows: Sequence[Mapping[str, str]], context: ResearchContext) -> di
         return dict(max(kept, key=lambda r: as_float(r, "eval_score") or 0.0))
     undecided = [r for r in same if r["decision"] not in ("discard", "crash")]
     return dict(undecided[0]) if undecided else None
+
+
+def kept_config_to_adopt(kept_run_id: str, config: Path) -> Path | None:
+    """The kept trial's config file (runs/<id>/config.toml) when `config` is not that config: another
+    agent's keep moved the reference and this worktree builds on an older one. None when they are the same
+    or the kept trial's file is gone. (The stand-in agent adopts it; `autorl status` tells an agent to.)"""
+    kept = paths.run_config_file(kept_run_id)
+    if not kept.exists() or (config.exists() and config.read_text() == kept.read_text()):
+        return None
+    return kept
