@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 from fakes.fake_backend import FakeBackend
 
-from autorl.commands import cli, show, trial
+from autorl.commands import cli, show, status, trial
 from autorl.commands.tune import parse_summary
 from autorl.engine import process
 from autorl.llm.track import LLMTrack
@@ -142,6 +142,36 @@ def test_status_remembers_the_key_tried_with_its_value_and_outcome(classic_runs,
     assert cli.main(["status"]) == 0
     out = capsys.readouterr().out
     assert f"  learning_rate: 0.0005 -> 0.001: {cand['verdict']}" in out
+    # the budget is a cap on this track: the score's horizon is in env steps (the replay read "budget 600 s")
+    assert "\nbudget: a cap per seed: the score covers a fixed env-step horizon (CartPole-v1 50,000, " in out
+
+
+def test_tried_says_which_keys_were_changed_together(root):
+    """A combination's outcome is charged to each of its keys: the try says what it was combined with, so
+    "never retry a discarded value" does not read a discarded combination as the value's own failure."""
+    configs = {
+        "base": "[trainer.optim]\nlr = 1e-4\n[orchestrator]\ngroup_size = 8\n",
+        "lr": "[trainer.optim]\nlr = 3e-5\n[orchestrator]\ngroup_size = 8\n",
+        "both": "[trainer.optim]\nlr = 6e-5\n[orchestrator]\ngroup_size = 4\n",
+    }
+    for run_id, text in configs.items():
+        (root / "runs" / run_id).mkdir(parents=True)
+        (root / "runs" / run_id / "config.toml").write_text(text)
+    row = {"verdict": "inconclusive", "delta": "0.01", "decision": "discard"}
+    rows = [
+        {"run_id": "base", "reference_run": "", **row},
+        {"run_id": "lr", "reference_run": "base", **row},
+        {"run_id": "both", "reference_run": "base", **row},
+    ]
+    by_key = {t["key"]: t["tries"] for t in status.tried(rows)}
+    assert [x["with"] for x in by_key["trainer.optim.lr"]] == [[], ["orchestrator.group_size"]]
+    assert by_key["orchestrator.group_size"][0]["with"] == ["trainer.optim.lr"]
+    lines = status.tried_lines(status.tried(rows))
+    lr_line = next(ln for ln in lines if ln.startswith("  trainer.optim.lr:"))
+    assert lr_line.endswith(
+        "0.0001 -> 3e-05: inconclusive +0.0100, discard; 0.0001 -> 6e-05: inconclusive "
+        "+0.0100, discard (with group_size)"
+    )
 
 
 def test_status_shows_what_the_next_decisions_cost_from_the_trials_measured_here(
@@ -173,6 +203,32 @@ def test_status_shows_what_the_next_decisions_cost_from_the_trials_measured_here
     assert cli.main(["status"]) == 0
     line = next(ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("cost here"))
     assert "(median of 2 trials)" in line and f"{parallel} at a time" in line and "a 12-seed re-run" in line
+
+
+def test_status_sizes_the_confirm_of_the_best_keep_as_confirm_would(root, monkeypatch, capsys):
+    """The cost line's confirm is the size `autorl confirm` picks for the best keep now (its seeds a side,
+    power and cap), not the track's default seeds: the classic replay's status said "5 seeds a side 5 min"
+    for a confirm that ran 16 a side."""
+    from autorl.commands import confirm
+
+    fake_trial(monkeypatch, root, capsys, "--budget", "0.3", quality=0.5)
+    assert cli.main(["status", "--json"]) == 0
+    assert "chosen_by" not in json.loads(capsys.readouterr().out)["cost"]["confirm"]  # only the baseline
+    Ledger(root / "results.tsv").mark("keep", lesson="baseline")
+    fake_trial(monkeypatch, root, capsys, "--budget", "0.3", "--seeds", "2", quality=0.56)
+    Ledger(root / "results.tsv").mark("keep", lesson="a gain", reason="kept for the test")
+    assert cli.main(["status", "--json"]) == 0
+    cost = json.loads(capsys.readouterr().out)["cost"]["confirm"]
+    base, best = Ledger(root / "results.tsv").rows()
+    noise = stats.noise_floor([base, best], prior_sd=LLMTrack().seed_sd_prior)
+    sized = confirm.size(best, base, noise, 16, None)
+    assert cost["seeds"] == 2 * sized.seeds and cost["chosen_by"] == sized.chosen_by
+    assert cost["power"] == pytest.approx(sized.power)
+    assert cli.main(["status"]) == 0
+    out = capsys.readouterr().out
+    line = next(ln for ln in out.splitlines() if ln.startswith("cost here"))
+    assert f"a confirm of {sized.seeds} seeds a side" in line and "as autorl confirm sizes it" in line
+    assert "budget: " not in out  # llm: the budget is the training time, nothing to add
 
 
 def test_a_trial_says_its_expected_wall_time_from_the_comparable_trials_before_it(root, monkeypatch, capsys):
@@ -338,6 +394,23 @@ def test_few_steps_is_flagged_when_the_budget_holds_only_a_handful(root, monkeyp
     assert "few_steps" not in flag_names(longer)
 
 
+def test_a_config_that_ends_training_on_its_own_is_flagged(root, monkeypatch, capsys):
+    """Seeds that all end training on their own well inside a wall-clock budget (the recorded session's keep
+    stopped at max_steps 700 after ~85 of 90 s) say the config has its own limit; a budget-bound trial and
+    the classic track (whose seeds end at their step horizon by design) do not."""
+    from autorl.engine.track import training_budget
+
+    ended = fake_trial(monkeypatch, root, capsys, "--budget", "5", mode="finish")  # exits at step 20
+    text = ended["health/stops_itself"]
+    assert text.startswith("all 1 seeds ended training on their own after") and "of the 5 s budget" in text
+    assert "(20 steps at most" in text
+    bound = fake_trial(monkeypatch, root, capsys, "--budget", "0.5")
+    assert "stops_itself" not in flag_names(bound)
+    assert training_budget("llm", 90.0) == 90.0 and training_budget("classic", 600.0) is None
+    assert cli.main(["show", ended["run_dir"].split("/")[-1]]) == 0  # autorl show raises it too
+    assert "health: all 1 seeds ended training on their own" in capsys.readouterr().out
+
+
 def test_a_score_below_the_untrained_base_is_flagged(root, monkeypatch, capsys):
     worse = fake_trial(monkeypatch, root, capsys, "--budget", "0.5", quality=0.2)
     assert float(worse["eval_score"]) < float(worse["base_score"])
@@ -470,6 +543,53 @@ def test_an_inconclusive_summary_says_how_many_seeds_its_delta_needs(root, monke
     assert "seeds on each side" in s["seeds_needed"]
 
 
+def test_seeds_needed_names_no_rerun_for_a_delta_that_is_no_gain():
+    """A negative delta: more seeds could at best decide it `worse`, so the line says no re-run applies
+    instead of a seed count (the classic replay read "22 seeds on each side for delta -0.0265")."""
+    import dataclasses
+
+    from autorl.engine.result import seeds_needed_text
+
+    c = stats.Comparison(0.03, 0.2, "inconclusive", 100, "welch", 0.03, 8.0, 5, 5)
+    assert "candidate seeds" in seeds_needed_text(c) or "seeds on each side" in seeds_needed_text(c)
+    for delta in (-0.0265, 0.0):
+        text = seeds_needed_text(dataclasses.replace(c, delta=delta, p_value=0.8))
+        assert text.startswith("none: delta") and "no re-run" in text, text
+    assert stats.seeds_needed(dataclasses.replace(c, delta=-0.03), both_sides=True) is not None  # hidden
+
+
+def test_the_summary_prints_the_levels_its_verdict_was_judged_at(root, monkeypatch, capsys):
+    """`levels`: the p_value `improved` needed and the 1 - p_value `worse` needed at the look the verdict
+    was made at (stats.levels); the printed verdict is the one those levels give."""
+    import re
+
+    fake_trial(monkeypatch, root, capsys, "--budget", "0.3", quality=0.5)
+    for quality, seeds in ((0.52, "1"), (0.9, "3"), (0.1, "3")):
+        s = fake_trial(monkeypatch, root, capsys, "--budget", "0.3", "--seeds", seeds, quality=quality)
+        m = re.fullmatch(
+            r"improved needs p_value < (\S+), worse needs 1 - p_value < (\S+) \(look (\d+) of (\d+)\)",
+            s["levels"],
+        )
+        assert m, s["levels"]
+        improved, worse = stats.levels(int(m[3]), int(m[4]))
+        assert float(m[1]) == pytest.approx(improved, rel=1e-3) and float(m[2]) == pytest.approx(
+            worse, rel=1e-3
+        )
+        p, delta = float(s["p_value"]), float(s["delta"])
+        expected = (
+            "improved"
+            if delta > 0 and p < improved
+            else "worse"
+            if delta < 0 and 1 - p < worse
+            else "inconclusive"
+        )
+        assert s["verdict"] == expected, s
+    assert stats.levels(1, 1) == (stats.ALPHA, stats.ALPHA)
+    assert stats.levels(3, 3)[0] == stats.final_alpha(3) and stats.levels(1, 3)[0] == stats.efficacy_alpha(
+        1, 3
+    )
+
+
 def test_status_does_not_count_the_baseline_repeat_as_a_trial_not_kept(root, monkeypatch, capsys):
     """program.md's setup: the baseline, kept, then its repeat, discarded: the repeat is neither a decided
     trial of the keep rate nor a trial since the last keep."""
@@ -480,7 +600,8 @@ def test_status_does_not_count_the_baseline_repeat_as_a_trial_not_kept(root, mon
     assert cli.main(["status", "--json"]) == 0
     st = json.loads(capsys.readouterr().out)
     assert len(st["baseline_repeats"]) == 1
-    assert st["keep_rate"] == {"kept": 1, "decided": 1}
+    assert st["keep_rate"] == {"kept": 0, "decided": 0}  # the baseline is not an idea kept
+    assert "keep rate: 0/0 (ideas decided; the baseline and its repeats not counted)" in status.render(st)
     assert st["since_last_keep"] == 0 and st["not_kept_streak"] == 0
 
 
@@ -535,3 +656,21 @@ def test_progress_labels_stay_inside_the_figure_at_any_ledger_length(n):
         assert box.x0 <= ext.x0 and ext.x1 <= box.x1 and box.y0 <= ext.y0 and ext.y1 <= box.y1, (
             label.get_text()
         )
+
+
+def test_a_seed_outcome_has_one_shape_for_its_writer_and_its_readers(tmp_path):
+    """outcome.json through its model (autorl/record/outcome.py): what the writer records the readers get
+    back typed; a file a crash left half-written, or a field of the wrong type, reads as nothing known."""
+    from autorl.record.outcome import SeedOutcome, seed_outcomes
+
+    written = SeedOutcome(seed=7, status="ok", stop_reason="budget", steps=12, slot=[0], slot_held=(1.0, 2.5))
+    written.write(tmp_path / "seed-0")
+    (tmp_path / "seed-1").mkdir()
+    (tmp_path / "seed-1" / "outcome.json").write_text('{"seed": 8, "status": "ok", "ste')  # cut mid-write
+    (tmp_path / "seed-2").mkdir()
+    (tmp_path / "seed-2" / "outcome.json").write_text('{"seed": "eight", "status": "ok"}')
+    first, cut, wrong = seed_outcomes(tmp_path)
+    assert first == written and first.slot_held == (1.0, 2.5)
+    assert cut == SeedOutcome() and cut.status == "?" and wrong.status == "?"
+    view = runview.load_seed(tmp_path / "seed-0", 0)  # the health flags' reader
+    assert (view.status, view.stop_reason, view.steps) == ("ok", "budget", 12)

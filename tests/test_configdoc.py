@@ -56,6 +56,29 @@ def test_rows_take_type_default_and_range_from_the_field() -> None:
     assert (gamma.type, gamma.default, gamma.range) == ("float", "0.99", "(0, 1]")
 
 
+def test_the_reference_gives_the_shipped_value_next_to_the_default() -> None:
+    """The classic replay deleted lines of classic.toml expecting the value it read; the default a missing key
+    takes is far from the shipped one for several keys. Each row shows both, the shipped one parsed from the
+    repository's own file."""
+    import tomllib
+
+    classic = tomllib.loads((configdoc.REPO / "classic.toml").read_text())
+    ships = configdoc.shipped("classic.toml", "unset")
+    assert ships["num_envs"] == str(classic["num_envs"]) and ships["env_id"] == f'"{classic["env_id"]}"'
+    num_envs = rows("classic.toml")[("num_envs", "")]
+    assert num_envs.default != ships["num_envs"]  # the case the column is for
+    table = render_schema_lines("classic.toml")
+    assert f"| `num_envs` | int | `{num_envs.default}` | `{ships['num_envs']}` |" in table
+    assert configdoc.shipped("train.toml", '"None"')["trainer.optim.lr"] == repr(
+        tomllib.loads((configdoc.REPO / "train.toml").read_text())["trainer"]["optim"]["lr"]
+    )
+
+
+def render_schema_lines(file: str) -> str:
+    (schema,) = [s for s in schemas() if s.file == file]
+    return configdoc.render_schema(schema)
+
+
 def test_backends_follow_embedded_unsupported() -> None:
     llm = rows("train.toml")
     prime_rl_only = [

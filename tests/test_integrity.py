@@ -301,6 +301,10 @@ def test_confirm_retrains_both_configs_on_fresh_seeds_and_scores_the_test_split(
             assert len(read_jsonl(seed_dir / "eval.jsonl")) == 100
             assert '"split": "test"' in (seed_dir / "eval.log").read_text()  # the sealed episodes
     assert len(ledger.rows()) == 3  # results.tsv is untouched: confirmations have their own file
+    assert cli.main(["status"]) == 0  # the best keep says it was confirmed, and that again is a repeat
+    line = next(ln for ln in capsys.readouterr().out.splitlines() if "confirmed on the test split at" in ln)
+    assert line.startswith(f"best kept, confirmed on the test split at 1 s: {row['verdict']} (delta ")
+    assert f"{row['confirm_id']}; 1 confirm(s) of it: another at this budget repeats a test)" in line
     assert cli.main(["report", "--out", str(root / "p.png")]) == 0
     assert f"| cand | base | +50.0000 | {float(row['delta']):+.4f} |" in capsys.readouterr().out
 

@@ -80,7 +80,8 @@ def test_status_is_bounded_and_counts(root: Path, capsys: pytest.CaptureFixture[
     st = status.collect(ledger.rows(), last=8)
     assert st["best"]["run_id"] == "k1" and st["best_is_kept"]
     assert st["context"]["trials"] == 45 and st["context"]["other_trials"] == 1
-    assert st["keep_rate"] == {"kept": 2, "decided": 42}  # the baseline repeat base2 is not a decided trial
+    # neither the baseline (kept by design) nor its repeat base2 is an idea decided
+    assert st["keep_rate"] == {"kept": 1, "decided": 41}
     assert st["since_last_keep"] == 42 and st["not_kept_streak"] == 42
     assert st["crashes"] == 1 and st["pending"] == ["p1"]
     assert st["noise_floor"]["df"] == 1 and st["noise_floor"]["measured_sd"] == pytest.approx(0.06 / 2**0.5)
@@ -229,6 +230,7 @@ def test_program_md_grep_shows_every_line_its_decision_rules_act_on() -> None:
         "eval_score: 0.5500",
         "delta: +0.0300",
         "p_value: 0.0210",
+        "levels: improved needs p_value < 0.04522, worse needs 1 - p_value < 0.008333 (look 6 of 6)",
         "verdict: inconclusive",
         "seeds_needed: 9 candidate seeds for delta +0.0300",
         "stopped_early: after 1/6 seeds: delta -0.0100 <= 0",
@@ -236,6 +238,7 @@ def test_program_md_grep_shows_every_line_its_decision_rules_act_on() -> None:
         "status: interrupted",
         "eval/arithmetic: 0.3500",
         "health/reward_collapse: reward collapsed on 1/6 seeds",
+        "health/stops_itself: all 6 seeds ended training on their own after 85 s at most",
     ]
     assert [line for line in shown if not re.match(pattern, line)] == []
     assert not re.match(pattern, "training_seconds: 90.0") and not re.match(pattern, "run_dir: runs/x")

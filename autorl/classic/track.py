@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from autorl.classic.evaluate import SCORE_STEPS
 from autorl.engine.backend import Backend
 from autorl.io.machine import Machine
 
@@ -25,6 +26,12 @@ class ClassicTrack:
     default_backend = "classic"
     seed_sd_prior = SEED_SD_PRIOR
     false_keep_rate = FALSE_KEEP_RATE
+    budget_is_training_time = False
+    budget_note = (
+        "a cap per seed: the score covers a fixed env-step horizon ("
+        + ", ".join(f"{env} {steps:,}" for env, steps in SCORE_STEPS.items())
+        + " env steps), where a seed stops, usually well before the cap"
+    )
 
     def backend_name(self, requested: str, machine: Machine | None) -> str:
         return "classic"

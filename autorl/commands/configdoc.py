@@ -29,9 +29,10 @@ from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 
-from autorl.io.tomlcheck import dotted, key_lines, match_key, nearest_key
+from autorl.io.tomlcheck import dotted, flatten, key_lines, match_key, nearest_key
 
-DOC_PAGE = Path(__file__).resolve().parents[2] / "docs" / "config.md"
+REPO = Path(__file__).resolve().parents[2]
+DOC_PAGE = REPO / "docs" / "config.md"
 WRITE_COMMAND = "uv run python -m autorl.commands.configdoc --write"
 BEGIN = f"<!-- BEGIN GENERATED key reference: edit the schemas' docstrings, then run `{WRITE_COMMAND}` -->"
 END = "<!-- END GENERATED key reference -->"
@@ -261,10 +262,23 @@ def _key_cell(row: KeyDoc) -> str:
     return f"`{row.key}`" + (f" (type = `{row.variant}`)" if row.variant else "")
 
 
+def shipped(file: str, none: str) -> dict[str, str]:
+    """The values the repository's own `file` (train.toml, classic.toml, eval.toml) sets, by dotted key, as
+    TOML writes them: what a key is before the agent edits it (deleting its line gives the default)."""
+    import tomllib
+
+    path = REPO / file
+    data = tomllib.loads(path.read_text()) if path.is_file() else {}
+    return {k: _toml(v, none) for k, v in flatten(data).items()}
+
+
 def render_schema(schema: Schema) -> str:
     """One schema's reference: a table per table of the file (the top level, then `[a.b]`, ...)."""
     rows = schema.docs()
-    columns = ["key", "type", "default", "range", "meaning"] + (["backends"] if schema.backends else [])
+    ships = shipped(schema.file, schema.none)
+    columns = ["key", "type", "default", "shipped", "range", "meaning"] + (
+        ["backends"] if schema.backends else []
+    )
     out = [f"### `{schema.file}`", ""]
     sections: dict[str, list[KeyDoc]] = {}
     for row in rows:
@@ -277,6 +291,7 @@ def render_schema(schema: Schema) -> str:
                 _key_cell(row),
                 row.type,
                 row.default if row.default in _PROSE_DEFAULTS else f"`{row.default}`",
+                f"`{ships[row.key]}`" if row.key in ships else "",
                 row.range,
                 row.meaning,
             ]
@@ -291,7 +306,9 @@ def render() -> str:
     intro = (
         "Generated from the schemas' field docstrings (autorl/llm/schema.py, autorl/classic/config.py, "
         "autorl/llm/evalspec.py): `*` = any list index or table name; `(type = x)` = the key exists when its "
-        "table's `type` is x; range = the field's own bounds (checks between fields are in the meaning). "
+        "table's `type` is x; default = what a missing key takes; shipped = what the repository's own file "
+        "sets (deleting a line turns the shipped value into the default); range = the field's own bounds "
+        "(checks between fields are in the meaning). "
         "One key: `uv run run.py --explain KEY` (`--track classic` for classic.toml)."
     )
     return "\n".join([intro, "", *(render_schema(s) for s in schemas())]).rstrip() + "\n"

@@ -76,11 +76,29 @@ def choose(
     context = ResearchContext.of(candidate)
     if context.budget is None:
         raise ConfirmError(f"trial {candidate['run_id']} has no budget recorded: re-run it to confirm it")
-    same = context.rows(rows)
-    baseline = next(r for r in same if r["status"] == "ok" and as_float(r, "eval_score") is not None)
+    baseline = baseline_of(context.rows(rows))
     if baseline["run_id"] == candidate["run_id"]:
         raise ConfirmError(f"{candidate['run_id']} is the baseline: keep a better trial, then confirm it")
     return candidate, dict(baseline), context
+
+
+def baseline_of(same: list[dict[str, str]]) -> dict[str, str]:
+    """The baseline a confirm compares with: the first ok trial of the context (`same`: its rows)."""
+    return next(r for r in same if r["status"] == "ok" and as_float(r, "eval_score") is not None)
+
+
+def planned_size(
+    same: list[dict[str, str]], best: dict[str, str] | None, noise: stats.NoiseFloor
+) -> Size | None:
+    """The size `autorl confirm` would choose now for `best` (the context's best kept trial; `same`: the
+    context's rows) at the default --max-seeds, for `autorl status`'s cost line; None when nothing but the
+    baseline is kept or the two trials' eval rows cannot be read."""
+    if best is None or best["decision"] != "keep" or best["run_id"] == baseline_of(same)["run_id"]:
+        return None
+    try:
+        return size(best, baseline_of(same), noise, CONFIRM_MAX_SEEDS, None)
+    except ConfirmError:
+        return None
 
 
 @dataclass(frozen=True)

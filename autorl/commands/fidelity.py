@@ -36,6 +36,7 @@ from autorl.io.jsonl import eval_rows_problem, read_jsonl
 from autorl.record import stats
 from autorl.record.context import ResearchContext, is_quick
 from autorl.record.ledger import Ledger
+from autorl.record.outcome import SeedOutcome
 from autorl.record.row import as_float, row_seed_scores
 from autorl.record.sidetables import FIDELITY
 
@@ -134,8 +135,7 @@ class Plan:
 
 def finished_rows(seed_dir: Path) -> list[dict[str, Any]] | None:
     """A seed that finished: its eval rows (outcome ok, eval.jsonl whole); None when it must run."""
-    outcome = inputs.read_json_object(seed_dir / "outcome.json")
-    if not outcome or outcome.get("status") != "ok" or not (seed_dir / "eval.jsonl").exists():
+    if SeedOutcome.read(seed_dir).status != "ok" or not (seed_dir / "eval.jsonl").exists():
         return None
     rows = read_jsonl(seed_dir / "eval.jsonl")
     return None if eval_rows_problem(rows) else rows
@@ -453,13 +453,13 @@ def _conclude(ledger: Ledger, plan: Plan, chosen: list[Config], the_track: Any, 
     return 0
 
 
-def _outcomes(seed_dirs: list[Path]) -> list[dict[str, Any]]:
-    return [inputs.read_json_object(d / "outcome.json") for d in seed_dirs]
+def _outcomes(seed_dirs: list[Path]) -> list[SeedOutcome]:
+    return [SeedOutcome.read(d) for d in seed_dirs]
 
 
-def _most_steps(outcomes: list[dict[str, Any]]) -> int:
+def _most_steps(outcomes: list[SeedOutcome]) -> int:
     """The most steps any of these seeds trained (0 when none says)."""
-    return max((int(o.get("steps") or 0) for o in outcomes), default=0)
+    return max((o.steps or 0 for o in outcomes), default=0)
 
 
 def trained_no_longer(c: Config) -> str | None:
@@ -467,7 +467,7 @@ def trained_no_longer(c: Config) -> str | None:
     (none stopped by it) after no more steps than its trial's seeds trained (within 10%): the config has its
     own step limit (an LLM config's `max_steps`). None otherwise, or when a side recorded no steps."""
     long_outcomes = _outcomes(c.long_dirs)
-    if any(o.get("stop_reason") == "budget" for o in long_outcomes):
+    if any(o.stop_reason == "budget" for o in long_outcomes):
         return None
     short = _most_steps(_outcomes(sorted((paths.runs_dir() / c.row["run_id"]).glob("seed-*"))))
     long = _most_steps(long_outcomes)

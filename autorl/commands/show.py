@@ -11,6 +11,7 @@ import statistics
 from collections.abc import Sequence
 from pathlib import Path
 
+from autorl.engine.track import training_budget
 from autorl.io import paths
 from autorl.record.runview import TREND_KEYS, Curve, SeedView, TrialView, short
 
@@ -124,7 +125,7 @@ def render(view: TrialView) -> str:
         out.append(f"spread across seeds: final return sd {spread}")
     causes = [f"seed-{s.index}: {s.cause}" for s in view.seeds if s.cause]
     out += [f"cause {c}" for c in causes[:3]]
-    flags = view.flags()
+    flags = view.flags(training_budget(str(view.row.get("track", "")), view.number("budget")))
     out += [f"health: {f.text}" for f in flags] or ["health: no flag raised"]
     if len(out) > MAX_LINES:
         out = out[: MAX_LINES - 1] + [f"... {len(out) - MAX_LINES + 1} more lines cut"]

@@ -18,11 +18,12 @@ from autorl.engine.cost import cost_line, expected_cost
 from autorl.engine.result import ceiling_note
 from autorl.engine.track import get_track
 from autorl.io import inputs, paths
+from autorl.io.tomlcheck import flatten
 from autorl.record.context import ResearchContext, best_kept, is_quick, kept_config_to_adopt
 from autorl.record.ledger import Ledger, Mark
 from autorl.record.row import AGENT_VAR, as_float
 from autorl.record.sidetables import CONFIRMED, FIDELITY
-from autorl.record.stats import noise_floor
+from autorl.record.stats import NoiseFloor, noise_floor
 
 MAX_LAST = 20  # --last is capped so the view stays bounded
 TEXT_WIDTH = 60  # descriptions are cut to this many characters (lessons never are)
@@ -53,20 +54,6 @@ def _brief(row: Mapping[str, str]) -> dict[str, Any]:
     }
 
 
-def flatten(data: Any, prefix: str = "") -> dict[str, Any]:
-    """A parsed TOML config as dotted keys (array-of-tables entries numbered: `a.0.b`)."""
-    out: dict[str, Any] = {}
-    if isinstance(data, dict):
-        for k, v in data.items():
-            out.update(flatten(v, f"{prefix}{k}."))
-    elif isinstance(data, list) and data and all(isinstance(v, dict) for v in data):
-        for i, v in enumerate(data):
-            out.update(flatten(v, f"{prefix}{i}."))
-    else:
-        out[prefix[:-1]] = data
-    return out
-
-
 def run_config(run_id: str) -> dict[str, Any] | None:
     """A trial's config (runs/<run_id>/config.toml) as dotted keys; None when it is gone or unreadable."""
     path = paths.run_config_file(run_id)
@@ -78,7 +65,8 @@ def run_config(run_id: str) -> dict[str, Any] | None:
 
 def tried(rows: Sequence[Mapping[str, str]]) -> list[dict[str, Any]]:
     """The memory of what was tried: every key a trial changed against its reference (both configs from the
-    run directories), with the value tried and the outcome, the most recently changed keys first."""
+    run directories), with the value tried, the outcome and the other keys the trial changed with it (`with`:
+    a combination's outcome is not the key's alone), the most recently changed keys first."""
     by_key: dict[str, list[dict[str, Any]]] = {}
     last_seen: dict[str, int] = {}
     configs: dict[str, dict[str, Any] | None] = {}
@@ -90,20 +78,29 @@ def tried(rows: Sequence[Mapping[str, str]]) -> list[dict[str, Any]]:
         theirs = configs.setdefault(ref, run_config(ref))
         if mine is None or theirs is None:
             continue
-        for key in sorted(set(mine) | set(theirs)):
-            if mine.get(key) != theirs.get(key):
-                last_seen[key] = i
-                by_key.setdefault(key, []).append(
-                    {
-                        "run_id": r["run_id"],
-                        "from": theirs.get(key),
-                        "value": mine.get(key),
-                        "verdict": r["verdict"],
-                        "delta": as_float(r, "delta"),
-                        "decision": r["decision"],
-                    }
-                )
+        changed = [k for k in sorted(set(mine) | set(theirs)) if mine.get(k) != theirs.get(k)]
+        for key in changed:
+            last_seen[key] = i
+            by_key.setdefault(key, []).append(
+                {
+                    "run_id": r["run_id"],
+                    "from": theirs.get(key),
+                    "value": mine.get(key),
+                    "verdict": r["verdict"],
+                    "delta": as_float(r, "delta"),
+                    "decision": r["decision"],
+                    "with": [k for k in changed if k != key],
+                }
+            )
     return [{"key": k, "tries": by_key[k]} for k in sorted(by_key, key=last_seen.__getitem__, reverse=True)]
+
+
+def with_text(keys: Sequence[str]) -> str:
+    """The other keys a try changed, short (`trainer.optim.lr` -> `lr`; two named, then how many more)."""
+    if not keys:
+        return ""
+    named = ", ".join(k.rsplit(".", 1)[-1] for k in keys[:2])
+    return f" (with {named}" + (f" +{len(keys) - 2} more" if len(keys) > 2 else "") + ")"
 
 
 def context_row(rows: Sequence[Mapping[str, str]], track: str | None = None) -> Mapping[str, str] | None:
@@ -241,10 +238,12 @@ def collect(
     nf = noise_floor(same, ctx, prior_sd=the_track.seed_sd_prior)
     top = the_track.score_range(None)[1]
     # A re-run of the baseline's config measures noise and is discarded by design (program.md): it counts
-    # neither as a decided trial nor as a trial not kept.
+    # neither as a decided trial nor as a trial not kept. The baseline is kept by design: the keep rate is
+    # of the ideas tried against it.
     repeats = baseline_repeats(same)
-    decided = [r for r in same if r["decision"] in ("keep", "discard") and r["run_id"] not in repeats]
-    kept = [r for r in same if r["decision"] == "keep"]
+    ideas = [r for r in same if r["run_id"] not in repeats and r["verdict"] != "baseline"]
+    decided = [r for r in ideas if r["decision"] in ("keep", "discard")]
+    kept = [r for r in ideas if r["decision"] == "keep"]
     last_keep = max((i for i, r in enumerate(same) if r["decision"] == "keep"), default=-1)
     since = sum(r["run_id"] not in repeats for r in same[last_keep + 1 :])
     # Trials in a row (newest first) that ended in crash/timeout or were not kept: the diagnose signal.
@@ -262,12 +261,18 @@ def collect(
             "eval_hash": ctx.eval_hash,
             "harness_hash": ctx.harness_hash,
             "budget": ctx.budget,
+            "budget_note": the_track.budget_note,
             "trials": len(same),
             "other_trials": len(rows) - len(same),
             "hidden": hidden_hint(rows, ctx),
         },
         "best": _brief(best) if best else None,
         "best_is_kept": bool(best and best["decision"] == "keep"),
+        "best_confirms": [
+            {k: c[k] for k in ("confirm_id", "budget", "delta", "p_value", "verdict")}
+            for c in confirmed
+            if best and c["run_id"] == best["run_id"] and c["status"] == "ok"
+        ],
         # The verdict's own check: a reference whose interval reaches the top of the range cannot be beaten.
         "ceiling": ceiling_note(best, (None, None), top) if best else "",
         "noise_floor": {
@@ -295,7 +300,7 @@ def collect(
         "remarks": [vars(m) for m in marks if m.is_remark and m.run_id in run_ids][-MAX_REMARKS:],
         # Every key this track's trials changed against their reference, newest first (render shows a few).
         "tried": tried([r for r in rows if r["track"] == ctx.track]),
-        "cost": expected_cost(same, ctx, the_track.default_seeds),
+        "cost": expected_cost(same, ctx, the_track.default_seeds, confirm_plan(same, best, nf)),
     }
 
 
@@ -303,12 +308,16 @@ def tried_lines(tried: Sequence[Mapping[str, Any]]) -> list[str]:
     """The memory of what was tried, bounded: MAX_TRIED_KEYS keys, each with its latest values."""
     if not tried:
         return []
-    out = ["tried (key: reference's -> tried value: verdict, decision; newest last; never retry a discarded)"]
+    out = [
+        "tried (key: reference's -> tried value: verdict, decision; newest last; never retry a discarded "
+        "value alone; `with k`: changed together with k)"
+    ]
     for t in tried[:MAX_TRIED_KEYS]:
         tries = [  # each try from its own reference's value: after a keep of the key, that is the kept value
             f"{x['from']} -> {x['value']}: {x['verdict'] or '-'}"
             + (f" {x['delta']:+.4f}" if x["delta"] is not None else "")
             + f", {x['decision']}"
+            + with_text(x.get("with") or [])
             for x in t["tries"][-MAX_TRIED_VALUES:]
         ]
         out.append(f"  {t['key']}: " + "; ".join(tries))
@@ -378,9 +387,35 @@ def best_lines(st: Mapping[str, Any]) -> list[str]:
     out = [f"{what}: {b['run_id']} eval_score {score}{ci_text}  {cut(b['description'], 50)}"]
     if line := onto_best(st):
         out.append(line)
+    if line := confirms_line(st.get("best_confirms") or []):
+        out.append(line)
     if st["ceiling"]:
         out.append(f"note: {st['ceiling']}")
     return out
+
+
+def confirms_line(confirms: Sequence[Mapping[str, str]]) -> str:
+    """What `autorl confirm` said of the best keep so far: a second confirm of it is a repeat."""
+    if not confirms:
+        return ""
+    c = confirms[-1]
+    at = f" at {float(c['budget']):g} s" if c.get("budget") else ""
+    return (
+        f"best kept, confirmed on the test split{at}: {c['verdict']} (delta {float(c['delta']):+.4f}, p "
+        f"{float(c['p_value']):.3g}; {c['confirm_id']}; {len(confirms)} confirm(s) of it: another at "
+        "this budget repeats a test)"
+    )
+
+
+def confirm_plan(
+    same: list[dict[str, str]], best: dict[str, str] | None, nf: NoiseFloor
+) -> dict[str, Any] | None:
+    """The seeds a side and power `autorl confirm` would choose for the best keep now (its planned_size)."""
+    from autorl.commands.confirm import planned_size  # here: status stays light without a keep to size
+
+    if (sized := planned_size(same, best, nf)) is None:
+        return None
+    return {"seeds": sized.seeds, "power": sized.power, "chosen_by": sized.chosen_by}
 
 
 def render(st: Mapping[str, Any]) -> str:
@@ -392,6 +427,8 @@ def render(st: Mapping[str, Any]) -> str:
     head = f"trials: {c['trials']} ({c['track']} track, eval {c['eval_hash'][:8]}, "
     head += f"harness {c['harness_hash'][:8]}, {budget})"
     out = [head]
+    if c.get("budget_note"):
+        out.append(f"budget: {c['budget_note']}")
     if c["hidden"]:
         out.append(c["hidden"])
     out += best_lines(st)
@@ -399,6 +436,7 @@ def render(st: Mapping[str, Any]) -> str:
     out.append(f"noise floor (single-seed sd): {nf['text']}")
     kr = st["keep_rate"]
     rate = f"{kr['kept']}/{kr['decided']}" + (f" ({kr['kept'] / kr['decided']:.0%})" if kr["decided"] else "")
+    rate += " (ideas decided; the baseline and its repeats not counted)"
     out.append(
         f"keep rate: {rate}; trials since last keep: {st['since_last_keep']}; "
         f"crashes: {st['crashes']}; timeouts: {st['timeouts']}"

@@ -8,8 +8,9 @@ import statistics
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from autorl.io import inputs, paths
+from autorl.io import paths
 from autorl.record.context import ResearchContext
+from autorl.record.outcome import SeedOutcome
 from autorl.record.row import as_float
 
 COST_TRIALS = 10  # the expected cost is the median over this many latest ok trials of the context
@@ -70,11 +71,10 @@ def _seed_startups(run_id: str, n: int) -> list[float]:
     """Each seed's start-up (runs/<run_id>/seed-<k>/outcome.json), in seed order; [] when one is missing."""
     out = []
     for k in range(n):
-        outcome = inputs.read_json_object(paths.runs_dir() / run_id / f"seed-{k}" / "outcome.json")
-        try:
-            out.append(float(outcome["startup_seconds"]))
-        except (KeyError, TypeError, ValueError):
+        startup = SeedOutcome.read(paths.runs_dir() / run_id / f"seed-{k}").startup_seconds
+        if startup is None:
             return []
+        out.append(startup)
     return out
 
 
@@ -84,11 +84,16 @@ def waves_seconds(seed: Mapping[str, float], seeds: int, parallel: int) -> float
 
 
 def expected_cost(
-    rows: Sequence[Mapping[str, str]], context: ResearchContext, default_seeds: int
+    rows: Sequence[Mapping[str, str]],
+    context: ResearchContext,
+    default_seeds: int,
+    confirm: Mapping[str, Any] | None = None,
 ) -> dict[str, Any] | None:
     """What the next decisions cost on this machine (`seed_cost`): at the latest trial's seeds and
     parallelism, the wall time of the next trial (an upper bound: the early stop can end it sooner), a
-    12-seed re-run and a confirm (both sides' seeds on the same slots). None before a trial finished."""
+    12-seed re-run and a confirm (both sides' seeds on the same slots): of `confirm["seeds"]` a side, the
+    size `autorl confirm` would choose for the best keep now (its `chosen_by` and `power` are passed on),
+    else of `default_seeds`. None before a trial finished."""
     if (measured := seed_cost(rows, context)) is None:
         return None
     trials, seed = measured
@@ -105,7 +110,7 @@ def expected_cost(
         "parallel": parallel,
         "next_trial": cost(planned),
         "rerun": cost(RERUN_SEEDS),
-        "confirm": cost(2 * default_seeds),
+        "confirm": {**(confirm or {}), **cost(2 * (confirm["seeds"] if confirm else default_seeds))},
     }
 
 
@@ -164,5 +169,14 @@ def cost_line(cost: Mapping[str, Any] | None) -> str | None:
         f"({cost['next_trial']['seeds']} seeds) <= {minutes(cost['next_trial']['seconds'])}, a "
         f"{cost['rerun']['seeds']}-seed re-run {minutes(cost['rerun']['seconds'])}, a confirm of "
         f"{cost['confirm']['seeds'] // 2} seeds a side {minutes(cost['confirm']['seconds'])} "
-        "(autorl confirm sizes itself and says its own)"
+        + _confirm_size_text(cost["confirm"])
     )
+
+
+def _confirm_size_text(confirm: Mapping[str, Any]) -> str:
+    """How the confirm's seeds were counted: as `autorl confirm` would size it for the best keep now (its
+    power; `capped`: at --max-seeds, too few), else the track's default seeds (nothing kept to size for)."""
+    if "chosen_by" not in confirm:
+        return "(at the track's seeds: nothing kept yet to size it for)"
+    capped = ", capped at --max-seeds" if confirm["chosen_by"] == "capped" else ""
+    return f"(as autorl confirm sizes it for the best keep now: power {confirm['power']:.2f}{capped})"

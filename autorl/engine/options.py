@@ -67,7 +67,7 @@ class RunOptions:
     rerun: str | None = flag(  # a swarm's agents (AUTORL_AGENT set) never run a config the context ran
         None,
         "in a swarm: this trial runs RUN_ID's exact config again on purpose (program.md's labelled re-run, "
-        "an interrupted or contended trial); without it such a trial is refused",
+        "a contended trial); without it such a trial is refused (an interrupted one needs no flag)",
         metavar="RUN_ID",
     )
     dry_run: bool = flag(False, "validate, print the resolved config, exit")

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from autorl.engine.seed import SeedResult, worst_status
+from autorl.engine.track import training_budget
 from autorl.io import paths
 from autorl.record import stats
 from autorl.record.context import QUICK, ResearchContext
@@ -66,6 +67,7 @@ class TrialResult:
     total_seconds: float = 0.0
     parallel: int = 1  # seeds run at once
     health: dict[str, str] = field(default_factory=dict)  # health/<flag>: text (runview.trial_health)
+    look: tuple[int, int] = (1, 1)  # the look the verdict was judged at, of the looks planned (stats.levels)
 
     @property
     def run_dir_shown(self) -> str:
@@ -128,6 +130,11 @@ class TrialResult:
             lines["reference"] = self.reference_run
             lines["delta"] = f"{self.comparison.delta:+.4f}"
             lines["p_value"] = fmt(self.comparison.p_value)
+            improved, worse = stats.levels(*self.look)
+            lines["levels"] = (
+                f"improved needs p_value < {improved:.4g}, worse needs 1 - p_value < {worse:.4g} "
+                f"(look {self.look[0]} of {self.look[1]})"
+            )
         else:
             lines["delta"] = "nan"
             lines["p_value"] = "nan"
@@ -199,9 +206,14 @@ class TrialResult:
 
 
 def seeds_needed_text(c: stats.Comparison) -> str:
-    """How many seeds the measured delta would need to be decided (stats.seeds_needed): candidate seeds
-    against the reference as it is, else seeds on both sides."""
+    """How many seeds a gain as large as the measured delta would need to be decided `improved`
+    (stats.seeds_needed): candidate seeds against the reference as it is, else seeds on both sides; for a
+    delta that is no gain, that no re-run applies."""
     at = f"for delta {c.delta:+.4f} at one-sided alpha {stats.ALPHA:g} with power {stats.POWER:.0%}"
+    if not c.delta > 0:  # more seeds could at best call it `worse`: no re-run keeps it
+        return (
+            f"none: delta {c.delta:+.4f} is not a gain (more seeds could at best decide it worse; no re-run)"
+        )
     if (n := stats.seeds_needed(c)) is not None:
         return f"{n} candidate seeds {at} (the reference's {c.n_reference} seeds as they are)"
     if (n := stats.seeds_needed(c, both_sides=True)) is not None:
@@ -273,13 +285,13 @@ def conclude(
     comparison = None
     if reference is not None and rows and status == "ok" and ref_rows:
         comparison = stats.compare(rows, ref_rows, noise=noise)
+    # judged at the level of the look it ended at: with interim looks, each look spends part of ALPHA
+    planned = ctx.seeds_planned or len(seeds)
+    look = stats.looks(len(seeds), planned, parallel) if sequential else (1, 1)
     if quick:  # run.py --quick: compared with nothing, never a baseline
         verdict = QUICK
     elif comparison is not None:
-        # judged at the level of the look it ended at: with interim looks, each look spends part of ALPHA
-        planned = ctx.seeds_planned or len(seeds)
-        look, looks = stats.looks(len(seeds), planned, parallel) if sequential else (1, 1)
-        verdict = stats.sequential_verdict(comparison, look, looks)
+        verdict = stats.sequential_verdict(comparison, *look)
     else:
         verdict = "baseline" if reference is None and status == "ok" else "n/a"
     return TrialResult(
@@ -302,15 +314,18 @@ def conclude(
         ),
         extras=extras_fn(rows) if extras_fn is not None and rows else {},
         parallel=parallel,
-        health=health(ctx.run_dir, score, base_score),
+        health=health(ctx.run_dir, score, base_score, training_budget(ctx.context.track, ctx.context.budget)),
+        look=look,
     )
 
 
-def health(run_dir: Path, score: float | None, base_score: float | None) -> dict[str, str]:
+def health(
+    run_dir: Path, score: float | None, base_score: float | None, budget: float | None = None
+) -> dict[str, str]:
     """The summary's `health/<flag>` lines (diagnostics only: a fault reading the seeds' files is said and
     never costs the row)."""
     try:
-        return trial_health(run_dir, score, base_score)
+        return trial_health(run_dir, score, base_score, budget)
     except Exception as exc:
         print(f"[trial] warning: health flags not computed: {type(exc).__name__}: {exc}", flush=True)
         return {}

@@ -22,6 +22,7 @@ from autorl.engine.backend import WHOLE_MACHINE, Backend, Launch, Slot, TrainOut
 from autorl.engine.process import BudgetSpec, ChildResult, Stop, run_budgeted
 from autorl.io import atomic
 from autorl.io.jsonl import eval_rows_problem, read_jsonl
+from autorl.record.outcome import SeedOutcome
 
 EVAL_CAP_S = 3600.0  # the fixed eval is never budgeted, only capped against a hang
 STATUS_RANK = {"ok": 0, "timeout": 1, "crash": 2, "interrupted": 3}  # the trial's status: the worst seed's
@@ -147,22 +148,20 @@ def write_outcome(result: SeedResult) -> None:
     child = result.child
     error = [line.strip() for line in (result.error or "").splitlines() if line.strip()]
     telling = [line for line in error if any(w in line for w in ("Error", "Exception", "error:", "Killed"))]
-    outcome = {
-        "seed": result.seed,
-        "status": result.status,
-        "stop_reason": child.stop_reason if child else None,
-        "reason": child.reason_text if child else None,
-        "error": (telling or error)[-1] if error else None,  # the crash report's telling line
-        "training_seconds": round(child.training_seconds, 3) if child else None,
-        "startup_seconds": round(child.startup_seconds, 3) if child else None,
-        "steps": result.steps,
-        "cpu_wait_share": child.cpu_wait_share if child else None,
-        "slot_wait_seconds": round(result.slot_wait_s, 3),
-        "slot": list(result.slot.cpus),  # the cores it held (none: unpinned)
-        "slot_held": [round(t, 2) for t in result.held] if result.held else None,  # epoch seconds
-    }
-    result.dir.mkdir(parents=True, exist_ok=True)
-    atomic.write_text(result.dir / "outcome.json", json.dumps(outcome) + "\n")
+    SeedOutcome(
+        seed=result.seed,
+        status=result.status,
+        stop_reason=child.stop_reason if child else None,
+        reason=child.reason_text if child else None,
+        error=(telling or error)[-1] if error else None,
+        training_seconds=round(child.training_seconds, 3) if child else None,
+        startup_seconds=round(child.startup_seconds, 3) if child else None,
+        steps=result.steps,
+        cpu_wait_share=child.cpu_wait_share if child else None,
+        slot_wait_seconds=round(result.slot_wait_s, 3),
+        slot=list(result.slot.cpus),
+        slot_held=(round(result.held[0], 2), round(result.held[1], 2)) if result.held else None,
+    ).write(result.dir)
 
 
 def _run_seed(

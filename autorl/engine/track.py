@@ -61,6 +61,14 @@ class Track(Protocol):
     # when the candidate's regression to the mean looks like a gain.
     seed_sd_prior: float
 
+    # What the budget bounds, when it is not simply the training time every seed spends (`autorl status`
+    # says it next to the budget); "" where it is.
+    budget_note: str
+    # Whether every seed trains the whole budget unless its config ends training sooner (llm: a wall-clock
+    # budget, `max_steps`); a seed that ends sooner then says the config has its own limit (the trial's
+    # `health/stops_itself`). False where seeds end at a horizon by design (classic).
+    budget_is_training_time: bool
+
     # How often the verdict reads `improved` for a candidate no better than its reference, at the track's
     # default seeds with both early stops, measured on real seeds (docs/statistics.md, "Real seeds"):
     # `autorl status` multiplies it by the comparisons made to say how many keeps chance alone explains.
@@ -92,6 +100,13 @@ def get_track(name: str) -> Track:
     if name not in TRACK_MODULES:
         raise ValueError(f"unknown track {name!r} (known: {', '.join(TRACK_MODULES)})")
     return importlib.import_module(TRACK_MODULES[name]).TRACK
+
+
+def training_budget(track: str, budget: float | None) -> float | None:
+    """The seconds every seed of a `track` trial at `budget` trains unless its config stops it (None where
+    seeds end at a horizon by design, Track.budget_is_training_time, or the track is unknown)."""
+    known = track in TRACK_MODULES and get_track(track).budget_is_training_time
+    return budget if known else None
 
 
 def track_names() -> list[str]:

@@ -54,6 +54,20 @@ class FieldProblem(ValueError):
         self.field, self.message = self.problems[0]
 
 
+def flatten(data: Any, prefix: str = "") -> dict[str, Any]:
+    """A parsed TOML config as dotted keys (array-of-tables entries numbered: `a.0.b`)."""
+    out: dict[str, Any] = {}
+    if isinstance(data, dict):
+        for k, v in data.items():
+            out.update(flatten(v, f"{prefix}{k}."))
+    elif isinstance(data, list) and data and all(isinstance(v, dict) for v in data):
+        for i, v in enumerate(data):
+            out.update(flatten(v, f"{prefix}{i}."))
+    else:
+        out[prefix[:-1]] = data
+    return out
+
+
 def dotted(path: Iterable[str]) -> str:
     return ".".join(path)
 

@@ -20,6 +20,8 @@ class LLMTrack:
     # The rule's A/A `improved` rate at 6 seeds, one at a time: 3.5% of 2000 pairs resampled from 60 real
     # seeds of train.toml at --budget 90 (docs/statistics.md, "Real seeds").
     false_keep_rate = 0.035
+    budget_is_training_time = True
+    budget_note = ""  # every seed trains the whole budget (unless its config stops it: max_steps)
     default_config = "train.toml"
     # 6 seeds, the fewest that give the keep rule >= 80% power for a +0.05 gain with the early stop
     # (scripts/simulate_decisions.py: 86%; 5 seeds give 80%).

@@ -1,7 +1,8 @@
 """Claims: which trials are training right now, on this ledger, and what they try.
 
 In a swarm (AUTORL_AGENT set) a trial of a config the context already ran is refused too, unless it says it
-re-runs that trial (run.py --rerun RUN_ID: program.md's labelled re-run, an interrupted or contended trial).
+re-runs that trial (run.py --rerun RUN_ID: program.md's labelled re-run, a contended trial; an interrupted
+one was never measured and runs again without it).
 
 Before its seeds start, a trial claims its exact config in its research context: a file in
 `.autorl/claims/` next to the ledger's runs, named by the context and the config's hash, holding the run

@@ -16,6 +16,7 @@ from typing import Any
 from autorl.io import inputs, paths
 from autorl.io.jsonl import eval_rows_problem, read_jsonl
 from autorl.record import stats
+from autorl.record.outcome import SeedOutcome
 
 TREND_KEYS = ("loss", "mismatch_kl", "approx_kl", "entropy")  # shown where the backend logs them
 
@@ -145,23 +146,22 @@ def _trend(rows: Sequence[Mapping[str, Any]], key: str) -> tuple[float, float] |
 
 def load_seed(seed_dir: Path, index: int) -> SeedView:
     rows = read_jsonl(seed_dir / "metrics.jsonl")
-    outcome = inputs.read_json_object(seed_dir / "outcome.json")
+    outcome = SeedOutcome.read(seed_dir)
     state = inputs.read_json_object(seed_dir / "train_state.json")  # classic only
     series = {k: _series(rows, k) for k in curve_keys(rows)}
     curves = [c for k, (s, v) in series.items() if (c := Curve.of(k, s, v)) is not None]
     trends = {k: t for k in TREND_KEYS if (t := _trend(rows, k)) is not None}
     eval_rows = read_jsonl(seed_dir / "eval.jsonl")
-    steps = outcome.get("steps")
     last_step = int(rows[-1].get("step", len(rows))) if rows else 0
     return SeedView(
         index=index,
-        seed=outcome.get("seed"),
-        status=str(outcome.get("status", "?")),
-        stop_reason=outcome.get("stop_reason"),
-        cause=outcome.get("error") or (outcome.get("reason") if outcome.get("status") == "timeout" else None),
-        steps=int(steps) if isinstance(steps, int) else last_step,
-        training_seconds=_number(outcome.get("training_seconds")),
-        cpu_wait_share=_number(outcome.get("cpu_wait_share")),
+        seed=outcome.seed,
+        status=outcome.status,
+        stop_reason=outcome.stop_reason,
+        cause=outcome.error or (outcome.reason if outcome.status == "timeout" else None),
+        steps=outcome.steps if outcome.steps is not None else last_step,
+        training_seconds=outcome.training_seconds,
+        cpu_wait_share=outcome.cpu_wait_share,
         curves=curves,
         zero_advantage=_mean_of(rows, "zero_adv_frac"),
         truncated=_mean_of(rows, "truncated_frac"),
@@ -193,10 +193,17 @@ def _share(values: Sequence[float | None]) -> float | None:
     return statistics.fmean(known) if known else None
 
 
-def health_flags(seeds: Sequence[SeedView], score: float | None, base_score: float | None) -> list[Flag]:
-    """What looks wrong in a trial, one flag each, from the seeds' numbers and the trial's scores."""
+def health_flags(
+    seeds: Sequence[SeedView],
+    score: float | None,
+    base_score: float | None,
+    training_budget: float | None = None,
+) -> list[Flag]:
+    """What looks wrong in a trial, one flag each, from the seeds' numbers and the trial's scores.
+    `training_budget`: the seconds every seed trains unless its config stops it (None where seeds end at a
+    horizon by design: Track.budget_is_training_time)."""
     t = THRESHOLDS
-    flags = []
+    flags = [f for f in (stops_itself(seeds, training_budget),) if f is not None]
     collapsed = [s for s in seeds if s.reward is not None and s.reward.collapsed]
     if collapsed:
         worst = max(collapsed, key=lambda s: s.reward.peak - s.reward.end)  # type: ignore[union-attr]
@@ -243,9 +250,28 @@ def health_flags(seeds: Sequence[SeedView], score: float | None, base_score: flo
     return flags
 
 
-def trial_health(run_dir: Path, score: float | None, base_score: float | None) -> dict[str, str]:
+def stops_itself(seeds: Sequence[SeedView], training_budget: float | None) -> Flag | None:
+    """Every seed ended training on its own (none stopped by the budget, whose seeds say `budget`): the
+    config has its own limit (an LLM config's `max_steps`), so at a longer budget it trains no longer: what
+    the user trains later is this run again (`autorl fidelity` names it `no_longer`)."""
+    ended = [s for s in seeds if s.status == "ok" and s.stop_reason == "exited" and s.training_seconds]
+    if not training_budget or not ended or len(ended) < len(seeds):
+        return None
+    longest = max(s.training_seconds or 0.0 for s in ended)
+    return Flag(
+        "stops_itself",
+        f"all {len(seeds)} seeds ended training on their own after {longest:.0f} s at most of the "
+        f"{training_budget:g} s budget ({max(s.steps for s in ended)} steps at most: the config's own limit, "
+        "such as max_steps): at a longer budget it trains no longer",
+    )
+
+
+def trial_health(
+    run_dir: Path, score: float | None, base_score: float | None, training_budget: float | None = None
+) -> dict[str, str]:
     """The summary's `health/<name>` lines of a trial that just ran."""
-    return {f"health/{f.name}": f.text for f in health_flags(load_seeds(run_dir), score, base_score)}
+    flags = health_flags(load_seeds(run_dir), score, base_score, training_budget)
+    return {f"health/{f.name}": f.text for f in flags}
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -282,5 +308,5 @@ class TrialView:
         scores = self.row.get("env_scores")
         return {k: float(v) for k, v in scores.items()} if isinstance(scores, dict) else {}
 
-    def flags(self) -> list[Flag]:
-        return health_flags(self.seeds, self.number("eval_score"), self.number("base_score"))
+    def flags(self, training_budget: float | None = None) -> list[Flag]:
+        return health_flags(self.seeds, self.number("eval_score"), self.number("base_score"), training_budget)

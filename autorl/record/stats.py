@@ -411,6 +411,16 @@ def interim_look(
     return interim, early_decision(interim, looks_done, looks_planned)
 
 
+def levels(looks_done: int, looks_planned: int) -> tuple[float, float]:
+    """(improved's level, worse's level) at look `looks_done` of `looks_planned`: `improved` needs p below
+    the first, `worse` needs 1 - p below the second (`sequential_verdict`). One look: ALPHA both."""
+    if looks_planned <= 1:
+        return ALPHA, ALPHA
+    if looks_done < looks_planned:
+        return efficacy_alpha(looks_done, looks_planned), worse_alpha(looks_planned)
+    return final_alpha(looks_planned), worse_alpha(looks_planned)
+
+
 def sequential_verdict(c: Comparison, looks_done: int, looks_planned: int) -> str:
     """The verdict of a trial compared at look `looks_done` of `looks_planned` (1 of 1: no interim look, the
     test at ALPHA, `c.verdict`).
@@ -422,14 +432,10 @@ def sequential_verdict(c: Comparison, looks_done: int, looks_planned: int) -> st
     5.4% of the time on real classic seeds (docs/statistics.md)."""
     if looks_planned <= 1 or not math.isfinite(c.p_value):
         return c.verdict
-    level = (
-        efficacy_alpha(looks_done, looks_planned)
-        if looks_done < looks_planned
-        else final_alpha(looks_planned)
-    )
-    if c.delta > 0 and c.p_value < level:
+    improved, worse = levels(looks_done, looks_planned)
+    if c.delta > 0 and c.p_value < improved:
         return "improved"
-    if c.delta < 0 and 1.0 - c.p_value < worse_alpha(looks_planned):
+    if c.delta < 0 and 1.0 - c.p_value < worse:
         return "worse"
     return "inconclusive"
 

@@ -12,7 +12,8 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from autorl.io import inputs, paths
+from autorl.io import paths
+from autorl.record.outcome import seed_outcomes
 
 
 @dataclass(frozen=True)
@@ -58,15 +59,12 @@ def measure(
     decisions = seeds = 0
     held = 0.0
     for row in rows:
-        outcomes = [
-            inputs.read_json_object(d / "outcome.json")
-            for d in sorted((paths.runs_dir() / row["run_id"]).glob("seed-*"))
-        ]
+        outcomes = seed_outcomes(paths.runs_dir() / row["run_id"])
         if row.get("status") == "ok":
             decisions += 1
-            seeds += sum(o.get("status") == "ok" for o in outcomes)
+            seeds += sum(o.status == "ok" for o in outcomes)
         for o in outcomes:
-            if span := o.get("slot_held"):
+            if span := o.slot_held:
                 seconds = max(0.0, min(span[1], until) - max(span[0], since))
-                held += seconds * (len(o.get("slot") or ()) or cores)
+                held += seconds * (len(o.slot) or cores)
     return Throughput(until - since, cores, decisions, seeds, held)
