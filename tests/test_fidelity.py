@@ -247,3 +247,34 @@ def test_a_config_that_stops_itself_is_named_in_the_summary(tmp_path, monkeypatc
     assert fidelity.trained_no_longer(config("longer", [810, 790], [3150, 3422, 3200])) is None
     assert fidelity.trained_no_longer(config("slow", [800, 790], [780, 800, 790], stop="budget")) is None
     assert fidelity.trained_no_longer(config("unknown", [], [800])) is None
+
+
+def test_a_long_seed_that_ended_before_a_point_scores_its_end_there(root, tmp_path):
+    """A config with its own step limit ends its long seed before the points along the run (the recorded
+    session's keep stops at max_steps 700 after ~85 s of 360): it had stopped there already, so its score at
+    those points is its end's, and rho per budget keeps every config (it dropped the budgets before)."""
+    from fakes.fake_backend import FakeBackend
+
+    from autorl.engine.process import BudgetSpec
+    from autorl.engine.seed import run_seed
+    from autorl.llm.config import load_train_config
+    from autorl.llm.track import TRACK
+
+    along_s = [f * 8.0 for f in fidelity.budget_fractions(4)[:-1]]  # 2, 4 and 6 s into an 8 s run
+    cfg = TRACK.lengthen(load_train_config(root / "train.toml"), 4, along_s)
+    spec = BudgetSpec(budget_s=8.0, startup_cap_s=30.0, hang_s=30.0, grace_s=5.0)
+    backend = FakeBackend("finish", quality=0.6, scripts_dir=tmp_path)  # its child exits at step 20
+    result = run_seed(backend, cfg, 7, 0, tmp_path / "finish" / "seed-0", spec)
+    assert result.status == "ok" and result.child.stop_reason == "exited", result.error
+    assert result.child.training_seconds < 6.0  # it ended before the last point
+    along = result.dir / "along.jsonl"
+    reached = (
+        {json.loads(ln)["fraction"] for ln in along.read_text().splitlines()} if along.exists() else set()
+    )
+    for fraction in (0.25, 0.5, 0.75):
+        rows = TRACK.rows_at(result.dir, result.eval_rows, fraction)
+        if any(abs(fraction - f) < 1e-4 for f in reached):
+            assert rows is not None and rows != []  # its snapshot there
+        else:  # it had ended before this point: its end is its state there
+            assert rows == result.eval_rows
+    assert TRACK.rows_at(result.dir, result.eval_rows, 0.75) == result.eval_rows

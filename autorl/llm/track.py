@@ -11,6 +11,7 @@ from autorl.engine.backend import Backend
 from autorl.io import paths
 from autorl.io.jsonl import read_jsonl
 from autorl.io.machine import Machine
+from autorl.record.outcome import SeedOutcome
 from autorl.record.stats import DEFAULT_SEED_SD
 
 
@@ -87,13 +88,17 @@ class LLMTrack:
         self, seed_dir: Path, rows: list[dict[str, Any]], fraction: float
     ) -> list[dict[str, Any]] | None:
         """The end's rows at 1; before it, the eval rows of the snapshot kept at that fraction of the run
-        (along.jsonl, autorl/engine/seed.py evaluate_along); None when there is none (the prime-rl backend
-        keeps no snapshots, or its eval failed)."""
+        (along.jsonl, autorl/engine/seed.py evaluate_along); the end's rows too when the seed ended training
+        on its own before that point (its config's own limit, `max_steps`: it had stopped there already);
+        None when there is none (the prime-rl backend keeps no snapshots, or its eval failed)."""
         if fraction >= 1:
             return rows
         along = seed_dir / "along.jsonl"
         points = read_jsonl(along) if along.exists() else []
-        point = next((p for p in points if abs(p["fraction"] - fraction) < 1e-4 and "error" not in p), None)
+        here = [p for p in points if abs(p["fraction"] - fraction) < 1e-4]
+        if not here and SeedOutcome.read(seed_dir).stop_reason == "exited":
+            return rows  # never reached the point: it ended sooner, so its end is its state there
+        point = next((p for p in here if "error" not in p), None)
         if point is None or not (seed_dir / point["eval_file"]).exists():
             return None
         return read_jsonl(seed_dir / point["eval_file"])
