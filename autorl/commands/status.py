@@ -399,11 +399,15 @@ def confirms_line(confirms: Sequence[Mapping[str, str]]) -> str:
     if not confirms:
         return ""
     c = confirms[-1]
-    at = f" at {float(c['budget']):g} s" if c.get("budget") else ""
+    budget, delta, p = (as_float(c, k) for k in ("budget", "delta", "p_value"))  # None where a cell is empty
+    parts = [f"delta {delta:+.4f}"] if delta is not None else []
+    parts += [f"p {p:.3g}"] if p is not None else []
+    figures = ", ".join(parts + ([c["confirm_id"]] if c["confirm_id"] else []))
+    at = f" at {budget:g} s" if budget is not None else ""
+    figures += "; " if figures else ""
     return (
-        f"best kept, confirmed on the test split{at}: {c['verdict']} (delta {float(c['delta']):+.4f}, p "
-        f"{float(c['p_value']):.3g}; {c['confirm_id']}; {len(confirms)} confirm(s) of it: another at "
-        "this budget repeats a test)"
+        f"best kept, confirmed on the test split{at}: {c['verdict'] or '?'} ({figures}{len(confirms)} "
+        "confirm(s) of it: another at this budget repeats a test)"
     )
 
 
