@@ -93,10 +93,13 @@ def planned_size(
     """The size `autorl confirm` would choose now for `best` (the context's best kept trial; `same`: the
     context's rows) at the default --max-seeds, for `autorl status`'s cost line; None when nothing but the
     baseline is kept or the two trials' eval rows cannot be read."""
-    if best is None or best["decision"] != "keep" or best["run_id"] == baseline_of(same)["run_id"]:
+    if best is None or best["decision"] != "keep":
+        return None
+    baseline = baseline_of(same)
+    if best["run_id"] == baseline["run_id"]:
         return None
     try:
-        return size(best, baseline_of(same), noise, CONFIRM_MAX_SEEDS, None)
+        return size(best, baseline, noise, CONFIRM_MAX_SEEDS, None)
     except ConfirmError:
         return None
 
