@@ -14,7 +14,7 @@ A trial's verdict sees nothing but the per-seed eval rows of both sides and the 
 drawn from pools of seeds that really trained are decided as real trial pairs are: `autorl.record.stats`'s
 `noise_floor` over a ledger holding the reference trial, then the candidate's seeds in waves of `--parallel`
 (the machine's slots, as a trial runs them) with `stats.interim_look` after each wave but the last (both early
-stops) and `stats.final_verdict` on the seeds run: the functions run.py calls.
+stops) and `stats.sequential_verdict` at the look it ended: the functions run.py calls.
   * A/A: reference and candidate are disjoint sets of A's seeds: `improved` is a false keep, `worse` a
     false alarm.
   * A/B: the reference from A, the candidate from B: `improved` is a detection (power).

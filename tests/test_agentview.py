@@ -584,7 +584,7 @@ def test_the_summary_prints_the_levels_its_verdict_was_judged_at(root, monkeypat
             else "inconclusive"
         )
         assert s["verdict"] == expected, s
-    assert stats.levels(1, 1) == (stats.ALPHA, stats.ALPHA)
+    assert stats.levels(1, 1) == (stats.ALPHA, stats.WORSE_ALPHA)
     assert stats.levels(3, 3)[0] == stats.final_alpha(3) and stats.levels(1, 3)[0] == stats.efficacy_alpha(
         1, 3
     )

@@ -474,25 +474,37 @@ def test_curve_score_rewards_solving_sooner():
     assert score([]) == 0.0  # no evaluation at all
 
 
+def changed(tmp_path: Path, name: str, changes: dict[str, str]) -> Path:
+    """The shipped classic.toml with these lines changed, as tmp_path/name."""
+    text = SHIPPED.read_text()
+    for old, new in changes.items():
+        assert text.count(old) == 1
+        text = text.replace(old, new)
+    (tmp_path / name).write_text(text)
+    return tmp_path / name
+
+
 def test_a_config_that_learns_faster_is_improved(tmp_path, monkeypatch, capsys):
     """The real runner on the classic track. The shipped classic.toml is the reference (6 seeds): its interval
     lies strictly inside score_range (not at the ceiling). A config that learns faster per env step (4 envs
     x 32 steps per rollout, learning_rate 1e-3, 10 update epochs: 0.897, seed sd 0.022 over 8 seeds against
     the shipped one's 0.679, sd 0.109 over 12; README) is `improved` against it with 3 seeds. Training ends
     at the score's 50k env steps, long before the 600 s budget: the scores do not depend on the machine's
-    speed."""
+    speed. Every seed scores its rungs (the curve up to 25% and 50% of the horizon, as the offline replay cuts
+    the final curve); a config that cannot learn is aborted at the first rung (the early abort)."""
+    from autorl.classic.track import ClassicTrack
+
     monkeypatch.setenv("AUTORL_ROOT", str(tmp_path))
-    faster = tmp_path / "faster.toml"
-    changes = {
-        "num_envs = 16 ": "num_envs = 4 ",
-        "learning_rate = 5e-4 ": "learning_rate = 1e-3 ",
-        "update_epochs = 4 ": "update_epochs = 10 ",
-    }
-    text = SHIPPED.read_text()
-    for old, new in changes.items():
-        assert text.count(old) == 1
-        text = text.replace(old, new)
-    faster.write_text(text)
+    monkeypatch.setattr(ClassicTrack, "abort_margin", 1.0)  # the track ships the abort off
+    faster = changed(
+        tmp_path,
+        "faster.toml",
+        {
+            "num_envs = 16 ": "num_envs = 4 ",
+            "learning_rate = 5e-4 ": "learning_rate = 1e-3 ",
+            "update_epochs = 4 ": "update_epochs = 10 ",
+        },
+    )
 
     def run(config: Path, *flags: str) -> dict[str, str]:
         argv = ["--track", "classic", "--config", str(config), "--budget", "600", *flags]
@@ -508,3 +520,32 @@ def test_a_config_that_learns_faster_is_improved(tmp_path, monkeypatch, capsys):
         low, high = map(float, summary["eval_ci"].split())
         assert 0.0 < low <= float(summary["eval_score"]) <= high < 1.0
     assert float(fast["final_return"]) > 0  # the final policy's return stays in the summary
+    assert "stopped_early" not in fast
+
+    from autorl.classic.track import TRACK
+    from autorl.io.jsonl import read_jsonl
+    from autorl.record import rungs
+    from autorl.record.stats import eval_score
+
+    for summary in (ref, fast):  # live rungs: the final curve cut at each rung, as the replay computes them
+        for seed_dir in sorted((tmp_path / summary["run_dir"]).glob("seed-*")):
+            final = read_jsonl(seed_dir / "eval.jsonl")
+            scored = rungs.read(seed_dir)
+            assert [r.fraction for r in scored] == [0.25, 0.5]
+            for r in scored:
+                cut = TRACK.rows_at(seed_dir, final, r.fraction)
+                assert cut and r.eval_score == pytest.approx(eval_score(cut), abs=1e-6)
+                assert r.decision == ("" if summary is ref else rungs.GO)
+    hopeless = changed(tmp_path, "hopeless.toml", {"learning_rate = 5e-4 ": "learning_rate = 1e-9 "})
+    lost = run(hopeless, "--seeds", "2")
+    assert lost["verdict"] == "inconclusive" and lost["status"] == "ok", lost
+    assert (
+        lost["stopped_early"].startswith("aborted seed ")
+        and "rung 1 (25% of the run" in lost["stopped_early"]
+    )
+    lost_dir = tmp_path / lost["run_dir"]
+    assert {r.decision for d in lost_dir.glob("seed-*") for r in rungs.read(d)} == {rungs.ABORT}
+    assert all(
+        json.loads((d / "outcome.json").read_text())["stop_reason"] == "aborted"
+        for d in lost_dir.glob("seed-*")
+    )

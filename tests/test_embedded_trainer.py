@@ -535,10 +535,12 @@ id = "autorl-arithmetic"
 def test_child_saves_weights_and_exits_cleanly_on_sigterm(tiny_model, tmp_path, write_resolved):
     """The real child, started as the runner starts it, stopped mid-run by SIGTERM: it saves the weights of
     its last completed step (atomically, marked complete), says so, and exits 0. Given snapshot times (an
-    `autorl fidelity` long seed), it also keeps a copy when its clock passes each, the clock paused."""
+    `autorl fidelity` long seed), it also keeps a copy when its clock passes each, the clock paused. At a rung
+    (the trial's, autorl/record/rungs.py) it keeps its weights and waits, paused, until the runner's `go`."""
     (tmp_path / "train.toml").write_text(CHILD_TOML.format(model=tiny_model))
     loaded = load_train_config(tmp_path / "train.toml", backend="embedded")
-    cfg = dataclasses.replace(loaded, snapshot_s=(0.0, 1e6))  # after the first step; never
+    # snapshots after the first step and never; a rung after the first step, another never reached
+    cfg = dataclasses.replace(loaded, snapshot_s=(0.0, 1e6), rungs=((0.25, 0.0), (0.5, 1e6)))
     backend = EmbeddedBackend()
     backend.check(cfg)
     run_dir = tmp_path / "seed-0"
@@ -555,6 +557,9 @@ def test_child_saves_weights_and_exits_cleanly_on_sigterm(tiny_model, tmp_path, 
             event = launch.parse_line(line.rstrip("\n"))
             if event is not None:
                 events.append(event)
+                if event["event"] == "rung":  # what the runner does once it has scored the rung
+                    assert (Path(event["weights"]) / COMPLETE_MARKER).exists()
+                    Path(event["go"]).touch()
             if sum(e["event"] == "step" for e in events) >= 3:
                 proc.send_signal(signal.SIGTERM)
                 break
@@ -575,7 +580,12 @@ def test_child_saves_weights_and_exits_cleanly_on_sigterm(tiny_model, tmp_path, 
     outcome = backend.collect(cfg, run_dir)
     assert outcome.weights_dir == run_dir / "weights" and outcome.steps == last_step
     assert outcome.snapshots == [Snapshot(0.0, 1, run_dir / "snapshots" / "at-0s")]
-    assert names[names.index("step") + 1 : names.index("step") + 4] == ["pause", "resume", "snapshot"]
+    first = names.index("step")
+    assert names[first + 1 : first + 6] == ["pause", "resume", "snapshot", "pause", "rung"]
+    assert names[first + 6] == "resume" and names.count("rung") == 1
+    rung = next(e for e in events if e["event"] == "rung")
+    assert (rung["rung"], rung["fraction"], rung["step"]) == (1, 0.25, 1)
+    Qwen2ForCausalLM.from_pretrained(rung["weights"])  # what the runner evaluates as it evaluates the end
     Qwen2ForCausalLM.from_pretrained(outcome.snapshots[0].path)  # a loadable HF checkpoint
     assert json.loads((run_dir / "weights" / COMPLETE_MARKER).read_text())["step"] == last_step
     assert outcome.peak_memory_gb is not None and outcome.peak_memory_gb > 0

@@ -230,7 +230,7 @@ def test_program_md_grep_shows_every_line_its_decision_rules_act_on() -> None:
         "eval_score: 0.5500",
         "delta: +0.0300",
         "p_value: 0.0210",
-        "levels: improved needs p_value < 0.04522, worse needs 1 - p_value < 0.008333 (look 6 of 6)",
+        "levels: improved needs p_value < 0.04522, worse needs 1 - p_value < 0.001667 (look 6 of 6)",
         "verdict: inconclusive",
         "seeds_needed: 9 candidate seeds for delta +0.0300",
         "stopped_early: after 1/6 seeds: delta -0.0100 <= 0",

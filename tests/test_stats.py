@@ -284,14 +284,18 @@ def test_levels_of_the_looks():
         interim = [stats.efficacy_alpha(k, looks) for k in range(1, looks)]
         assert sum(interim) + stats.final_alpha(looks) == pytest.approx(stats.ALPHA)  # a union bound
         assert stats.final_alpha(looks) > stats.ALPHA - stats.EFFICACY_ALPHA
-        assert stats.worse_alpha(looks) * looks == pytest.approx(stats.ALPHA)
+        assert stats.worse_alpha(looks) * looks == pytest.approx(stats.WORSE_ALPHA)
     assert stats.final_alpha(1) == pytest.approx(stats.ALPHA)
+    assert stats.levels(1, 1) == (stats.ALPHA, stats.WORSE_ALPHA)
     # a futility stop after 1 of 3 looks at p_decline 0.03: `worse` at ALPHA before, inconclusive now
     behind = z_comparison(-1.9)
     assert behind.verdict == "worse" and stats.sequential_verdict(behind, 1, 3) == "inconclusive"
-    assert stats.sequential_verdict(z_comparison(-2.5), 1, 3) == "worse"  # p_decline 0.006 < 0.05 / 3
-    # one look (no interim look, --all-seeds or a single wave): the test at ALPHA
-    assert stats.sequential_verdict(behind, 1, 1) == "worse"
+    assert stats.sequential_verdict(z_comparison(-2.5), 1, 3) == "inconclusive"  # 0.006 > 0.01 / 3
+    assert stats.sequential_verdict(z_comparison(-2.8), 1, 3) == "worse"  # p_decline 0.0026 < 0.01 / 3
+    # one look (--all-seeds, one seed): `worse` at WORSE_ALPHA too, `improved` at ALPHA
+    assert stats.sequential_verdict(z_comparison(-1.9), 1, 1) == "inconclusive"
+    assert stats.sequential_verdict(z_comparison(-2.5), 1, 1) == "worse"
+    assert stats.sequential_verdict(z_comparison(1.9), 1, 1) == "improved"
     # the last look: improved at final_alpha, a little below ALPHA
     edge = z_comparison(float(sps.norm.isf(stats.ALPHA - 0.0005)))
     assert edge.verdict == "improved" and stats.sequential_verdict(edge, 3, 3) == "inconclusive"

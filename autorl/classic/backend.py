@@ -51,6 +51,7 @@ def _seeds_text(seeds: int | list[int]) -> str:
 
 class ClassicBackend(Backend):
     name = "classic"
+    scores_rungs = True
 
     def check(self, cfg: Any) -> None:
         """Everything classic.toml can express is runnable; validation already happened in the loader."""
@@ -72,6 +73,7 @@ class ClassicBackend(Backend):
                 "train_eval_episodes": TRAIN_EVAL_EPISODES[env_id],
                 "train_eval_seed": TRAIN_EVAL_SEED,
                 "eval_hash": eval_hash(cfg),
+                "rungs": [list(r) for r in cfg.rungs],  # (fraction, env steps): scored on the way
             },
         }
 

@@ -153,6 +153,9 @@ class LoadedClassicConfig:
     # The env steps the learning curve's score covers. None: the harness's (evaluate.SCORE_STEPS). Never read
     # from classic.toml: only `autorl fidelity`'s long runs set a longer horizon (Track.lengthen).
     score_env_steps: int | None = None
+    # The trial's rungs, (fraction of the horizon, env steps) each: set by the runner for the seeds it scores
+    # along the way (Track.with_rungs), never by classic.toml.
+    rungs: tuple[tuple[float, int], ...] = ()
 
 
 def _hint(key: str) -> str | None:

@@ -27,6 +27,11 @@ class ClassicTrack:
     seed_sd_prior = SEED_SD_PRIOR
     false_keep_rate = FALSE_KEEP_RATE
     budget_is_training_time = False
+    # Rungs at a quarter and half of the score's horizon. The abort is off: on real curves no margin stopped
+    # most dead ideas without stopping a late winner (one no better than the shipped config at a quarter of
+    # the horizon, far ahead at its end) too (docs/statistics.md, "Early abort").
+    rungs = (0.25, 0.5)
+    abort_margin: float | None = None
     budget_note = (
         "a cap per seed: the score covers a fixed env-step horizon ("
         + ", ".join(f"{env} {steps:,}" for env, steps in SCORE_STEPS.items())
@@ -78,6 +83,13 @@ class ClassicTrack:
         from autorl.classic.evaluate import SCORE_STEPS
 
         return dataclasses.replace(cfg, score_env_steps=round(SCORE_STEPS[cfg.model.env_id] * factor))
+
+    def with_rungs(self, cfg: Any, budget_s: float) -> Any:
+        """The rungs at their env steps of the score's horizon (the budget is a cap here, not the run)."""
+        import dataclasses
+
+        horizon = cfg.score_env_steps or SCORE_STEPS[cfg.model.env_id]
+        return dataclasses.replace(cfg, rungs=tuple((f, round(f * horizon)) for f in self.rungs))
 
     def rows_at(
         self, seed_dir: Path, rows: list[dict[str, Any]], fraction: float

@@ -4,10 +4,11 @@
 
 Runs autorl.classic.ppo under the runner's protocol (autorl.engine.progress): `ready` when the envs and the
 agent exist (the budget clock starts), one `step` event and one metrics.jsonl row per PPO update,
-`pause`/`resume` around the in-training evaluations (not charged to the budget), `saved` after each atomic
-save of weights/policy.pt, `done` at the end. Stops at total_env_steps or at the score's env-step budget
-(resolved.json's harness.score_env_steps: evaluate.SCORE_STEPS, or a longer horizon for `autorl fidelity`),
-whichever first, or on SIGTERM (saves, exits 0).
+`pause`/`resume` around the in-training evaluations (not charged to the budget), `rung` at each of the
+trial's rungs (harness.rungs: the curve's rows up to it, then a paused wait for the runner's word), `saved`
+after each atomic save of weights/policy.pt, `done` at the end. Stops at total_env_steps or at the score's
+env-step budget (resolved.json's harness.score_env_steps: evaluate.SCORE_STEPS, or a longer horizon for
+`autorl fidelity`), whichever first, or on SIGTERM (saves, exits 0).
 
 The in-training evaluation is due on the score's grid of env steps (evaluate.due_eval) and once more at the
 end if the last update was not evaluated. A due evaluation takes a snapshot of the policy; the snapshots of
@@ -32,7 +33,15 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 from autorl.classic.config import ClassicConfig
-from autorl.classic.evaluate import SCORE_STEPS, SOLVED_AT, TRAIN_EVAL_TOGETHER, due_eval, train_eval
+from autorl.classic.evaluate import (
+    SCORE_STEPS,
+    SOLVED_AT,
+    TRAIN_EVAL_TOGETHER,
+    curve_rows,
+    due_eval,
+    grid_step,
+    train_eval,
+)
 from autorl.engine import progress
 from autorl.engine.backend import ChildArgs
 from autorl.io import atomic
@@ -108,7 +117,13 @@ class ClassicRun:
     gets the return it gets alone."""
 
     def __init__(
-        self, cfg: ClassicConfig, seed: int, run_dir: Path, stop: threading.Event, horizon: int | None = None
+        self,
+        cfg: ClassicConfig,
+        seed: int,
+        run_dir: Path,
+        stop: threading.Event,
+        horizon: int | None = None,
+        rungs: list[tuple[float, int]] | None = None,
     ):
         from autorl.classic.ppo import PPO
 
@@ -123,6 +138,8 @@ class ClassicRun:
         self.last_return: float | None = None  # mean return of the last rollout in which episodes ended
         self.due: list[DueEval] = []
         self.rows: list[dict[str, Any]] = []  # metrics rows not written yet (waiting for an evaluation)
+        self.rungs = sorted(rungs or [], key=lambda r: r[1])  # (fraction, env steps)
+        self.rungs_due = list(self.rungs)
 
     def save(self, update: int, env_steps: int) -> None:
         import torch
@@ -207,6 +224,8 @@ class ClassicRun:
             done = env_steps + self.cfg.batch_size > self.last_step
             self.rows.append(self.record(u, seconds, done))
             self.emit_step(self.rows[-1])
+            if self.rungs_due and not done and env_steps + self.cfg.batch_size > self.rungs_due[0][1]:
+                self.at_rung(u.update, env_steps)
             save = seconds - last_save >= SAVE_EVERY_S
             if save:
                 self.run_evals()
@@ -217,6 +236,33 @@ class ClassicRun:
             if self.stop.is_set() or done:
                 break
         return update, env_steps
+
+    def at_rung(self, update: int, env_steps: int) -> None:
+        """The next update passes a rung: its curve up to the rung (the evaluations due by now, run off the
+        clock) goes to rung-<k>.jsonl as score rows, as the score counts them, and the run waits, paused, for
+        the runner's word (autorl.engine.progress.wait_for_go); a SIGTERM meanwhile is the early abort."""
+        fraction, steps = self.rungs_due.pop(0)
+        k = len(self.rungs) - len(self.rungs_due)
+        self.run_evals()
+        rows = [
+            r for r in curve_rows(self.cfg.env_id, self.state.evals, self.horizon) if grid_step(r) <= steps
+        ]
+        out, go = self.run_dir / f"rung-{k}.jsonl", self.run_dir / f"rung-{k}.go"
+        atomic.write_text(out, "".join(json.dumps(r) + "\n" for r in rows))
+        at_s = self.clock.seconds()
+        self.clock.pause()
+        progress.emit(
+            "rung",
+            rung=k,
+            fraction=fraction,
+            at_s=round(at_s, 4),
+            step=update,
+            env_steps=env_steps,
+            rows=str(out),
+            go=str(go),
+        )
+        progress.wait_for_go(go, self.stop.is_set)
+        self.clock.resume()
 
     def record(self, u: Update, seconds: float, done: bool) -> dict[str, Any]:
         """The metrics.jsonl row of update `u` (with the in-training evaluation when one is due)."""
@@ -270,8 +316,9 @@ def main(argv: list[str] | None = None) -> int:
     import torch
 
     torch.set_num_threads(cfg.torch_threads)
-    horizon = resolved.get("harness", {}).get("score_env_steps")
-    return ClassicRun(cfg, args.seed, args.run_dir, stop, horizon).run()
+    harness = resolved.get("harness", {})
+    rungs = [(float(f), int(steps)) for f, steps in harness.get("rungs", [])]
+    return ClassicRun(cfg, args.seed, args.run_dir, stop, harness.get("score_env_steps"), rungs).run()
 
 
 if __name__ == "__main__":

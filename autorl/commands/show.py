@@ -13,6 +13,7 @@ from pathlib import Path
 
 from autorl.engine.track import training_budget
 from autorl.io import paths
+from autorl.record.rungs import run_rungs
 from autorl.record.runview import TREND_KEYS, Curve, SeedView, TrialView, short
 
 MAX_LINES = 40  # the text view is cut to this many lines
@@ -57,6 +58,22 @@ def _reference_line(ref: TrialView) -> str:
     if any(s.solving for s in seeds):
         text += f"; solved on {len(solved)}/{len(seeds)} seeds"
     return text
+
+
+def _rung_line(view: TrialView) -> str:
+    """Its rungs' mean scores next to the reference's, and which seeds the early abort stopped."""
+    mine = run_rungs(view.run_dir)
+    if not mine:
+        return ""
+    theirs = run_rungs(view.reference.run_dir) if view.reference is not None else {}
+    parts = []
+    for f in sorted(mine):
+        text = f"at {f:.0%} {statistics.fmean(mine[f]):.4f} ({len(mine[f])} seeds)"
+        if f in theirs:
+            text += f" vs reference {statistics.fmean(theirs[f]):.4f} ({len(theirs[f])})"
+        parts.append(text)
+    aborted = [f"seed-{s.index}" for s in view.seeds if s.stop_reason == "aborted"]
+    return "rungs: " + "; ".join(parts) + (f"; aborted: {', '.join(aborted)}" if aborted else "")
 
 
 def _trend_line(seeds: Sequence[SeedView]) -> str:
@@ -114,6 +131,8 @@ def render(view: TrialView) -> str:
         out.append(f"  ... {len(view.seeds) - MAX_SEED_LINES} more seeds (--png draws them all)")
     if view.reference is not None:
         out.append(_reference_line(view.reference))
+    if rung := _rung_line(view):
+        out.append(rung)
     if trend := _trend_line(view.seeds):
         out.append(trend)
     out += _env_lines(view)

@@ -126,6 +126,9 @@ class Backend(Protocol):
     """One per backend; instances are cheap, picklable and hold no state between trials."""
 
     name: str
+    # Whether its training child scores the trial's rungs (the `rung` event, autorl/record/rungs.py): the
+    # early abort needs them; prime-rl's processes have no such pause.
+    scores_rungs: bool = False
 
     def check(self, cfg: Any) -> None:
         """Raise autorl.io.tomlcheck.ConfigError for anything this backend cannot honour (named by key)."""

@@ -32,7 +32,7 @@ def seed_cost(
     firsts: list[float] = []  # per trial: the slowest start-up of its first wave
     laters: list[float] = []  # the start-ups of seeds after the first wave
     waves: list[float] = []  # per trial: its wall time per wave, its own `once` left out
-    trials = [r for r in context.rows(rows) if r["status"] == "ok"][-COST_TRIALS:]
+    trials = [r for r in context.rows(rows) if r["status"] == "ok" and not aborted(r)][-COST_TRIALS:]
     for r in trials:
         n = len([s for s in (r.get("seeds") or "").split(",") if s])
         parts = [as_float(r, k) for k in ("startup_seconds", "training_seconds", "eval_seconds")]
@@ -65,6 +65,34 @@ def seed_cost(
         "once": once,
     }
     return len(per_seed), cost
+
+
+def aborted(row: Mapping[str, str]) -> bool:
+    """Whether the early abort ended the trial (its seeds' figures are a rung's, not a seed's)."""
+    return (row.get("stopped_early") or "").startswith("aborted ")
+
+
+def dead_idea_cost(
+    rows: Sequence[Mapping[str, str]], context: ResearchContext, seed_training: float
+) -> dict[str, float] | None:
+    """What an idea that was not kept cost in training, over the context's latest candidates decided other
+    than `improved`: the median training seconds, that in seeds' worth (`seed_training`: one seed's median
+    training) and the share the early abort ended. None before such a trial or a seed's cost."""
+    dead = [
+        r
+        for r in context.rows(rows)
+        if r["status"] == "ok" and r.get("reference_run") and r["verdict"] != "improved"
+    ][-COST_TRIALS:]
+    spent = [v for r in dead if (v := as_float(r, "training_seconds")) is not None]
+    if not spent or seed_training <= 0:
+        return None
+    median = statistics.median(spent)
+    return {
+        "trials": len(spent),
+        "training": median,
+        "seeds": median / seed_training,
+        "aborted": sum(aborted(r) for r in dead) / len(dead),
+    }
 
 
 def _seed_startups(run_id: str, n: int) -> list[float]:
@@ -111,6 +139,7 @@ def expected_cost(
         "next_trial": cost(planned),
         "rerun": cost(RERUN_SEEDS),
         "confirm": {**(confirm or {}), **cost(2 * (confirm["seeds"] if confirm else default_seeds))},
+        "dead_idea": dead_idea_cost(rows, context, seed["training"]),
     }
 
 
@@ -170,6 +199,16 @@ def cost_line(cost: Mapping[str, Any] | None) -> str | None:
         f"{cost['rerun']['seeds']}-seed re-run {minutes(cost['rerun']['seconds'])}, a confirm of "
         f"{cost['confirm']['seeds'] // 2} seeds a side {minutes(cost['confirm']['seconds'])} "
         + _confirm_size_text(cost["confirm"])
+        + _dead_idea_text(cost.get("dead_idea"))
+    )
+
+
+def _dead_idea_text(dead: Mapping[str, float] | None) -> str:
+    if not dead:
+        return ""
+    return (
+        f"; an idea not kept cost {dead['training']:.0f} s of training ({dead['seeds']:.2f} seeds' worth, "
+        f"median of {dead['trials']:.0f}; {dead['aborted']:.0%} ended by the early abort)"
     )
 
 

@@ -51,6 +51,9 @@ class RunOptions:
     all_seeds: bool = flag(  # no early stop
         False, "run every seed even when the candidate is behind the reference after some (no early stop)"
     )
+    no_abort: bool = flag(  # rungs are still scored (a later trial may compare with them)
+        False, "never stop a seed at a rung when it is behind the reference's seeds there (no early abort)"
+    )
     parallel: int | None = flag(  # seeds at once; None: as many as the machine has slots for
         None,
         "seeds run at once (default auto: as many as the machine has slots for)",

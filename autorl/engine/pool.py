@@ -11,14 +11,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, as_completed
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from autorl.engine.backend import Backend
 from autorl.engine.live import LiveView
 from autorl.engine.process import BudgetSpec, Stop
-from autorl.engine.seed import SeedResult, run_seed
+from autorl.engine.seed import Judge, SeedResult, run_seed
 from autorl.engine.slots import Plan
 
 
@@ -51,6 +51,9 @@ class PoolRun:
     stop: Stop
     after_wave: AfterWave
     report: Report
+    judge: Judge = field(
+        default_factory=Judge
+    )  # how the seeds' rungs are judged (the early abort); none: never stopped at one
 
 
 def run_local(run: PoolRun, view: LiveView) -> tuple[list[SeedResult], str]:
@@ -76,6 +79,7 @@ def run_local(run: PoolRun, view: LiveView) -> tuple[list[SeedResult], str]:
                     on_event=view.callback(job.index, f"seed {job.index + 1}/{len(run.jobs)}"),
                     stop=stop,
                     split=job.split,
+                    judge=run.judge,
                 ): job
                 for job, slot in zip(wave, slots, strict=False)
             }

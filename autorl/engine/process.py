@@ -108,7 +108,7 @@ class BudgetSpec:
 
 @dataclass
 class ChildResult:
-    stop_reason: str  # exited | budget | hang | startup_cap | interrupted
+    stop_reason: str  # exited | budget | aborted | hang | startup_cap | interrupted
     returncode: int | None
     startup_seconds: float
     training_seconds: float
@@ -128,8 +128,8 @@ class ChildResult:
         """ok | crash | timeout, as the summary and the ledger record it."""
         if self.stop_reason in ("hang", "startup_cap"):
             return "timeout"
-        if self.stop_reason == "budget":
-            return "ok"  # stopping at the budget is the normal end of a trial
+        if self.stop_reason in ("budget", "aborted"):
+            return "ok"  # stopping at the budget (or at a rung, by the rule) is a normal end
         if self.stop_reason == "interrupted":
             return "interrupted"
         return "ok" if self.returncode == 0 else "crash"
@@ -139,6 +139,7 @@ class ChildResult:
         return {
             "exited": f"child exited with code {self.returncode}",
             "budget": "stopped at the training budget",
+            "aborted": "stopped at a rung: behind the reference (the early abort)",
             "hang": "killed: no output for too long (hang)",
             "startup_cap": "killed: start-up took longer than its cap",
             "interrupted": "stopped by a signal (SIGINT/SIGTERM)",
@@ -314,10 +315,11 @@ class _Progress:
         self.steps = 0
         self.last_step: dict[str, Any] | None = None
 
-    def take(self, line: str, now: float) -> None:
+    def take(self, line: str, now: float) -> dict[str, Any] | None:
+        """The line's event (None for a plain line), after it moved the clock and reached on_event."""
         event = self.parse_line(line)
         if event is None:
-            return
+            return None
         kind = event.get("event")
         self.clock.on_event(kind, now)
         if kind == "step":
@@ -325,6 +327,7 @@ class _Progress:
             self.last_step = event
         if self.on_event is not None:
             self.on_event(event, self.clock.training(now))
+        return event
 
 
 class _Stopper:
@@ -338,7 +341,7 @@ class _Stopper:
 
     def __init__(self, proc: Child, spec: BudgetSpec, stop: Stop) -> None:
         self.proc, self.pgid, self.spec, self.stop = proc, proc.pid, spec, stop
-        self.reason: str | None = None  # exited (None) | budget | hang | startup_cap | interrupted
+        self.reason: str | None = None  # exited (None) | budget | aborted | hang | startup_cap | interrupted
         self.term_sent_at: float | None = None
         self.hard_killed = False  # SIGKILL was sent before the child ended
 
@@ -377,6 +380,13 @@ class _Stopper:
         _signal_group(self.pgid, signal.SIGKILL)
         self.hard_killed = True
         self.term_sent_at = self.term_sent_at or now
+
+    def abort(self, now: float) -> None:
+        """The runner's rule stopped the child at a rung (the early abort): it ends as at the budget."""
+        if self.reason is None:
+            self.reason = "aborted"
+            _signal_group(self.pgid, signal.SIGTERM)
+            self.term_sent_at = now
 
     def interrupt(self) -> None:
         """A KeyboardInterrupt in the runner (a caller that kept Python's default SIGINT handler)."""
@@ -422,13 +432,36 @@ def _spawn(launch: Launch, spec: BudgetSpec, stop: Stop) -> Child:
     )
 
 
-def _watch(proc: Child, output: _Output, progress: _Progress, stopper: _Stopper, tree: _Tree) -> None:
+OnRung = Callable[[dict[str, Any]], bool]  # a `rung` event -> whether the child goes on
+
+
+def _at_rung(event: dict[str, Any], on_rung: OnRung | None, output: _Output, stopper: _Stopper) -> None:
+    """The child waits paused at a rung: the runner scores it and lets it go on (creates the event's `go`
+    file) or aborts it. Scoring took time in which the child said nothing: that is no hang."""
+    go = on_rung(event) if on_rung is not None else True
+    if go:
+        Path(event["go"]).touch()
+    else:
+        stopper.abort(time.monotonic())
+    output.last_output = time.monotonic()
+
+
+def _watch(
+    proc: Child,
+    output: _Output,
+    progress: _Progress,
+    stopper: _Stopper,
+    tree: _Tree,
+    on_rung: OnRung | None = None,
+) -> None:
     """The running loop: take output, stop at a limit, return once the child is gone and its output read."""
     exited_at: float | None = None
     while True:
         tree.refresh_every_second(time.monotonic())
         if (line := output.next_line(timeout=0.1)) is not None:
-            progress.take(line, output.last_output)
+            event = progress.take(line, output.last_output)
+            if event is not None and event.get("event") == "rung" and stopper.reason is None:
+                _at_rung(event, on_rung, output, stopper)
         now = time.monotonic()
         if proc.poll() is not None:
             exited_at = exited_at or now
@@ -445,10 +478,12 @@ def run_budgeted(
     spec: BudgetSpec,
     on_event: Callable[[dict[str, Any], float], None] | None = None,
     stop: Stop | None = None,
+    on_rung: OnRung | None = None,
 ) -> ChildResult:
     """Run launch.argv to completion or to the budget. Child output goes to log_path (appended).
 
-    on_event(event, training_seconds) is called for every progress event (for the live display). `stop`,
+    on_event(event, training_seconds) is called for every progress event (for the live display);
+    on_rung(event) for a `rung` event, while the child waits: False stops it (stop reason `aborted`). `stop`,
     when set (a signal to the runner), ends the child like the budget does: SIGTERM, then SIGKILL after the
     grace period, or at once when `stop.hard` is set; set before the call, no child is started. The child is
     pinned to `launch.cpus` and dies with the runner (parent-death signal).
@@ -468,7 +503,7 @@ def run_budgeted(
         assert proc.stdout is not None
         output = _Output(proc.stdout, log)
         try:
-            _watch(proc, output, progress, stopper, tree)
+            _watch(proc, output, progress, stopper, tree, on_rung)
         except KeyboardInterrupt:
             stopper.interrupt()
         finally:

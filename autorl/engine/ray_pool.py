@@ -32,7 +32,7 @@ from autorl.engine.backend import Backend, Slot
 from autorl.engine.options import RunOptions
 from autorl.engine.pool import PoolRun, Report, SeedJob, waves
 from autorl.engine.process import BudgetSpec, Stop, kill_marked
-from autorl.engine.seed import SeedResult, run_seed
+from autorl.engine.seed import Judge, SeedResult, run_seed
 from autorl.engine.slots import Plan
 from autorl.io import atomic, paths
 from autorl.io.tomlcheck import ConfigError
@@ -109,6 +109,7 @@ def seed_task(
     rel_dir: str,
     spec: BudgetSpec,
     slot: Slot,
+    judge: Judge | None = None,
 ) -> tuple[SeedResult, dict[str, bytes], str]:
     """Runs on a Ray worker, in the worker's checkout (its repo root, or AUTORL_ROOT): the seed in
     runs/<rel_dir> there, with the job's own config and split where it has them (confirm, fidelity)."""
@@ -123,7 +124,9 @@ def seed_task(
         )
     seed_dir = paths.runs_dir() / rel_dir
     own_cfg = cfg if job.cfg is None else job.cfg
-    result = run_seed(backend, own_cfg, job.seed, job.index, seed_dir, spec, slot, split=job.split)
+    result = run_seed(
+        backend, own_cfg, job.seed, job.index, seed_dir, spec, slot, split=job.split, judge=judge
+    )
     return result, small_files(seed_dir), socket.gethostname()
 
 
@@ -463,7 +466,14 @@ def run_ray(cluster: Cluster, run: PoolRun) -> tuple[list[SeedResult], str]:
                 break
             refs = {
                 remote.remote(
-                    cluster.harness, run.backend, run.cfg, job, runs_relative(job.dir), run.spec, task_slot
+                    cluster.harness,
+                    run.backend,
+                    run.cfg,
+                    job,
+                    runs_relative(job.dir),
+                    run.spec,
+                    task_slot,
+                    Judge(run.judge.rule),  # the trial's abort flag stays here: each seed is judged alone
                 ): job
                 for job in wave
             }

@@ -179,7 +179,7 @@ class TrialResult:
             delta=c.delta if c else None,
             p_value=c.p_value if c else None,
             verdict=self.verdict,
-            reference_run=self.reference_run if c else "",
+            reference_run=self.reference_run,  # "" unless compared (or aborted against it)
             agent=ctx.agent,
             training_seconds=round(self.training_seconds, 1),
             startup_seconds=round(self.startup_seconds, 1),
@@ -288,10 +288,16 @@ def conclude(
     # judged at the level of the look it ended at: with interim looks, each look spends part of ALPHA
     planned = ctx.seeds_planned or len(seeds)
     look = stats.looks(len(seeds), planned, parallel) if sequential else (1, 1)
+    # a seed stopped at a rung (the early abort): the seeds that ran to the end may say `worse`, never
+    # `improved`; none ran to the end: nothing decided
+    aborted = any(s.aborted is not None for s in seeds)
     if quick:  # run.py --quick: compared with nothing, never a baseline
         verdict = QUICK
     elif comparison is not None:
         verdict = stats.sequential_verdict(comparison, *look)
+        verdict = "inconclusive" if aborted and verdict == "improved" else verdict
+    elif aborted and status == "ok":
+        verdict = "inconclusive"
     else:
         verdict = "baseline" if reference is None and status == "ok" else "n/a"
     return TrialResult(
@@ -304,7 +310,9 @@ def conclude(
         env_scores=stats.env_scores(rows) if rows else {},
         base_score=base_score,
         comparison=comparison,
-        reference_run=reference["run_id"] if reference is not None and comparison is not None else "",
+        reference_run=reference["run_id"]
+        if reference is not None and (comparison is not None or aborted)
+        else "",
         verdict=verdict,
         stopped_early=stopped_early,
         note="; ".join(

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import math
 import shutil
+import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -22,7 +23,9 @@ from autorl.engine.backend import WHOLE_MACHINE, Backend, Launch, Slot, TrainOut
 from autorl.engine.process import BudgetSpec, ChildResult, Stop, run_budgeted
 from autorl.io import atomic
 from autorl.io.jsonl import eval_rows_problem, read_jsonl
+from autorl.record import rungs
 from autorl.record.outcome import SeedOutcome
+from autorl.record.rungs import AbortRule, RungScore
 
 EVAL_CAP_S = 3600.0  # the fixed eval is never budgeted, only capped against a hang
 STATUS_RANK = {"ok": 0, "timeout": 1, "crash": 2, "interrupted": 3}  # the trial's status: the worst seed's
@@ -46,6 +49,14 @@ class SeedResult:
     slot_wait_s: float = 0.0  # how long it waited for its slot's CPUs and GPU share (autorl/engine/lease.py)
     held: tuple[float, float] | None = None  # when it held its slot (epoch seconds, from, until)
     log: list[str] = field(default_factory=list)  # what the seed said, in order (printed by the trial)
+    rungs: list[RungScore] = field(default_factory=list)  # its rungs, scored while it trained
+
+    @property
+    def aborted(self) -> RungScore | None:
+        """The rung the early abort stopped it at (None: it was not stopped so)."""
+        if self.child is None or self.child.stop_reason != "aborted" or not self.rungs:
+            return None
+        return self.rungs[-1]
 
     @property
     def evaluated(self) -> bool:
@@ -104,6 +115,70 @@ def crash_report(result: SeedResult) -> str:
     return f"CRASH{who}: {child.reason_text}. Last lines of {result.dir / 'run.log'}:\n{tail}"
 
 
+@dataclass(frozen=True)
+class Judge:
+    """How a seed's rungs are judged: the rule (None: scored, never stopped) and the trial's abort flag, set
+    when one of its seeds is aborted, so that its seeds still running stop at their next rung (the local pool;
+    a Ray task has none)."""
+
+    rule: AbortRule | None = None
+    trial_aborted: threading.Event | None = None
+
+
+@dataclass
+class RungScorer:
+    """One seed's `on_rung`: scores the rung as the end is scored (a child's own rows, or its weights
+    through the backend's eval), asks the rule, keeps the score in `result.rungs`; returns whether the child
+    goes on."""
+
+    result: SeedResult
+    backend: Backend
+    cfg: Any
+    split: str
+    stop: Stop | None
+    judge: Judge
+
+    def __call__(self, event: dict[str, Any]) -> bool:
+        score = self._score(event)
+        flag = self.judge.trial_aborted
+        if flag is not None and flag.is_set():
+            score = score.model_copy(update={"decision": rungs.ABORT, "error": "another seed was aborted"})
+        elif self.judge.rule is not None:
+            score = self.judge.rule.judge(score)
+        self.result.rungs.append(score)
+        self.result.log.append(f"seed {self.result.seed}: {score.describe()}")
+        if score.decision == rungs.ABORT:
+            if flag is not None:
+                flag.set()
+            return False
+        return True
+
+    def _score(self, event: dict[str, Any]) -> RungScore:
+        from autorl.record.stats import eval_score
+
+        k, seed_dir = int(event["rung"]), self.result.dir
+        error = None
+        if "rows" in event:  # the child scored itself (classic: its curve up to the rung)
+            out = Path(event["rows"])
+            rows = read_jsonl(out) if out.exists() else []
+            error = eval_rows_problem(rows) if rows else f"{out.name} missing"
+        else:  # weights to evaluate as the end is (llm)
+            out = seed_dir / f"eval-rung-{k}.jsonl"
+            weights = Path(event["weights"])
+            launch = self.backend.eval_command(self.cfg, weights, out, self.result.slot, self.split)
+            rows, _, error = run_eval(launch, out, out.with_suffix(".log"), self.stop)
+            shutil.rmtree(weights, ignore_errors=True)
+        return RungScore(
+            rung=k,
+            fraction=float(event["fraction"]),
+            at_s=float(event.get("at_s", 0.0)),
+            step=int(event.get("step", 0)),
+            eval_score=None if error else round(eval_score(rows), 6),
+            eval_file=out.name,
+            error=error.splitlines()[0] if error else None,
+        )
+
+
 def run_seed(
     backend: Backend,
     cfg: Any,
@@ -115,9 +190,12 @@ def run_seed(
     on_event: Callable[[dict[str, Any], float], None] | None = None,
     stop: Stop | None = None,
     split: str = "eval",
+    judge: Judge | None = None,
 ) -> SeedResult:
     """Train one seed under the budget on `slot`, then evaluate its latest saved weights on `split` (the
-    sealed "test" split only for `autorl confirm`).
+    sealed "test" split only for `autorl confirm`). The rungs the config asks for are scored as the seed
+    reaches them (`judge`: whether one stops it, the early abort; an aborted seed is not evaluated at the
+    end).
 
     A stopped trial (`stop` set) ends the training like the budget does (the trainer saves) and starts no
     eval: the seed is `interrupted`.
@@ -136,10 +214,13 @@ def run_seed(
                 )
             since = time.time()
             try:
-                return _run_seed(result, backend, cfg, spec, on_event, stop, split)
+                scorer = RungScorer(result, backend, cfg, split, stop, judge or Judge())
+                return _run_seed(result, backend, cfg, spec, on_event, stop, split, scorer)
             finally:
                 result.held = (since, time.time())
     finally:
+        if result.rungs:
+            rungs.write(result.dir, result.rungs)
         write_outcome(result)
 
 
@@ -172,11 +253,14 @@ def _run_seed(
     on_event: Callable[[dict[str, Any], float], None] | None,
     stop: Stop | None,
     split: str,
+    on_rung: RungScorer,
 ) -> SeedResult:
     seed, slot, seed_dir = result.seed, result.slot, result.dir
     write_resolved(backend, cfg, seed_dir, seed, slot)
     launch = backend.launch(cfg, seed_dir, seed, slot)
-    result.child = child = run_budgeted(launch, seed_dir / "run.log", spec, on_event=on_event, stop=stop)
+    result.child = child = run_budgeted(
+        launch, seed_dir / "run.log", spec, on_event=on_event, stop=stop, on_rung=on_rung
+    )
     result.status = child.status
     result.log.append(
         f"seed {seed}: {child.reason_text}, {child.training_seconds:.0f} s trained, {child.steps} steps"
@@ -187,6 +271,8 @@ def _run_seed(
         result.error = crash_report(result)
     if result.status == "interrupted" or (stop is not None and stop):
         result.status = "interrupted"
+        return result
+    if result.aborted is not None:  # its rung is its record: an end it never reached is not scored
         return result
     if result.outcome.weights_dir is None:
         if result.status == "ok":

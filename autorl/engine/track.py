@@ -74,6 +74,17 @@ class Track(Protocol):
     # `autorl status` multiplies it by the comparisons made to say how many keeps chance alone explains.
     false_keep_rate: float
 
+    # Where every seed scores itself while it trains, as fractions of its run (autorl/record/rungs.py), and
+    # the early abort's margin there in spreads of one seed (None: the abort is off by default on this track);
+    # both chosen from real curves (docs/statistics.md, "Early abort").
+    rungs: tuple[float, ...]
+    abort_margin: float | None
+
+    def with_rungs(self, cfg: Any, budget_s: float) -> Any:
+        """`cfg` as trained with its seeds scored at `rungs` along the run (llm: training seconds of the
+        budget; classic: env steps of the score's horizon)."""
+        ...
+
     def score_range(self, cfg: Any) -> tuple[float, float]:
         """The lowest and highest eval_score possible (the interval is clipped to it; a reference whose
         interval touches the top leaves no room to improve)."""

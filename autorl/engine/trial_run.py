@@ -8,6 +8,7 @@ autorl/engine/seed.py's unit of work; the summary and the ledger row are built b
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import functools
 import hashlib
@@ -28,7 +29,7 @@ from autorl.engine import warm
 from autorl.engine.backend import Backend
 from autorl.engine.options import RunOptions
 from autorl.engine.process import Stop
-from autorl.engine.seed import SeedResult
+from autorl.engine.seed import Judge, SeedResult
 from autorl.engine.track import Track
 from autorl.io import atomic, paths
 from autorl.io.harness import commit_short, harness_hash
@@ -43,6 +44,7 @@ if TYPE_CHECKING:
     from autorl.engine.result import TrialContext, TrialResult
     from autorl.engine.slots import Plan
     from autorl.record.ledger import Ledger
+    from autorl.record.rungs import AbortRule
     from autorl.record.stats import NoiseFloor
 
 
@@ -201,6 +203,8 @@ class Reference:
     row: dict[str, str] | None  # the best kept trial of the same eval set, harness and budget
     eval_rows: list[dict[str, Any]]  # its eval rows, checked against the hash its row recorded
     noise: NoiseFloor  # one noise floor serves every interim look and the verdict
+    abort: AbortRule | None = None  # the early abort against its rungs (None: off, `abort_note` says why)
+    abort_note: str = ""
 
 
 @dataclass
@@ -231,6 +235,7 @@ def _run_trial(setup: Setup, stop: Stop) -> int:
         cluster = cluster_for(setup.opts, the_plan, context.harness_hash, stop)
     except (LedgerError, ConfigError) as exc:
         return invalid(str(exc))
+    ref = with_abort(ref, setup)
     if why := claims.already_ran(ref.ledger_rows, context, setup.cfg.config_hash, setup.opts.rerun):
         return invalid(why)
     ctx = new_context(setup, context)
@@ -271,6 +276,40 @@ def read_reference(ledger: Ledger, track: Track, context: ResearchContext, quick
     eval_rows = reference_rows(best, paths.runs_dir()) if best else []
     noise = stats.noise_floor(rows, context, prior_sd=track.seed_sd_prior)
     return Reference(rows, best, eval_rows, noise)
+
+
+def abort_off(ref: Reference, setup: Setup) -> str:
+    """Why this trial's seeds are never stopped at a rung ("" = they may be)."""
+    if ref.row is None:
+        return "off: no reference (a baseline is never aborted)"
+    if setup.opts.all_seeds or setup.opts.no_abort:
+        return f"off: {'--all-seeds' if setup.opts.all_seeds else '--no-abort'}"
+    if not setup.backend.scores_rungs:
+        return f"off: the {setup.backend_name} backend scores no rungs"
+    return ""
+
+
+def with_abort(ref: Reference, setup: Setup) -> Reference:
+    """The reference with the early abort's rule against its rungs, or the reason the abort is off."""
+    from autorl.record.rungs import rule_for
+
+    off = abort_off(ref, setup)
+    if off:
+        return dataclasses.replace(ref, abort_note=off)
+    assert ref.row is not None
+    run_id = ref.row["run_id"]
+    rule, why = rule_for(
+        run_id, paths.runs_dir() / run_id, setup.track.abort_margin, setup.track.seed_sd_prior
+    )
+    if rule is None:
+        return dataclasses.replace(ref, abort_note=why)
+    bars = ", ".join(
+        f"rung {k} ({f:.0%}) below {t.bar:.4f}"
+        for k, f in enumerate(setup.track.rungs, 1)
+        if (t := rule.threshold(f)) is not None
+    )
+    note = f"on: a seed stops at {bars} ({rule.margin_sd:g} seed spreads under {run_id}'s mean)"
+    return dataclasses.replace(ref, abort=rule, abort_note=note)
 
 
 def new_context(setup: Setup, context: ResearchContext) -> TrialContext:
@@ -318,6 +357,10 @@ def _train(
     say(the_plan.describe())
     if estimate := trial_estimate(ref.ledger_rows, ctx.context, len(seeds), the_plan.parallel):
         say(estimate)
+    scored = setup.backend.scores_rungs and not opts.quick
+    if scored:
+        say(f"early abort {ref.abort_note}")
+    cfg = setup.track.with_rungs(setup.cfg, opts.budget_spec().budget_s) if scored else setup.cfg
     if stop:  # it came while connecting to Ray: nothing is started
         return Trained()
     with warm.starters(
@@ -328,13 +371,14 @@ def _train(
             return Trained(base_rows)
         run = PoolRun(
             backend=setup.backend,
-            cfg=setup.cfg,
+            cfg=cfg,
             jobs=[SeedJob(k, seed, run_dir / f"seed-{k}") for k, seed in enumerate(seeds)],
             spec=opts.budget_spec(),
             plan=the_plan,
             stop=stop,
             after_wave=functools.partial(interim_look, opts, the_plan, ref),
             report=report_seed,
+            judge=Judge(ref.abort, threading.Event()),
         )
         with LiveView(opts.budget) as view:
             if cluster is not None:
@@ -343,7 +387,7 @@ def _train(
                 results, stopped_early = run_ray(cluster, run)
             else:
                 results, stopped_early = run_local(run, view)
-        return Trained(base_rows, results, stopped_early)
+        return Trained(base_rows, results, stopped_early or abort_stop(results, ref))
 
 
 def _base_eval(setup: Setup, ctx: TrialContext, stop: Stop) -> list[dict[str, Any]]:
@@ -361,10 +405,24 @@ def _base_eval(setup: Setup, ctx: TrialContext, stop: Stop) -> list[dict[str, An
     return base_rows
 
 
+def abort_stop(results: list[SeedResult], ref: Reference) -> str:
+    """The `stopped_early` line when the early abort stopped one of the seeds ("" = none was)."""
+    from autorl.record.rungs import abort_text
+
+    for r in sorted(results, key=lambda r: r.index):
+        if (rung := r.aborted) is not None and rung.reference is not None and ref.abort is not None:
+            why = abort_text(f"seed {r.index + 1}", r.seed, rung, ref.abort.reference_run)
+            say(f"early stop: {why}")
+            return why
+    return ""
+
+
 def interim_look(opts: RunOptions, the_plan: Plan, ref: Reference, done: list[SeedResult]) -> str:
     """After a wave: whether the trial stops adding seeds ("" = go on, else why), against the reference."""
     from autorl.record import stats
 
+    if why := abort_stop(done, ref):
+        return why
     if not ref.eval_rows or opts.all_seeds or any(r.status != "ok" for r in done):
         return ""
     assert opts.seeds is not None and ref.row is not None  # eval rows come from a reference row

@@ -228,6 +228,9 @@ class LoadedConfig:
     # training seconds at which the embedded trainer also keeps its weights, evaluated after the run: only
     # `autorl fidelity`'s long seeds set them (LLMTrack.lengthen), never train.toml
     snapshot_s: tuple[float, ...] = ()
+    # the trial's rungs, (fraction of the budget, training seconds) each: set by the runner for the seeds it
+    # scores along the way (Track.with_rungs), never by train.toml
+    rungs: tuple[tuple[float, float], ...] = ()
 
 
 def load_train_config(

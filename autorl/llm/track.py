@@ -28,6 +28,10 @@ class LLMTrack:
     # (scripts/simulate_decisions.py: 86%; 5 seeds give 80%).
     default_seeds = 6
     default_backend = "embedded"
+    # Rungs at a quarter and half of the budget; the abort is off by default until real curves at the
+    # longer research budgets calibrate its margin (docs/statistics.md, "Early abort").
+    rungs = (0.25, 0.5)
+    abort_margin: float | None = None
 
     def backend_name(self, requested: str, machine: Machine | None) -> str:
         if requested != "auto":
@@ -83,6 +87,10 @@ class LLMTrack:
         its weights when its clock passes each (LoadedConfig.snapshot_s; the embedded backend), evaluated
         after the run into the seed's along.jsonl."""
         return dataclasses.replace(cfg, snapshot_s=tuple(along_s)) if along_s else cfg
+
+    def with_rungs(self, cfg: Any, budget_s: float) -> Any:
+        """The rungs at their training seconds (LoadedConfig.rungs; the embedded backend scores them)."""
+        return dataclasses.replace(cfg, rungs=tuple((f, f * budget_s) for f in self.rungs))
 
     def rows_at(
         self, seed_dir: Path, rows: list[dict[str, Any]], fraction: float

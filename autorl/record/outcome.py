@@ -28,7 +28,8 @@ class SeedOutcome(BaseModel):
     status: str = "?"
     """ok | crash | timeout | interrupted; `?` when no outcome.json was written."""
     stop_reason: str | None = None
-    """Why the training process ended: exited (on its own) | budget | hang | startup_cap | interrupted."""
+    """Why the training process ended: exited (on its own) | budget | aborted (at a rung: the early abort) |
+    hang | startup_cap | interrupted."""
     reason: str | None = None
     """The stop in words, as the trial's log line gives it."""
     error: str | None = None

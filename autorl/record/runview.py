@@ -231,7 +231,11 @@ def health_flags(
         )
     # Only a seed the budget stopped trained less for it: one that ran to its end (the classic track's step
     # horizon) did the same work, only later.
-    contended = [s for s in seeds if s.stop_reason == "budget" and (s.cpu_wait_share or 0.0) >= t.contended]
+    contended = [
+        s
+        for s in seeds
+        if s.stop_reason in ("budget", "aborted") and (s.cpu_wait_share or 0.0) >= t.contended
+    ]
     if contended:
         worst = max(contended, key=lambda s: s.cpu_wait_share or 0.0)
         flags.append(

@@ -35,6 +35,8 @@ import json, signal, sys, time
 from pathlib import Path
 mode, run_dir, quality = sys.argv[1], Path(sys.argv[2]), float(sys.argv[3])
 snapshots = [float(s) for s in sys.argv[4].split(",") if s]  # RunSpec.snapshot_s: seconds, earliest first
+rungs = [tuple(map(float, r.split(":"))) for r in sys.argv[5].split(",") if r]  # RunSpec.rungs: (f, s)
+rung_quality = quality - 0.03 if mode == "slow_start" else quality  # behind at its rungs, not at its end
 def emit(event, **kw):
     print("@@autorl " + json.dumps({"event": event, **kw}), flush=True)
 def save():
@@ -50,6 +52,7 @@ if mode == "slow_ready":  # a start-up like a first seed's wait for its warm sta
     time.sleep(1.5)
 emit("ready")
 started = time.monotonic()
+paused, rung_count = 0.0, len(rungs)
 if mode == "crash":
     emit("step", step=1, reward=0.1)
     print("Traceback (most recent call last):", flush=True)
@@ -81,6 +84,20 @@ for step in range(1, 10**6):
         (snap / "quality.txt").write_text(str(quality * at_s / (at_s + 1)))  # a curve that rises
         (snap / "snapshot.json").write_text(json.dumps({"at_s": at_s, "step": step}))
         emit("snapshot", step=step, at_s=at_s, path=str(snap))
+    if rungs and time.monotonic() - started - paused >= rungs[0][1]:  # as the embedded trainer scores them
+        fraction, at_s = rungs.pop(0)
+        k = rung_count - len(rungs)
+        emit("pause")
+        t0 = time.monotonic()
+        snap = run_dir / "snapshots" / f"rung-{k}"
+        snap.mkdir(parents=True)
+        (snap / "quality.txt").write_text(str(rung_quality))
+        go = run_dir / f"rung-{k}.go"
+        emit("rung", rung=k, fraction=fraction, at_s=at_s, step=step, weights=str(snap), go=str(go))
+        while not go.exists():  # a SIGTERM here (the early abort) saves and exits
+            time.sleep(0.01)
+        paused += time.monotonic() - t0
+        emit("resume")
     if mode == "finish" and step == 20:
         save(); emit("done"); sys.exit(0)
 """
@@ -107,6 +124,7 @@ class FakeBackend(Backend):
     """`slots`: how many seeds the fake machine runs at once; `modes`: a mode per seed index (else `mode`)."""
 
     name = "embedded"
+    scores_rungs = True  # its child pauses at the trial's rungs as the embedded trainer does
 
     def __init__(
         self,
@@ -130,12 +148,14 @@ class FakeBackend(Backend):
             "mode": self.mode,
             "seed": seed,
             "snapshot_s": list(getattr(cfg, "snapshot_s", ())),
+            "rungs": [list(r) for r in getattr(cfg, "rungs", ())],
         }
 
     def launch(self, cfg: Any, run_dir: Path, seed: int, slot: Slot = WHOLE_MACHINE) -> Launch:
         mode = self.modes.get(int(run_dir.name.removeprefix("seed-")), self.mode)
         argv = [sys.executable, str(self.dir / "fake_child.py"), mode, str(run_dir), str(self.quality)]
         argv.append(",".join(f"{s:g}" for s in getattr(cfg, "snapshot_s", ())))
+        argv.append(",".join(f"{f:g}:{s:g}" for f, s in getattr(cfg, "rungs", ())))
         return Launch(argv=argv, cwd=run_dir, cpus=slot.cpus)
 
     def plan_slots(self, cfg: Any, machine: Any) -> list[Slot]:

@@ -119,6 +119,10 @@ class RunSpec(BaseModel):
     # long seeds: evaluated after the run, the score along it; LoadedConfig.snapshot_s). The save is not
     # charged to the budget (a `pause`/`resume` around it).
     snapshot_s: list[float] = []
+    # The trial's rungs, (fraction of the budget, training seconds) each (autorl/record/rungs.py;
+    # LoadedConfig.rungs): at each the trainer pauses, keeps its weights in snapshots/rung-<k>/ for the runner
+    # to score, and waits for the runner's word to go on (a SIGTERM instead: the early abort).
+    rungs: list[tuple[float, float]] = []
     micro_batch_tokens: int = 0  # trainer forward/backward chunks (tokens); 0 = slots.py's CPU/GPU default
     vllm_gpu_memory_utilization: float = VLLM_GPU_FRACTION  # of the seed's GPU memory (gpu_share below)
     # Fraction of the GPU's memory this seed may use: the seed's Slot.gpu_share when k seeds share a GPU
@@ -235,6 +239,7 @@ class EmbeddedBackend(Backend):
     """
 
     name = "embedded"
+    scores_rungs = True
 
     def check(self, cfg: Any) -> None:
         from autorl.io.tomlcheck import ConfigError
@@ -246,7 +251,8 @@ class EmbeddedBackend(Backend):
             raise ConfigError("\n".join(f"{Path(str(cfg.path)).name}: {e}" for e in errors))
 
     def resolve(self, cfg: Any, run_dir: Path, seed: int, slot: Slot = WHOLE_MACHINE) -> dict[str, Any]:
-        return build_spec(cfg.model).model_copy(update={"snapshot_s": list(cfg.snapshot_s)}).model_dump()
+        update = {"snapshot_s": list(cfg.snapshot_s), "rungs": [list(r) for r in cfg.rungs]}
+        return build_spec(cfg.model).model_copy(update=update).model_dump()
 
     def launch(self, cfg: Any, run_dir: Path, seed: int, slot: Slot = WHOLE_MACHINE) -> Launch:
         run_dir = Path(run_dir)

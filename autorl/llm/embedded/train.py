@@ -44,7 +44,8 @@ saving), at ``max_steps``, and on SIGTERM/SIGINT: the current step is abandoned 
 optimizer update never lands), the weights of the last completed step are saved, and the process exits 0.
 A long seed of `autorl fidelity` (``snapshot_s``) also keeps a copy of its weights each time its training
 clock passes one of those seconds, in ``snapshots/at-<s>s/`` (the clock paused meanwhile: ``pause``,
-``resume``, then ``snapshot``); the runner evaluates them after the run (autorl/engine/seed.py).
+``resume``, then ``snapshot``); the runner evaluates them after the run (autorl/engine/seed.py). A rung
+(``rungs``) is kept in ``snapshots/rung-<k>/`` for the runner to score at once, the run paused (``rung``).
 
 Precision: float32 on CPU; on a GPU float32 master weights with bf16 autocast (prime-rl's default
 ``optimization_dtype = float32`` with bf16 compute). Seeded: python, numpy and torch RNGs, the sampling
@@ -198,7 +199,8 @@ class Trainer:
         self.last_save_seconds = 0.0
         self.metrics_path = self.run_dir / "metrics.jsonl"
         self.snapshots_due = sorted(spec.snapshot_s)  # training seconds still to pass (autorl fidelity)
-        self.paused_s = 0.0  # time spent saving snapshots: not charged to the budget
+        self.paused_s = 0.0  # time spent saving snapshots and at rungs: not charged to the budget
+        self.rungs_due = [(k, f, s) for k, (f, s) in enumerate(spec.rungs, 1)]  # (rung, fraction, seconds)
 
     def _samplers(self) -> tuple[HFSampler | VLLMSampler, ProcessSampler | None, str]:
         """(the sampler, the CPU's second-process sampler or None, the name the header prints): vLLM when
@@ -432,21 +434,37 @@ class Trainer:
         progress.emit("saved", step=self.step, path=str(final), seconds=round(self.last_save_seconds, 3))
         return final
 
+    def _keep(self, final: Path, at_s: float, trained_s: float) -> None:
+        """A copy of the weights at `final` (written beside, marked complete, renamed)."""
+        tmp = final.with_name(final.name + ".tmp")
+        self._write_weights(tmp, at_s=at_s, trained_s=round(trained_s, 3))
+        tmp.rename(final)
+
     def _snapshots(self, trained_s: float) -> None:
         """Keep a copy of the weights for each RunSpec.snapshot_s the training clock has passed, in
-        snapshots/at-<s>s/ (written beside, marked complete, renamed); the runner's clock is paused meanwhile,
-        and so is the one counted here."""
+        snapshots/at-<s>s/; the runner's clock is paused meanwhile, and so is the one counted here."""
         while self.snapshots_due and trained_s - self.paused_s >= self.snapshots_due[0]:
-            at_s = self.snapshots_due.pop(0)
+            at_s, start = self.snapshots_due.pop(0), time.perf_counter()
             progress.emit("pause")
-            start = time.perf_counter()
-            final = snapshot_dir(self.run_dir, at_s)
-            tmp = final.with_name(final.name + ".tmp")
-            self._write_weights(tmp, at_s=at_s, trained_s=round(trained_s - self.paused_s, 3))
-            tmp.rename(final)
+            self._keep(final := snapshot_dir(self.run_dir, at_s), at_s, trained_s - self.paused_s)
             self.paused_s += time.perf_counter() - start
             progress.emit("resume")
             progress.emit("snapshot", step=self.step, at_s=at_s, path=str(final))
+
+    def _rungs(self, trained_s: float) -> None:
+        """At each rung the training clock has passed: keep the weights in snapshots/rung-<k>/ for the runner
+        to score, then wait, paused, for its word (autorl.engine.progress.wait_for_go); a SIGTERM meanwhile
+        (the early abort) ends training as at the budget."""
+        while self.rungs_due and trained_s - self.paused_s >= self.rungs_due[0][2] and not self._stopping():
+            (k, fraction, at_s), start = self.rungs_due.pop(0), time.perf_counter()
+            go = self.run_dir / f"rung-{k}.go"
+            progress.emit("pause")
+            self._keep(final := self.run_dir / "snapshots" / f"rung-{k}", at_s, trained_s - self.paused_s)
+            where = {"rung": k, "fraction": fraction, "at_s": at_s, "step": self.step, "weights": str(final)}
+            progress.emit("rung", **where, go=str(go))
+            progress.wait_for_go(go, self._stopping)
+            self.paused_s += time.perf_counter() - start
+            progress.emit("resume")
 
     def _save_due(self) -> bool:
         interval = max(self.spec.save_interval_s, 20 * self.last_save_seconds)
@@ -559,6 +577,7 @@ class Trainer:
             f.write(json.dumps(row) + "\n")
         progress.emit("step", **row)
         self._snapshots(t3 - start)
+        self._rungs(t3 - start)
         if self._save_due():
             self.save()
 
