@@ -53,7 +53,7 @@ POWER = 0.80
 # `worse` spends at most this over all the looks (split evenly, `worse_alpha`). Not ALPHA: the reference is
 # the best kept trial, so it is often lucky, and a candidate as good as its config is then behind it by
 # chance. On real classic seeds against references drawn from the top 5% of their config's trials, an A/A
-# candidate was called `worse` 10.6% of the time at ALPHA, 2.8% at 0.01 (docs/statistics.md, "A lucky
+# candidate was called `worse` 11.8% of the time at ALPHA, 3.2% at 0.01 (docs/statistics.md, "A lucky
 # reference").
 WORSE_ALPHA = 0.01
 MAX_SEEDS_NEEDED = 64  # run.py's --seeds limit: beyond it the figure says "more than"
