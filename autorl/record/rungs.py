@@ -165,10 +165,14 @@ class AbortRule:
 
 
 def abort_text(seed_position: str, seed: int, score: RungScore, reference_run: str) -> str:
-    """The trial's `stopped_early:` line for an abort."""
+    """The trial's `stopped_early:` line for an abort (`score` judged by the rule: its reference and margin
+    set)."""
+    assert score.eval_score is not None and score.reference is not None and score.margin is not None
     return (
-        f"aborted {seed_position} (seed {seed}) at {score.describe().replace(': abort', '')} of "
-        f"{reference_run}: behind by more than the margin (--no-abort runs on)"
+        f"aborted {seed_position} (seed {seed}) at rung {score.rung} ({score.fraction:.0%} of the run, "
+        f"{score.at_s:.0f} s, step {score.step}): rung score {score.eval_score:.4f} below "
+        f"{score.reference - score.margin:.4f}, {reference_run}'s mean there {score.reference:.4f} less the "
+        f"margin {score.margin:.4f} ({score.reference_seeds} seeds); --no-abort runs on"
     )
 
 
