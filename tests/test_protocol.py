@@ -385,6 +385,29 @@ def test_tune_runs_trials_through_the_runner(root: Path) -> None:
         assert final == TRAIN
 
 
+def test_tune_prunes_a_trial_the_early_abort_stopped(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An aborted candidate (no full score: `stopped_early: aborted ...`) is a pruned Optuna trial and a
+    discarded row, not a crash."""
+    import optuna
+
+    (root / "train.toml").write_text(TRAIN)
+    (root / "space.toml").write_text('[lr]\nkey = "trainer.optim.lr"\nlow = 1e-6\nhigh = 1e-2\nlog = true\n')
+    runner = [sys.executable, str(FAKE_RUN)]
+    assert tune.run_tune(1, budget=1, runner=runner) == 0  # the baseline
+    monkeypatch.setenv("FAKE_RUN_ABORT", "1")
+    told = []
+    real_tell = optuna.study.Study.tell
+    monkeypatch.setattr(
+        optuna.study.Study, "tell", lambda self, *a, **k: told.append(k) or real_tell(self, *a, **k)
+    )
+    assert tune.run_tune(2, budget=1, runner=runner) == 0
+    rows = Ledger(root / "results.tsv").rows()
+    assert [r["decision"] for r in rows] == ["keep", "discard", "discard"]  # the baseline, two aborted
+    assert all(r["stopped_early"].startswith("aborted seed 1") and r["eval_score"] == "" for r in rows[1:])
+    assert [r["verdict"] for r in rows[1:]] == ["inconclusive", "inconclusive"]
+    assert told == [{"state": optuna.trial.TrialState.PRUNED}] * 2
+
+
 def test_tune_runs_candidates_side_by_side(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Optuna ask/tell with two run.py processes at once, each on its own config copy and cores."""
     monkeypatch.setenv("FAKE_RUN_SECONDS", "1.5")

@@ -442,7 +442,10 @@ class _Tuner:
             return
         score, status = _float(row.get("eval_score")), str(row.get("status") or "crash")
         verdict, run_id = str(row.get("verdict") or ""), str(row.get("run_id") or "")
-        if status != "ok" or score is None:
+        if status == "ok" and str(row.get("stopped_early") or "").startswith("aborted "):
+            self.study.tell(r.trial, state=optuna.trial.TrialState.PRUNED)  # the early abort: no full score
+            decision = "discard"
+        elif status != "ok" or score is None:
             self.study.tell(r.trial, state=optuna.trial.TrialState.FAIL)
             decision = "crash"
         else:

@@ -4,7 +4,9 @@ Not a trainer: it reads the config, turns it into a known score (peaked at lr = 
 not matter), writes a run directory with config.toml and per-example eval rows, and concludes the trial
 through the real autorl.engine.result (statistics against the reference, the ledger row, run.py's summary
 block, result.json). `lr = 0` (or a config that does not parse) exits 2 like an invalid config;
-FAKE_RUN_CRASH=1 crashes; FAKE_RUN_PRINT_BYTES=N prints N more bytes after its row is recorded.
+FAKE_RUN_CRASH=1 crashes; FAKE_RUN_PRINT_BYTES=N prints N more bytes after its row is recorded;
+FAKE_RUN_ABORT=1 stops a candidate's seed at its first rung as the early abort does (no eval rows, its
+`stopped_early: aborted ...` line).
 """
 # ruff: noqa: E402 (the start time is taken before the imports)
 
@@ -23,6 +25,7 @@ STARTED = time.time()  # before the imports: a busy machine can spread two proce
 import tomllib
 from pathlib import Path
 
+from autorl.engine.process import ChildResult
 from autorl.engine.result import TrialContext, conclude
 from autorl.engine.seed import SeedResult
 from autorl.engine.track import get_track
@@ -31,6 +34,7 @@ from autorl.io.jsonl import read_jsonl
 from autorl.record import stats
 from autorl.record.context import ResearchContext
 from autorl.record.ledger import Ledger
+from autorl.record.rungs import RungScore, abort_text
 
 N_EXAMPLES = 400
 
@@ -66,7 +70,13 @@ def main() -> int:
     # A noise-free world: example i succeeds iff i / N < p, so eval_score == p (to 1/N).
     p_success = 0.2 + 0.7 * math.exp(-((math.log10(lr) + 4.0) ** 2) / 2)
     seed = SeedResult(index=0, seed=n, dir=run_dir / "seed-0", status="crash" if crashed else "ok")
-    if not crashed:
+    reference = ledger.best_kept(ResearchContext(args.track, "e", "h", None))
+    aborted = os.environ.get("FAKE_RUN_ABORT") == "1" and reference is not None
+    if aborted:  # stopped at its first rung: its rung is its record, its end is not scored
+        seed.child = ChildResult("aborted", None, 0.1, 0.25, 0.0, 1, None, False, 0, 0.0)
+        rung = RungScore(rung=1, fraction=0.25, at_s=0.25, eval_score=0.0, reference=0.5, margin=0.1)
+        seed.rungs = [rung.model_copy(update={"decision": "abort", "reference_seeds": 2})]
+    elif not crashed:
         seed.eval_rows = [
             {
                 "seed": n,
@@ -86,7 +96,6 @@ def main() -> int:
         config_hash=hashlib.sha256(text.encode()).hexdigest()[:12],
         description=args.description,
     )
-    reference = ledger.best_kept(ctx.context)
     ref_rows = read_jsonl(paths.runs_dir() / reference["run_id"] / "eval.jsonl") if reference else []
     prior = get_track(args.track).seed_sd_prior
     result = conclude(
@@ -96,6 +105,7 @@ def main() -> int:
         reference,
         ref_rows,
         stats.noise_floor(rows, ctx.context, prior_sd=prior),
+        stopped_early=abort_text("seed 1", n, seed.rungs[0], reference["run_id"]) if aborted else "",
     )
     with open(run_dir / "eval.jsonl", "w") as f:
         f.writelines(json.dumps(r) + "\n" for r in result.rows)
