@@ -251,7 +251,7 @@ class EmbeddedBackend(Backend):
             raise ConfigError("\n".join(f"{Path(str(cfg.path)).name}: {e}" for e in errors))
 
     def resolve(self, cfg: Any, run_dir: Path, seed: int, slot: Slot = WHOLE_MACHINE) -> dict[str, Any]:
-        update = {"snapshot_s": list(cfg.snapshot_s), "rungs": [list(r) for r in cfg.rungs]}
+        update = {"snapshot_s": list(cfg.snapshot_s), "rungs": [tuple(r) for r in cfg.rungs]}
         return build_spec(cfg.model).model_copy(update=update).model_dump()
 
     def launch(self, cfg: Any, run_dir: Path, seed: int, slot: Slot = WHOLE_MACHINE) -> Launch:
