@@ -859,8 +859,8 @@ def main(argv: list[str] | None = None) -> int:
     if core:
         print(f"error: {core}", file=sys.stderr)
         return 2
+    from autorl.engine.console import EXIT_SIGNAL, Signals
     from autorl.engine.process import Stop
-    from autorl.engine.trial_run import EXIT_SIGNAL, _Signals
 
     stop = Stop()
     cuda, device = describe_device()
@@ -886,7 +886,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"error: could not set up the kit's root in {work}: {exc}", file=sys.stderr)
             return 1
         kit = Kit(settings, root, args.out, cuda, device, peak_for(device, args.peak_tflops), stop)
-        with _Signals(stop):  # run.py's handling: the first signal stops gracefully, a second kills
+        with Signals(stop):  # run.py's handling: the first signal stops gracefully, a second kills
             run_kit(kit, args.parts, header)
     finally:
         if not args.keep:

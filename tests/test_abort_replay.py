@@ -18,8 +18,9 @@ import pytest
 
 from autorl.classic.track import TRACK as CLASSIC
 from autorl.engine.process import ChildResult
-from autorl.engine.result import TrialContext, conclude
+from autorl.engine.result import Judging, TrialContext, conclude
 from autorl.engine.seed import SeedResult
+from autorl.engine.trial_types import Reference, Trained
 from autorl.record import rungs, stats
 from autorl.record.context import ResearchContext
 from autorl.record.ledger import Ledger, eval_rows_hash
@@ -158,7 +159,8 @@ def _concluded(ref, cand, ending, parallel: int, prior: float, ledger_row) -> st
         sr = SeedResult(k, 1000 + k, Path("/nonexistent"), child=child, eval_rows=[] if aborted else rows)
         sr.rungs = [rung.model_copy(update={"decision": "abort"})] if aborted else []
         results.append(sr)
-    result = conclude(ctx, results, [], {"run_id": "ref"}, ref_rows, noise, parallel=parallel)
+    reference = Reference([], {"run_id": "ref"}, ref_rows, noise)
+    result = conclude(ctx, Trained(results=results), reference, Judging(parallel))
     return result.verdict
 
 

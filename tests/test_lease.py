@@ -118,6 +118,7 @@ def test_a_trial_s_summary_says_how_long_its_seeds_waited_for_slots(tmp_path):
     trial that waited for nothing has no such line."""
     from autorl.engine.result import TrialContext, conclude
     from autorl.engine.seed import SeedResult
+    from autorl.engine.trial_types import Reference, Trained
     from autorl.record import stats
     from autorl.record.context import ResearchContext
 
@@ -129,7 +130,8 @@ def test_a_trial_s_summary_says_how_long_its_seeds_waited_for_slots(tmp_path):
             SeedResult(index=k, seed=k, dir=tmp_path / f"seed-{k}", eval_rows=rows, slot_wait_s=w)
             for k, w in enumerate(waits)
         ]
-        return conclude(ctx, seeds, [], None, [], stats.NoiseFloor(prior_sd=0.05)).summary_lines()
+        nothing = Reference([], None, [], stats.NoiseFloor(prior_sd=0.05))
+        return conclude(ctx, Trained(results=seeds), nothing).summary_lines()
 
     assert summary([12.0, 0.2, 30.5])["slot_wait_seconds"] == "42.5 (2 seed(s) waited for their slot)"
     assert "slot_wait_seconds" not in summary([0.0, 0.4])

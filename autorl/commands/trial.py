@@ -16,18 +16,11 @@ from typing import Any
 
 from autorl.engine import warm
 from autorl.engine.backend import Backend
+from autorl.engine.console import EXIT_CRASH, EXIT_OK, EXIT_SIGNAL, invalid, print_summary, say
 from autorl.engine.options import RunOptions
 from autorl.engine.track import Track, get_track
-from autorl.engine.trial_run import (
-    EXIT_CRASH,
-    EXIT_OK,
-    EXIT_SIGNAL,
-    Setup,
-    invalid,
-    print_summary,
-    run_trial,
-    say,
-)
+from autorl.engine.trial_run import run_trial
+from autorl.engine.trial_types import Setup
 from autorl.io import paths
 from autorl.io.cliargs import DEFAULT_BUDGET_S, QUICK_BUDGET_S, add_flags, from_args
 from autorl.io.harness import dirty_harness_files
@@ -68,13 +61,20 @@ def resolved_toml(resolved: dict[str, Any]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """run.py: the flags, then the trial validated, refused, prepared and run; exit 2 on bad input."""
     opts = parse_options(argv)
     if opts.explain is not None:  # documentation only: nothing validated, run or recorded
         from autorl.commands.configdoc import explain
 
         return explain(opts.explain, opts.track, paths.repo_root(), opts.config)
     try:
-        return _main(opts)
+        setup, machine = _validated(opts)  # 1. the config, before anything heavy
+        if opts.dry_run:
+            return dry_run(setup)
+        ready = ready_to_train(setup, machine)  # 2.-4. refusals, data, the machine prepared
+        return EXIT_CRASH if ready is None else run_trial(ready)
+    except Invalid as exc:
+        return invalid(str(exc))
     except KeyboardInterrupt:  # before the trial's own handlers are installed (validation, prepare)
         print("\n[trial] interrupted before training started: nothing recorded", file=sys.stderr, flush=True)
         return EXIT_SIGNAL[signal.SIGINT]
@@ -84,25 +84,17 @@ class Invalid(Exception):
     """Bad input found while setting a trial up: exit 2 with this message, nothing run, nothing recorded."""
 
 
-def _main(opts: RunOptions) -> int:
-    try:
-        setup, machine = _validated(opts)
-        if opts.dry_run:
-            return dry_run(setup)
-        # 2.-3. The committed harness, a ledger and directories a row can be recorded in, the backend found.
-        if problem := refusal_before_training(setup.opts, setup.root, setup.backend):
-            raise Invalid(problem)
-        if problems := setup.track.data_problems(setup.cfg):
-            raise Invalid("\n".join(problems))
-        # 4. Prepare once per machine, and again when the builtin model's recipe changed.
-        if reason := setup.track.prepare_reason(machine):
-            prepared = _prepare(setup, reason)
-            if prepared is None:
-                return EXIT_CRASH
-            setup = prepared
-    except Invalid as exc:
-        return invalid(str(exc))
-    return run_trial(setup)
+def ready_to_train(setup: Setup, machine: Machine | None) -> Setup | None:
+    """2.-3. The committed harness, a ledger and directories a row can be recorded in, the backend found, the
+    training data readable; 4. the machine prepared once, and again when the builtin model's recipe changed
+    (None: preparing failed). Raises Invalid."""
+    if problem := refusal_before_training(setup.opts, setup.root, setup.backend):
+        raise Invalid(problem)
+    if problems := setup.track.data_problems(setup.cfg):
+        raise Invalid("\n".join(problems))
+    if reason := setup.track.prepare_reason(machine):
+        return _prepare(setup, reason)
+    return setup
 
 
 def _validated(opts: RunOptions) -> tuple[Setup, Machine | None]:

@@ -18,6 +18,7 @@ from typing import Any
 
 from autorl.engine.seed import SeedResult, worst_status
 from autorl.engine.track import training_budget
+from autorl.engine.trial_types import Reference, Trained
 from autorl.io import paths
 from autorl.record import stats
 from autorl.record.context import QUICK, ResearchContext
@@ -248,58 +249,47 @@ def parallel_note(reference: dict[str, str] | None, parallel: int) -> str:
     )
 
 
+@dataclass(frozen=True)
+class Judging:
+    """How a trial's verdict is judged: `parallel` seeds a wave; `sequential`: it looked after each wave (no
+    --all-seeds), so its verdict is judged at the level of the look it ended at (stats.sequential_verdict);
+    `interrupted`: a signal stopped it; `quick`: run.py --quick, whose verdict is `quick` (no reference,
+    never a baseline)."""
+
+    parallel: int = 1
+    sequential: bool = True
+    interrupted: bool = False
+    quick: bool = False
+
+
 def conclude(
     ctx: TrialContext,
-    seeds: list[SeedResult],
-    base_rows: list[dict[str, Any]],
-    reference: dict[str, str] | None,
-    ref_rows: list[dict[str, Any]],
-    noise: stats.NoiseFloor,
-    stopped_early: str = "",
+    trained: Trained,
+    ref: Reference,
+    judging: Judging = Judging(),  # noqa: B008 (frozen: one shared default is safe)
     extras_fn: Callable[[list[dict[str, Any]]], dict[str, str]] | None = None,
-    parallel: int = 1,
-    interrupted: bool = False,
-    sequential: bool = True,
-    quick: bool = False,
 ) -> TrialResult:
-    """Pool the seeds' eval rows and compare them with the reference.
-
-    `noise` is the ledger's noise floor (with the track's prior). `extras_fn(rows)` returns the backend's
-    summary extras. `sequential`: the trial looked after each wave (no --all-seeds), so its verdict is
-    judged at the level of the look it ended at (stats.sequential_verdict). `quick`: run.py --quick, whose
-    verdict is `quick` (no reference; never a baseline).
-    """
-    seeds = sorted(seeds, key=lambda s: s.index)
+    """Pool the seeds' eval rows and compare them with the reference (`ref.noise`: the ledger's noise floor,
+    with the track's prior). `extras_fn(rows)` returns the backend's summary extras."""
+    seeds = sorted(trained.results, key=lambda s: s.index)
     rows = [r for s in seeds for r in s.eval_rows]
-    status = worst_status(s.status for s in seeds)
-    if interrupted:
-        status = "interrupted"
+    status = "interrupted" if judging.interrupted else worst_status(s.status for s in seeds)
     score = stats.eval_score(rows) if rows else None
-    base_score = stats.eval_score(base_rows) if base_rows else None
+    base_score = stats.eval_score(trained.base_rows) if trained.base_rows else None
     ci: tuple[float | None, float | None] = (None, None)
     if rows:
         # One seed: widen the interval by the seed-to-seed spread, which a bootstrap over examples can't see.
-        ci = stats.confidence_interval(rows, seed_sd=noise.sd if len(seeds) == 1 else None)
+        ci = stats.confidence_interval(rows, seed_sd=ref.noise.sd if len(seeds) == 1 else None)
         low, high = ctx.score_range
         ci = (min(max(ci[0], low), high), min(max(ci[1], low), high))
     comparison = None
-    if reference is not None and rows and status == "ok" and ref_rows:
-        comparison = stats.compare(rows, ref_rows, noise=noise)
+    if ref.row is not None and rows and status == "ok" and ref.eval_rows:
+        comparison = stats.compare(rows, ref.eval_rows, noise=ref.noise)
     # judged at the level of the look it ended at: with interim looks, each look spends part of ALPHA
     planned = ctx.seeds_planned or len(seeds)
-    look = stats.looks(len(seeds), planned, parallel) if sequential else (1, 1)
-    # a seed stopped at a rung (the early abort): the seeds that ran to the end may say `worse`, never
-    # `improved`; none ran to the end: nothing decided
+    look = stats.looks(len(seeds), planned, judging.parallel) if judging.sequential else (1, 1)
     aborted = any(s.aborted is not None for s in seeds)
-    if quick:  # run.py --quick: compared with nothing, never a baseline
-        verdict = QUICK
-    elif comparison is not None:
-        verdict = stats.sequential_verdict(comparison, *look)
-        verdict = "inconclusive" if aborted and verdict == "improved" else verdict
-    elif aborted and status == "ok":
-        verdict = "inconclusive"
-    else:
-        verdict = "baseline" if reference is None and status == "ok" else "n/a"
+    reference = ref.row
     return TrialResult(
         ctx=ctx,
         seeds=seeds,
@@ -313,18 +303,41 @@ def conclude(
         reference_run=reference["run_id"]
         if reference is not None and (comparison is not None or aborted)
         else "",
-        verdict=verdict,
-        stopped_early=stopped_early,
+        verdict=verdict_of(comparison, look, reference is not None, status, aborted, judging.quick),
+        stopped_early=trained.stopped_early,
         note="; ".join(
             n
-            for n in (ceiling_note(reference, ci, ctx.score_range[1]), parallel_note(reference, parallel))
+            for n in (
+                ceiling_note(reference, ci, ctx.score_range[1]),
+                parallel_note(reference, judging.parallel),
+            )
             if n
         ),
         extras=extras_fn(rows) if extras_fn is not None and rows else {},
-        parallel=parallel,
+        parallel=judging.parallel,
         health=health(ctx.run_dir, score, base_score, training_budget(ctx.context.track, ctx.context.budget)),
         look=look,
     )
+
+
+def verdict_of(
+    comparison: stats.Comparison | None,
+    look: tuple[int, int],
+    has_reference: bool,
+    status: str,
+    aborted: bool,
+    quick: bool,
+) -> str:
+    """The trial's verdict. A seed stopped at a rung (the early abort): the seeds that ran to the end may
+    say `worse`, never `improved`; none ran to the end: nothing decided (`inconclusive`)."""
+    if quick:  # run.py --quick: compared with nothing, never a baseline
+        return QUICK
+    if comparison is not None:
+        verdict = stats.sequential_verdict(comparison, *look)
+        return "inconclusive" if aborted and verdict == "improved" else verdict
+    if aborted and status == "ok":
+        return "inconclusive"
+    return "baseline" if not has_reference and status == "ok" else "n/a"
 
 
 def health(

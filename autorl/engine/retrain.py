@@ -69,18 +69,18 @@ def run_jobs(
     """The jobs (autorl.engine.pool.SeedJob, each with its config and split) in one pool on the plan's slots,
     or as Ray tasks on the cluster at `ray`; None when a signal stopped them (the seeds that finished keep
     their files). RetrainError when the cluster cannot take them (nothing ran)."""
+    from autorl.engine.console import Signals
     from autorl.engine.live import LiveView
     from autorl.engine.options import RunOptions
     from autorl.engine.pool import PoolRun, run_local
     from autorl.engine.process import Stop
     from autorl.engine.ray_pool import cluster_for, run_ray
-    from autorl.engine.trial_run import _Signals
     from autorl.io.harness import harness_hash
     from autorl.io.tomlcheck import ConfigError
 
     opts = RunOptions(budget=budget, ray=ray)
     stop = Stop()
-    with _Signals(stop), LiveView(budget) as view, warm.starters(stop):
+    with Signals(stop), LiveView(budget) as view, warm.starters(stop):
         run = PoolRun(backend, None, list(jobs), opts.budget_spec(), the_plan, stop, lambda done: "", report)
         try:
             cluster = cluster_for(opts, the_plan, harness_hash(paths.repo_root()), stop)

@@ -215,7 +215,7 @@ def run_seed(
             since = time.time()
             try:
                 scorer = RungScorer(result, backend, cfg, split, stop, judge or Judge())
-                return _run_seed(result, backend, cfg, spec, on_event, stop, split, scorer)
+                return train_and_evaluate(result, backend, cfg, spec, on_event, stop, split, scorer)
             finally:
                 result.held = (since, time.time())
     finally:
@@ -245,7 +245,7 @@ def write_outcome(result: SeedResult) -> None:
     ).write(result.dir)
 
 
-def _run_seed(
+def train_and_evaluate(
     result: SeedResult,
     backend: Backend,
     cfg: Any,
@@ -255,6 +255,8 @@ def _run_seed(
     split: str,
     on_rung: RungScorer,
 ) -> SeedResult:
+    """The seed on its slot: the child launched and followed under the budget (its rungs scored on the way),
+    its weights collected, then its fixed eval (none after a stop or an abort); `result` filled in."""
     seed, slot, seed_dir = result.seed, result.slot, result.dir
     write_resolved(backend, cfg, seed_dir, seed, slot)
     launch = backend.launch(cfg, seed_dir, seed, slot)

@@ -1,9 +1,6 @@
-"""Running a validated trial: base eval -> seeds under the budget in waves (an interim look after each) ->
-statistics -> summary -> one ledger row, whatever fails.
-
-autorl/commands/trial.py validates and prepares (run.py's command) and hands a `Setup` to `run_trial`. What
-differs between the LLM and the classic track is asked of the track (autorl/engine/track.py); a seed is
-autorl/engine/seed.py's unit of work; the summary and the ledger row are built by autorl/engine/result.py.
+"""A trial, told by `run_trial` from the validated setup to its one ledger row: refuse before training, plan,
+train the seeds in waves with a look after each, conclude, record. Whatever fails, a trial that trained
+leaves a row. What differs between the tracks is asked of the track; a seed is the engine's unit of work.
 """
 
 from __future__ import annotations
@@ -16,21 +13,29 @@ import json
 import os
 import shutil
 import signal
-import sys
 import threading
 import time
 import traceback
-from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from autorl.engine import warm
-from autorl.engine.backend import Backend
+from autorl.engine.console import (
+    EXIT_CRASH,
+    EXIT_OK,
+    EXIT_SIGNAL,
+    Signals,
+    invalid,
+    print_summary,
+    report_seed,
+    say,
+)
 from autorl.engine.options import RunOptions
 from autorl.engine.process import Stop
 from autorl.engine.seed import Judge, SeedResult
 from autorl.engine.track import Track
+from autorl.engine.trial_types import Reference, Setup, Trained
 from autorl.io import atomic, paths
 from autorl.io.harness import commit_short, harness_hash
 from autorl.io.jsonl import eval_rows_problem, read_jsonl
@@ -44,222 +49,48 @@ if TYPE_CHECKING:
     from autorl.engine.result import TrialContext, TrialResult
     from autorl.engine.slots import Plan
     from autorl.record.ledger import Ledger
-    from autorl.record.rungs import AbortRule
-    from autorl.record.stats import NoiseFloor
-
-
-EXIT_OK, EXIT_CRASH, EXIT_INVALID = 0, 1, 2
-
-
-EXIT_SIGNAL = {signal.SIGINT: 130, signal.SIGTERM: 143}  # 128 + the signal, as a shell reports it
-
-
-def say(msg: str) -> None:
-    print(f"[trial] {msg}", flush=True)
-
-
-def harness_seeds(run_id: str, n: int) -> list[int]:
-    """Seeds are the harness's: derived from the run id, different every trial, recorded in the ledger."""
-    base = int(hashlib.sha256(run_id.encode()).hexdigest()[:8], 16) % 1_000_000
-    return [base + k for k in range(n)]
-
-
-def new_run_dir(commit: str) -> tuple[str, Path]:
-    stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
-    runs = paths.runs_dir()
-    runs.mkdir(parents=True, exist_ok=True)
-    for suffix in ["", *(f"-{i}" for i in range(2, 100))]:
-        run_id = f"{stamp}-{commit}{suffix}"
-        try:
-            (runs / run_id).mkdir()
-            return run_id, runs / run_id
-        except FileExistsError:
-            continue
-    raise RuntimeError("could not create a run directory")
-
-
-def config_diff_vs_baseline(ledger_rows: list[dict[str, str]], track: str, text: str) -> str:
-    """Diff of this trial's config against the first trial of the track (the baseline) in results.tsv."""
-    for row in ledger_rows:
-        if row.get("track") == track and not is_quick(row):
-            base_cfg = paths.run_config_file(row["run_id"])
-            if base_cfg.exists():
-                return "".join(
-                    difflib.unified_diff(
-                        base_cfg.read_text().splitlines(keepends=True),
-                        text.splitlines(keepends=True),
-                        f"baseline ({row['run_id']})",
-                        "this trial",
-                    )
-                )
-            break
-    return ""
-
-
-def print_summary(lines: dict[str, str], run_dir: Path | None) -> None:
-    block = "---\n" + "".join(f"{k}: {v}\n" for k, v in lines.items())
-    sys.stdout.write(block)
-    sys.stdout.flush()
-    if run_dir is not None:
-        try:
-            atomic.write_text(run_dir / "summary.txt", block)
-        except OSError as e:
-            say(f"summary.txt not saved: {e.strerror or e} (the summary above is complete)")
-
-
-def invalid(message: str) -> int:
-    """A refusal: `status: invalid`, always exit 2, nothing run, nothing recorded."""
-    print(f"error: {message}", file=sys.stderr, flush=True)
-    print_summary({"status": "invalid"}, None)
-    return EXIT_INVALID
-
-
-@dataclass(frozen=True)
-class Setup:
-    """A validated trial before it runs: the flags (config path and seed count resolved), the track, the
-    backend (its name and the object) and the config it validated."""
-
-    opts: RunOptions
-    track: Track
-    backend_name: str
-    backend: Backend
-    cfg: Any
-    root: Path
-
-    @property
-    def config_path(self) -> Path:
-        assert self.opts.config is not None  # resolved by _validated
-        return self.opts.config
-
-
-def base_eval_rows(
-    backend, cfg, cache_key: str, run_dir: Path, stop: Stop
-) -> tuple[list[dict[str, Any]], str | None]:
-    """The untrained model on the same eval: computed once per (model, eval set, harness) and cached.
-
-    The eval writes into this trial's run directory; the cache gets a copy through the atomic writer, so
-    two trials filling the same cache entry at once never share a file."""
-    from autorl.engine.seed import run_eval
-
-    cache = paths.cache_dir() / f"base-{cache_key}.jsonl"
-    if cache.exists() and not eval_rows_problem(cached := read_jsonl(cache)):
-        return cached, None  # a corrupt cache is computed again
-    say("evaluating the untrained base model (once; cached for later trials)")
-    cache.parent.mkdir(parents=True, exist_ok=True)
-    out = run_dir / "base_eval.jsonl"
-    rows, _, error = run_eval(backend.eval_command(cfg, None, out), out, run_dir / "base_eval.log", stop)
-    if error is None and not stop:
-        atomic.write_text(cache, "".join(json.dumps(r) + "\n" for r in rows))
-    return rows, error
-
-
-class _Signals:
-    """SIGINT/SIGTERM during a trial: the first stops it gracefully, a second kills every child at once."""
-
-    def __init__(self, stop: Stop) -> None:
-        self.stop = stop
-        self.previous: dict[int, Any] = {}
-
-    def __enter__(self) -> _Signals:
-        if threading.current_thread() is threading.main_thread():
-            for sig in EXIT_SIGNAL:
-                self.previous[sig] = signal.signal(sig, self._handle)
-        return self
-
-    def _handle(self, signum: int, frame: object) -> None:
-        if not self.stop.request(signum):
-            return
-        name = signal.Signals(signum).name
-        if not self.stop.hard.is_set():
-            print(
-                f"\n[trial] {name}: stopping (running seeds save their weights; no new seed or eval "
-                "starts). Send it again to kill everything now.",
-                file=sys.stderr,
-                flush=True,
-            )
-        else:
-            print(f"\n[trial] {name} again: killing every process of the trial", file=sys.stderr, flush=True)
-
-    def __exit__(self, *exc: object) -> None:
-        for sig, handler in self.previous.items():
-            signal.signal(sig, handler)
 
 
 def run_trial(setup: Setup) -> int:
-    stop = Stop()
-    with _Signals(stop):
-        code = _run_trial(setup, stop)
-    if stop:
-        return EXIT_SIGNAL.get(stop.signum or signal.SIGINT, 130)
-    return code
-
-
-@dataclass(frozen=True)
-class Reference:
-    """What the trial is compared with, read once before it runs (the ledger does not change during it), so
-    that a multi-seed trial can stop early when the candidate is behind after some of its seeds."""
-
-    ledger_rows: list[dict[str, str]]
-    row: dict[str, str] | None  # the best kept trial of the same eval set, harness and budget
-    eval_rows: list[dict[str, Any]]  # its eval rows, checked against the hash its row recorded
-    noise: NoiseFloor  # one noise floor serves every interim look and the verdict
-    abort: AbortRule | None = None  # the early abort against its rungs (None: off, `abort_note` says why)
-    abort_note: str = ""
-
-
-@dataclass
-class Trained:
-    """What the seeds left: the base model's eval rows, the seeds' results, why the trial stopped adding
-    seeds ("" = it did not) and the fault of the harness that ended it ("" = none)."""
-
-    base_rows: list[dict[str, Any]] = field(default_factory=list)
-    results: list[SeedResult] = field(default_factory=list)
-    stopped_early: str = ""
-    failure: str = ""
-
-
-def _run_trial(setup: Setup, stop: Stop) -> int:
+    """The trial: 0 when it recorded an ok row, 1 a crash, 2 a refusal (nothing run or recorded), 128 + the
+    signal when a signal stopped it (its row says `interrupted`)."""
     from autorl.engine.ray_pool import cluster_for
     from autorl.engine.slots import plan
     from autorl.record.ledger import Ledger, LedgerError
 
-    t0 = time.monotonic()
-    ledger = Ledger(paths.results_file())
-    context = ResearchContext(
-        setup.track.name, setup.track.eval_hash(setup.cfg), harness_hash(setup.root), setup.opts.budget
-    )
-    the_plan = plan(setup.backend, setup.cfg, setup.opts)
-    try:
-        ref = read_reference(ledger, setup.track, context, quick=setup.opts.quick)
-        # --ray: connected and probed before the run directory (a cluster unfit for the trial is bad input)
-        cluster = cluster_for(setup.opts, the_plan, context.harness_hash, stop)
-    except (LedgerError, ConfigError) as exc:
-        return invalid(str(exc))
-    ref = with_abort(ref, setup)
-    if why := claims.already_ran(ref.ledger_rows, context, setup.cfg.config_hash, setup.opts.rerun):
-        return invalid(why)
-    ctx = new_context(setup, context)
-    diff = config_diff_vs_baseline(ref.ledger_rows, setup.track.name, setup.cfg.text)
-    try:  # the config in flight, for every other trial on this ledger (autorl/record/claims.py)
-        mine = claims.claim(context, ctx.run_id, ctx.config_hash, ctx.description, diff)
-    except claims.ClaimError as exc:
-        shutil.rmtree(ctx.run_dir, ignore_errors=True)
-        return invalid(str(exc))
-    try:
-        trained = _train(setup, ctx, the_plan, cluster, ref, stop, diff)
-    except ConfigError as exc:
-        claims.release(mine, context)
-        shutil.rmtree(ctx.run_dir, ignore_errors=True)
-        return invalid(str(exc))
-    except Exception as exc:  # a fault of the harness during the trial: the row says what happened
-        traceback.print_exc()
-        trained = Trained(failure=f"{type(exc).__name__}: {exc}")
-    try:
-        result = _conclude(setup, ctx, the_plan.parallel, ref, trained, stop)
-        result.total_seconds = time.monotonic() - t0
-        record(result, ledger, trained.failure)
-    finally:  # its row is in the ledger now (or printed to be appended): no longer in flight
-        claims.release(mine, context)
+    stop, t0 = Stop(), time.monotonic()
+    with Signals(stop):
+        ledger = Ledger(paths.results_file())
+        context = ResearchContext(
+            setup.track.name, setup.track.eval_hash(setup.cfg), harness_hash(setup.root), setup.opts.budget
+        )
+        the_plan = plan(setup.backend, setup.cfg, setup.opts)
+        try:  # 1. refuse before training: the reference unusable, a cluster unfit (bad input)
+            ref = with_abort(read_reference(ledger, setup.track, context, quick=setup.opts.quick), setup)
+            cluster = cluster_for(setup.opts, the_plan, context.harness_hash, stop)
+        except (LedgerError, ConfigError) as exc:
+            return invalid(str(exc))
+        if why := claims.already_ran(ref.ledger_rows, context, setup.cfg.config_hash, setup.opts.rerun):
+            return invalid(why)
+        ctx = new_context(setup, context)
+        diff = config_diff_vs_baseline(ref.ledger_rows, setup.track.name, setup.cfg.text)
+        try:  # 2. the config claimed while it trains, for every other trial on this ledger
+            with claims.held(context, ctx.run_id, ctx.config_hash, ctx.description, diff):
+                try:  # 3. the seeds in waves, a look after each
+                    trained = train(setup, ctx, the_plan, cluster, ref, stop, diff)
+                except ConfigError:
+                    raise
+                except Exception as exc:  # a fault of the harness during the trial: the row says it
+                    traceback.print_exc()
+                    trained = Trained(failure=f"{type(exc).__name__}: {exc}")
+                result = conclude_trial(setup, ctx, the_plan.parallel, ref, trained, stop)  # 4. the verdict
+                result.total_seconds = time.monotonic() - t0
+                record(result, ledger, trained.failure)  # 5. its files and its row
+        except (claims.ClaimError, ConfigError) as exc:  # refused at the claim, or by the backend at launch
+            shutil.rmtree(ctx.run_dir, ignore_errors=True)
+            return invalid(str(exc))
+    if stop:
+        return EXIT_SIGNAL.get(stop.signum or signal.SIGINT, 130)
     return EXIT_OK if result.status == "ok" else EXIT_CRASH
 
 
@@ -333,7 +164,7 @@ def new_context(setup: Setup, context: ResearchContext) -> TrialContext:
     )
 
 
-def _train(
+def train(
     setup: Setup,
     ctx: TrialContext,
     the_plan: Plan,
@@ -349,7 +180,7 @@ def _train(
     from autorl.engine.pool import PoolRun, SeedJob, run_local
 
     opts, run_dir = setup.opts, ctx.run_dir
-    assert opts.seeds is not None  # resolved by _validated
+    assert opts.seeds is not None  # resolved by the command's validation
     seeds = harness_seeds(ctx.run_id, opts.seeds)
     atomic.write_text(run_dir / "config.toml", setup.cfg.text)
     atomic.write_text(run_dir / "config.diff", diff)
@@ -363,9 +194,7 @@ def _train(
     cfg = setup.track.with_rungs(setup.cfg, opts.budget_spec().budget_s) if scored else setup.cfg
     if stop:  # it came while connecting to Ray: nothing is started
         return Trained()
-    with warm.starters(
-        stop
-    ):  # the children fork from processes that imported torch once (autorl/engine/warm.py)
+    with warm.starters(stop):  # the children fork from processes that imported torch once
         base_rows = _base_eval(setup, ctx, stop)
         if stop:
             return Trained(base_rows)
@@ -403,6 +232,27 @@ def _base_eval(setup: Setup, ctx: TrialContext, stop: Stop) -> list[dict[str, An
     if base_error and not stop:
         say(f"warning: base model eval failed: {base_error}")
     return base_rows
+
+
+def base_eval_rows(
+    backend, cfg, cache_key: str, run_dir: Path, stop: Stop
+) -> tuple[list[dict[str, Any]], str | None]:
+    """The untrained model on the same eval: computed once per (model, eval set, harness) and cached.
+
+    The eval writes into this trial's run directory; the cache gets a copy through the atomic writer, so
+    two trials filling the same cache entry at once never share a file."""
+    from autorl.engine.seed import run_eval
+
+    cache = paths.cache_dir() / f"base-{cache_key}.jsonl"
+    if cache.exists() and not eval_rows_problem(cached := read_jsonl(cache)):
+        return cached, None  # a corrupt cache is computed again
+    say("evaluating the untrained base model (once; cached for later trials)")
+    cache.parent.mkdir(parents=True, exist_ok=True)
+    out = run_dir / "base_eval.jsonl"
+    rows, _, error = run_eval(backend.eval_command(cfg, None, out), out, run_dir / "base_eval.log", stop)
+    if error is None and not stop:
+        atomic.write_text(cache, "".join(json.dumps(r) + "\n" for r in rows))
+    return rows, error
 
 
 def abort_stop(results: list[SeedResult], ref: Reference) -> str:
@@ -446,46 +296,65 @@ def interim_look(opts: RunOptions, the_plan: Plan, ref: Reference, done: list[Se
     return why
 
 
-def report_seed(result: SeedResult) -> None:
-    """A finished seed's lines, printed as it finishes."""
-    for line in result.log:
-        say(line)
-    if result.error:
-        print(result.error, flush=True)
-
-
-def _conclude(
+def conclude_trial(
     setup: Setup, ctx: TrialContext, parallel: int, ref: Reference, trained: Trained, stop: Stop
 ) -> TrialResult:
     """The statistics, the summary and the row; a fault here still gives a row, with the reason."""
-    from autorl.engine.result import conclude
+    from autorl.engine.result import Judging, conclude
 
-    results = trained.results
+    judging = Judging(parallel, not setup.opts.all_seeds, bool(stop), setup.opts.quick)
+    outcomes = [s.outcome for s in trained.results if s.outcome]
     try:
         result = conclude(
-            ctx,
-            results,
-            trained.base_rows,
-            ref.row,
-            ref.eval_rows,
-            ref.noise,
-            stopped_early=trained.stopped_early,
-            extras_fn=lambda rows: setup.backend.summary_extras(
-                setup.cfg, [s.outcome for s in results if s.outcome], rows
-            ),
-            parallel=parallel,
-            interrupted=bool(stop),
-            sequential=not setup.opts.all_seeds,
-            quick=setup.opts.quick,
+            ctx, trained, ref, judging, lambda rows: setup.backend.summary_extras(setup.cfg, outcomes, rows)
         )
     except Exception as exc:  # the statistics or a backend's extras failed: still one row, with the reason
         traceback.print_exc()
         trained.failure = trained.failure or f"{type(exc).__name__}: {exc}"
-        result = conclude(ctx, [], [], None, [], ref.noise, parallel=parallel)  # nothing to fail on
+        nothing = dataclasses.replace(ref, row=None, eval_rows=[])
+        result = conclude(ctx, Trained(), nothing, Judging(parallel))  # nothing to fail on
     if stop:
-        evaluated = sum(1 for s in results if s.evaluated)
+        evaluated = sum(1 for s in trained.results if s.evaluated)
         say(f"stopped by a signal: {evaluated} seed(s) evaluated; recording the trial as interrupted")
     return result
+
+
+def harness_seeds(run_id: str, n: int) -> list[int]:
+    """Seeds are the harness's: derived from the run id, different every trial, recorded in the ledger."""
+    base = int(hashlib.sha256(run_id.encode()).hexdigest()[:8], 16) % 1_000_000
+    return [base + k for k in range(n)]
+
+
+def new_run_dir(commit: str) -> tuple[str, Path]:
+    stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
+    runs = paths.runs_dir()
+    runs.mkdir(parents=True, exist_ok=True)
+    for suffix in ["", *(f"-{i}" for i in range(2, 100))]:
+        run_id = f"{stamp}-{commit}{suffix}"
+        try:
+            (runs / run_id).mkdir()
+            return run_id, runs / run_id
+        except FileExistsError:
+            continue
+    raise RuntimeError("could not create a run directory")
+
+
+def config_diff_vs_baseline(ledger_rows: list[dict[str, str]], track: str, text: str) -> str:
+    """Diff of this trial's config against the first trial of the track (the baseline) in results.tsv."""
+    for row in ledger_rows:
+        if row.get("track") == track and not is_quick(row):
+            base_cfg = paths.run_config_file(row["run_id"])
+            if base_cfg.exists():
+                return "".join(
+                    difflib.unified_diff(
+                        base_cfg.read_text().splitlines(keepends=True),
+                        text.splitlines(keepends=True),
+                        f"baseline ({row['run_id']})",
+                        "this trial",
+                    )
+                )
+            break
+    return ""
 
 
 def record(result, ledger, failure: str = "") -> None:

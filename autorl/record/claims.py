@@ -20,7 +20,8 @@ import hashlib
 import json
 import os
 import socket
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from datetime import datetime
 from pathlib import Path
@@ -133,6 +134,19 @@ def already_ran(
         f"this exact config already ran in {last['run_id']} ({last.get('agent') or 'no agent'}: {outcome}): "
         f"its row is the outcome; a planned re-run of it says --rerun {last['run_id']}"
     )
+
+
+@contextmanager
+def held(
+    context: ResearchContext, run_id: str, config_hash: str, description: str, diff: str
+) -> Iterator[Claim]:
+    """The config claimed for the block (raises ClaimError when another trial has it), released at its end
+    however it ends: the trial's row is in the ledger by then, or it recorded none."""
+    mine = claim(context, run_id, config_hash, description, diff)
+    try:
+        yield mine
+    finally:
+        release(mine, context)
 
 
 def release(mine: Claim, context: ResearchContext) -> None:

@@ -29,6 +29,7 @@ from autorl.engine.process import ChildResult
 from autorl.engine.result import TrialContext, conclude
 from autorl.engine.seed import SeedResult
 from autorl.engine.track import get_track
+from autorl.engine.trial_types import Reference, Trained
 from autorl.io import paths
 from autorl.io.jsonl import read_jsonl
 from autorl.record import stats
@@ -98,14 +99,10 @@ def main() -> int:
     )
     ref_rows = read_jsonl(paths.runs_dir() / reference["run_id"] / "eval.jsonl") if reference else []
     prior = get_track(args.track).seed_sd_prior
+    stopped = abort_text("seed 1", n, seed.rungs[0], reference["run_id"]) if aborted else ""
+    noise = stats.noise_floor(rows, ctx.context, prior_sd=prior)
     result = conclude(
-        ctx,
-        [seed],
-        [],
-        reference,
-        ref_rows,
-        stats.noise_floor(rows, ctx.context, prior_sd=prior),
-        stopped_early=abort_text("seed 1", n, seed.rungs[0], reference["run_id"]) if aborted else "",
+        ctx, Trained(results=[seed], stopped_early=stopped), Reference(rows, reference, ref_rows, noise)
     )
     with open(run_dir / "eval.jsonl", "w") as f:
         f.writelines(json.dumps(r) + "\n" for r in result.rows)
