@@ -51,7 +51,7 @@ sys.path.insert(0, str(HERE))
 from aa_pool import CONTEXT_KEYS  # noqa: E402 (this directory is on sys.path)
 from simulate_decisions import decide_rule  # noqa: E402
 
-from autorl.record import stats  # noqa: E402
+from autorl.record import rungs, stats  # noqa: E402
 from autorl.record.context import ResearchContext  # noqa: E402
 from autorl.record.rungs import AbortRule, at  # noqa: E402
 
@@ -95,8 +95,6 @@ def rung_scores(track: Any, seed_dir: Path, rows: list[dict[str, Any]]) -> tuple
     """The seed's score at each of the track's rungs, and whether a recorded rungs.jsonl disagrees (classic).
     classic: the final curve cut at the fraction, as the live rung scores it; llm: rungs.jsonl, else the
     snapshots of along.jsonl at the rungs' fractions, else none."""
-    from autorl.record import rungs
-
     recorded = {r.rung: r.eval_score for r in rungs.read(seed_dir) if _finite(r.eval_score)}
     if track.name == "classic":
         cut = {
@@ -148,7 +146,8 @@ def seed_records(row: dict[str, str], runs: Path, track: Any) -> tuple[list[dict
         if differs:
             notes.append(f"{row['run_id']} seed-{k}: rungs.jsonl differs from the curve cut at the rungs")
         line = {"rows": rows, "rungs": scores, "training_seconds": outcome.training_seconds}
-        out.append({**line, "overhead_seconds": outcome.startup_seconds or 0.0})
+        rung_s = sum(r.eval_seconds for r in rungs.read(seed_dir))  # scored paused: wall, not training
+        out.append({**line, "overhead_seconds": (outcome.startup_seconds or 0.0) + rung_s})
     # the ledger keeps the trial's eval seconds only: each seed evaluated gets its share
     share = (as_float(row, "eval_seconds") or 0.0) / len(out) if out else 0.0
     for r in out:

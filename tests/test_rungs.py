@@ -99,6 +99,7 @@ def reference(root, monkeypatch, capsys) -> dict[str, str]:
         assert [(r.rung, r.fraction, r.decision) for r in scored] == [(1, 0.25, ""), (2, 0.5, "")]
         assert all(r.eval_score == pytest.approx(0.6, abs=0.01) for r in scored)
         assert all(r.at_s == pytest.approx(0.3 * r.rung) for r in scored)
+        assert all(0 < r.eval_seconds < 30 for r in scored)  # the fake eval's process, paused
     return s
 
 

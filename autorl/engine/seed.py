@@ -157,7 +157,7 @@ class RungScorer:
         from autorl.record.stats import eval_score
 
         k, seed_dir = int(event["rung"]), self.result.dir
-        error = None
+        error, started = None, time.monotonic()
         if "rows" in event:  # the child scored itself (classic: its curve up to the rung)
             out = Path(event["rows"])
             rows = read_jsonl(out) if out.exists() else []
@@ -175,6 +175,7 @@ class RungScorer:
             step=int(event.get("step", 0)),
             eval_score=None if error else round(eval_score(rows), 6),
             eval_file=out.name,
+            eval_seconds=round(time.monotonic() - started, 3),
             error=error.splitlines()[0] if error else None,
         )
 

@@ -50,6 +50,8 @@ class RungScore(BaseModel):
     """The rung's score (None: its eval failed)."""
     eval_file: str = ""
     """Its eval rows, in the seed's directory."""
+    eval_seconds: float = 0.0
+    """How long scoring it took (the run waited, paused, off the training clock)."""
     decision: str = ""
     """go | abort; "" where no rule judged it (a baseline, --all-seeds, --no-abort, no reference rungs)."""
     reference: float | None = None
