@@ -104,6 +104,8 @@ def reference(root, monkeypatch, capsys) -> dict[str, str]:
 
 
 def test_a_losing_candidate_is_aborted_at_the_first_rung(root, monkeypatch, capsys, reference):
+    with open(root / "train.toml", "a") as f:  # the idea (the test double trains the quality it is given)
+        f.write("[trainer.optim]\nlr = 3e-5\n")
     use_backend(monkeypatch, root, 0.2)
     s = run_trial(capsys, "--seeds", "3", "--description", "a loser")
     assert "early abort on: a seed stops at rung 1 (25%) below" in s["_log"]
@@ -130,8 +132,11 @@ def test_a_losing_candidate_is_aborted_at_the_first_rung(root, monkeypatch, caps
     shown = capsys.readouterr().out
     assert "rungs: at 25% 0.2000 (1 seeds) vs reference 0.6000 (2); aborted: seed-0" in shown
     assert status.main() == 0
-    line = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("cost here"))
+    out = capsys.readouterr().out.splitlines()
+    line = next(x for x in out if x.startswith("cost here"))
     assert "an idea not kept cost 0 s of training (0.2" in line and "100% ended by the early abort" in line
+    assert "  trainer.optim.lr: None -> 3e-05: aborted, pending" in out  # the memory of what was tried
+    assert any(x.startswith(f"  {row['run_id']}") and " aborted " in x for x in out)  # the last trials
 
 
 def test_a_slow_starter_within_the_margin_runs_to_the_end(root, monkeypatch, capsys, reference):

@@ -14,7 +14,7 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from autorl.engine.cost import cost_line, expected_cost
+from autorl.engine.cost import aborted, cost_line, expected_cost
 from autorl.engine.result import ceiling_note
 from autorl.engine.track import get_track
 from autorl.io import inputs, paths
@@ -47,6 +47,7 @@ def _brief(row: Mapping[str, str]) -> dict[str, Any]:
         "p_value": as_float(row, "p_value"),
         "verdict": row["verdict"],
         "status": row["status"],
+        "aborted": aborted(row),  # the early abort stopped it at a rung: no score of its own
         "decision": row["decision"],
         "description": row["description"],
         "lesson": row["lesson"],
@@ -86,7 +87,7 @@ def tried(rows: Sequence[Mapping[str, str]]) -> list[dict[str, Any]]:
                     "run_id": r["run_id"],
                     "from": theirs.get(key),
                     "value": mine.get(key),
-                    "verdict": r["verdict"],
+                    "verdict": "aborted" if aborted(r) else r["verdict"],  # the early abort: at a rung
                     "delta": as_float(r, "delta"),
                     "decision": r["decision"],
                     "with": [k for k in changed if k != key],
@@ -471,6 +472,7 @@ def render(st: Mapping[str, Any]) -> str:
     out.append(f"  {'run_id':<24} {'score':>7} {'delta':>8} {'p':>6} {'verdict':<12} {'decision':<8} note")
     for r in st["last"]:
         score = f"{r['eval_score']:.4f}" if r["eval_score"] is not None else r["status"]
+        score = "aborted" if r["aborted"] and r["eval_score"] is None else score
         delta = f"{r['delta']:+.4f}" if r["delta"] is not None else "-"
         p = f"{r['p_value']:.3f}" if r["p_value"] is not None else "-"
         out.append(
