@@ -2,7 +2,11 @@
 
 A trial refuses to run when a harness file differs from the last commit (the agent must never "improve"
 a score by editing the eval, the runner or the seeds), and every ledger row records the harness hash so
-only trials of the same harness are compared.
+only trials of the same harness are compared. The hash covers what can change a score (the package, the
+environments, the eval and trial settings, the model recipes, the locked dependencies): not the pages, the
+recorded evidence, the tests or the study scripts, which no trial imports or runs, so committing a study or
+fixing a typo in a page keeps the research context (`NOT_SCORED`). Editing them is still refused while a
+trial runs, as any tracked file is.
 """
 
 from __future__ import annotations
@@ -17,6 +21,10 @@ GENERATED = ("results.tsv", "runs/", "progress.png", "STOP")
 # Untracked files under these count as harness changes (a new module there runs inside the harness).
 CODE_DIRS = ("autorl/", "environments/", "tests/")
 MODULE_SUFFIXES = (".py", ".pyc", ".so")  # what `import name` finds in a directory on sys.path
+# Tracked files no trial reads, imports or runs: pages, recorded sessions and studies, tests, study scripts,
+# example configs (a trial's config is hashed by itself), CI. Left out of the harness hash only.
+NOT_SCORED = ("docs/", "tests/", "scripts/", "examples/", ".ci/")
+NOT_SCORED_SUFFIXES = (".md",)
 
 
 def git(root: Path, *args: str, stdin: str | None = None) -> str:
@@ -39,6 +47,11 @@ def _is_harness(path: str) -> bool:
     )
 
 
+def scored(path: str) -> bool:
+    """Whether a harness file can change a score (it is in the harness hash)."""
+    return not path.startswith(NOT_SCORED) and not path.endswith(NOT_SCORED_SUFFIXES)
+
+
 def commit_short(root: Path) -> str:
     """The short commit of HEAD, or 'nogit' outside a repository / before the first commit."""
     try:
@@ -48,14 +61,15 @@ def commit_short(root: Path) -> str:
 
 
 def harness_hash(root: Path) -> str:
-    """Hash of the harness files as they are in the working tree (12 hex digits).
+    """Hash of the harness files that can change a score (`scored`), as they are in the working tree (12 hex
+    digits).
 
     Uses git's blob ids of tracked files (the working-tree content for modified ones), so it is cheap.
     Outside git it hashes the package and the top-level scripts directly.
     """
     digest = hashlib.sha256()
     if is_git_repo(root):
-        files = [f for f in git(root, "ls-files", "-z").split("\0") if f and _is_harness(f)]
+        files = [f for f in git(root, "ls-files", "-z").split("\0") if f and _is_harness(f) and scored(f)]
         existing = [f for f in files if (root / f).is_file()]
         blobs = git(root, "hash-object", "--stdin-paths", stdin="\n".join(existing)) if existing else ""
         for name, blob in zip(existing, blobs.split(), strict=True):
