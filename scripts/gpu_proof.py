@@ -346,7 +346,7 @@ def train_default(kit: Kit, cfg, device: str, slot) -> Row:
                 1, f"default/{device}", "skipped", f"skipped: the kit was stopped by a signal ({what})"
             )
         return Row(1, f"default/{device}", "error", what)
-    assert result.child is not None and result.outcome is not None
+    assert result.child is not None and result.collected is not None
     trained = result.child.training_seconds
     batch = cfg.model.orchestrator.batch_size
     return Row(
@@ -362,7 +362,7 @@ def train_default(kit: Kit, cfg, device: str, slot) -> Row:
             "training_s": round(trained, 1),
             "samples_per_s": round(result.steps * batch / trained, 1) if trained else None,
             # the trainer's own peak (GPU: torch.cuda.max_memory_allocated; CPU: its RSS) and the host's
-            "trainer_peak_memory_gb": rounded(result.outcome.peak_memory_gb, 3),
+            "trainer_peak_memory_gb": rounded(result.collected.peak_memory_gb, 3),
             "peak_rss_gb": round(result.child.peak_rss_gb, 3),
             "startup_s": round(result.child.startup_seconds, 1),
             "eval_s": round(result.eval_seconds, 1),

@@ -18,7 +18,7 @@ import pytest
 
 from autorl.classic.track import TRACK as CLASSIC
 from autorl.engine.process import ChildResult
-from autorl.engine.result import Judging, TrialContext, conclude
+from autorl.engine.result import Judging, TrialIdentity, conclude
 from autorl.engine.seed import SeedResult
 from autorl.engine.trial_types import Reference, Trained
 from autorl.record import rungs, stats
@@ -147,7 +147,9 @@ def _concluded(ref, cand, ending, parallel: int, prior: float, ledger_row) -> st
     """The product's own conclude (autorl/engine/result.py) on the seeds as the replay says they ran."""
     ref_rows = [r for rows in ar.relabel(ref, 0) for r in rows]
     noise = ar.reference_noise(ref_rows, ledger_row, prior)
-    ctx = TrialContext("cand", Path("/nonexistent"), "c", ResearchContext("classic", "e", "h", 1.0), "x", "c")
+    ctx = TrialIdentity(
+        "cand", Path("/nonexistent"), "c", ResearchContext("classic", "e", "h", 1.0), "x", "c"
+    )
     ctx.seeds_planned = len(cand)
     results = []
     for k, (seed, rows) in enumerate(zip(cand, ar.relabel(cand, 1000), strict=True)):

@@ -24,7 +24,7 @@ from autorl.classic.ppo import PPO, load_policy, make_act_fn
 from autorl.commands import trial
 from autorl.commands.tune import parse_summary
 from autorl.engine import progress
-from autorl.engine.backend import TrainOutcome
+from autorl.engine.backend import Collected
 from autorl.io.paths import REPO_ROOT
 
 SHIPPED = REPO_ROOT / "classic.toml"
@@ -409,9 +409,9 @@ def rows_for(seed: int, scores: list[float]) -> list[dict]:
 
 def test_summary_extras_on_constructed_data():
     outcomes = [
-        TrainOutcome(weights_dir=Path("w"), extras={"seed": 10, "time_to_solve_seconds": 2.0}),
-        TrainOutcome(weights_dir=Path("w"), extras={"seed": 11, "time_to_solve_seconds": 4.0}),
-        TrainOutcome(weights_dir=Path("w"), extras={"seed": 12, "time_to_solve_seconds": None}),
+        Collected(weights_dir=Path("w"), extras={"seed": 10, "time_to_solve_seconds": 2.0}),
+        Collected(weights_dir=Path("w"), extras={"seed": 11, "time_to_solve_seconds": 4.0}),
+        Collected(weights_dir=Path("w"), extras={"seed": 12, "time_to_solve_seconds": None}),
     ]
     rows = (
         rows_for(10, [500.0] * 100) + rows_for(11, [480.0] * 50 + [470.0] * 50) + rows_for(12, [200.0] * 100)
@@ -436,7 +436,7 @@ def test_summary_extras_on_constructed_data():
 
 
 def test_summary_extras_when_nothing_solved():
-    outcomes = [TrainOutcome(weights_dir=Path("w"), extras={"seed": 1, "time_to_solve_seconds": None})]
+    outcomes = [Collected(weights_dir=Path("w"), extras={"seed": 1, "time_to_solve_seconds": None})]
     lines = ClassicBackend().summary_extras(load_classic_config(SHIPPED), outcomes, rows_for(1, [30.0] * 100))
     assert lines["solved"] == "no" and lines["solved_seeds"] == "0/1"
     assert lines["time_to_solve_seconds"] == "none" and lines["seed_return_std"] == "0.00"

@@ -116,14 +116,14 @@ def test_a_seed_on_a_held_slot_trains_after_it_and_records_the_wait(root, tmp_pa
 def test_a_trial_s_summary_says_how_long_its_seeds_waited_for_slots(tmp_path):
     """The trial's summary adds the seeds' slot waits (a second or more: another trial held the slot); a
     trial that waited for nothing has no such line."""
-    from autorl.engine.result import TrialContext, conclude
+    from autorl.engine.result import TrialIdentity, conclude
     from autorl.engine.seed import SeedResult
     from autorl.engine.trial_types import Reference, Trained
     from autorl.record import stats
     from autorl.record.context import ResearchContext
 
     rows = [{"env": "toy", "example_id": str(i), "sample": 0, "score": float(i % 2)} for i in range(20)]
-    ctx = TrialContext("r", tmp_path, "c", ResearchContext("classic", "e", "h", 1.0), "b", "x")
+    ctx = TrialIdentity("r", tmp_path, "c", ResearchContext("classic", "e", "h", 1.0), "b", "x")
 
     def summary(waits: list[float]) -> dict[str, str]:
         seeds = [

@@ -27,7 +27,7 @@ from autorl.classic.evaluate import (
     episode_seeds,
     eval_hash,
 )
-from autorl.engine.backend import WHOLE_MACHINE, Backend, ChildArgs, Launch, Slot, TrainOutcome
+from autorl.engine.backend import WHOLE_MACHINE, Backend, ChildArgs, Collected, Launch, Slot
 from autorl.io import paths
 from autorl.io.jsonl import read_jsonl
 from autorl.io.machine import Machine, cpu_ids
@@ -92,11 +92,11 @@ class ClassicBackend(Backend):
             for i in range(n)
         ]
 
-    def collect(self, cfg: Any, run_dir: Path) -> TrainOutcome:
+    def collect(self, cfg: Any, run_dir: Path) -> Collected:
         state_path = run_dir / "train_state.json"
         weights = run_dir / "weights"
         if not state_path.exists() or not (weights / "policy.pt").exists():
-            return TrainOutcome(weights_dir=None, notes=[f"no saved policy in {weights}"])
+            return Collected(weights_dir=None, notes=[f"no saved policy in {weights}"])
         state = json.loads(state_path.read_text())
         tts = state.get("time_to_solve_seconds")
         note = (
@@ -108,7 +108,7 @@ class ClassicBackend(Backend):
                 else "in-training eval never solved"
             )
         )
-        return TrainOutcome(
+        return Collected(
             weights_dir=weights,
             steps=int(state["updates"]),
             peak_memory_gb=state.get("peak_memory_gb"),
@@ -147,22 +147,22 @@ class ClassicBackend(Backend):
         return Launch(argv=argv, cwd=paths.repo_root(), env=dict(CHILD_ENV), cpus=slot.cpus, warm=WARM)
 
     def summary_extras(
-        self, cfg: Any, outcomes: list[TrainOutcome], eval_rows: list[dict[str, Any]]
+        self, cfg: Any, collected: list[Collected], eval_rows: list[dict[str, Any]]
     ) -> dict[str, str]:
         """From each seed's final_eval.jsonl (the final policy's episodes); the score rows are the curve's."""
         final_rows = []
-        for o in outcomes:
+        for o in collected:
             path = o.weights_dir.parent / FINAL_EVAL if o.weights_dir is not None else None
             if path is not None and path.exists():
                 final_rows += [{**r, "seed": o.extras.get("seed")} for r in read_jsonl(path)]
-        return classic_summary(cfg.model.env_id, outcomes, final_rows)
+        return classic_summary(cfg.model.env_id, collected, final_rows)
 
 
 def classic_summary(
-    env_id: str, outcomes: list[TrainOutcome], eval_rows: list[dict[str, Any]]
+    env_id: str, collected: list[Collected], eval_rows: list[dict[str, Any]]
 ) -> dict[str, str]:
     """The classic track's summary lines, from the final policy's per-episode rows (with a `seed` field) and
-    the outcomes. They describe the final policies; the score (eval_score) is the learning curve's.
+    the collected. They describe the final policies; the score (eval_score) is the learning curve's.
 
     final_return: the mean return over all evaluated episodes; solved: it reaches the threshold; solved_seeds:
     how many seeds' own 100-episode mean does; time_to_solve_seconds / env_steps_to_solve: medians over the
@@ -175,11 +175,11 @@ def classic_summary(
     seed_means = {seed: statistics.fmean(scores) for seed, scores in by_seed.items()}
     all_scores = [s for scores in by_seed.values() for s in scores]
     mean = statistics.fmean(all_scores) if all_scores else float("nan")
-    n_seeds = max(len(outcomes), len(seed_means))
+    n_seeds = max(len(collected), len(seed_means))
     solved_seeds = sum(m >= threshold for m in seed_means.values())
-    tts = {o.extras.get("seed"): o.extras.get("time_to_solve_seconds") for o in outcomes}
+    tts = {o.extras.get("seed"): o.extras.get("time_to_solve_seconds") for o in collected}
     solved_times = [t for t in tts.values() if t is not None]
-    steps = [o.extras.get("env_steps_to_solve") for o in outcomes]
+    steps = [o.extras.get("env_steps_to_solve") for o in collected]
     solved_steps = [s for s in steps if s is not None]
     means = list(seed_means.values())
 

@@ -68,7 +68,7 @@ class ChildArgs:
 
 
 @dataclass
-class TrainOutcome:
+class Collected:
     """What a backend found after its child ended (normally, stopped at the budget, or crashed)."""
 
     weights_dir: Path | None  # the latest complete weights, or None when none were saved
@@ -141,7 +141,7 @@ class Backend(Protocol):
         """Write what the child needs into run_dir (resolved.json is there) and say how to start it."""
         ...
 
-    def collect(self, cfg: Any, run_dir: Path) -> TrainOutcome:
+    def collect(self, cfg: Any, run_dir: Path) -> Collected:
         """After the child ended: pick the latest complete weights, count steps, attribute a crash."""
         ...
 
@@ -166,7 +166,7 @@ class Backend(Protocol):
         return None
 
     def summary_extras(
-        self, cfg: Any, outcomes: list[TrainOutcome], eval_rows: list[dict[str, Any]]
+        self, cfg: Any, collected: list[Collected], eval_rows: list[dict[str, Any]]
     ) -> dict[str, str]:
         """Backend-specific `key: value` lines for the summary (also the ledger's `extras` column)."""
         return {}

@@ -34,7 +34,7 @@ def fmt(value: float | None, digits: int = 4) -> str:
 
 
 @dataclass
-class TrialContext:
+class TrialIdentity:
     """What a trial is, before any seed ran."""
 
     run_id: str
@@ -51,7 +51,7 @@ class TrialContext:
 
 @dataclass
 class TrialResult:
-    ctx: TrialContext
+    ctx: TrialIdentity
     seeds: list[SeedResult]
     status: str  # ok | crash | timeout | interrupted: the worst seed's
     rows: list[dict[str, Any]]  # pooled eval rows (with `seed`)
@@ -263,7 +263,7 @@ class Judging:
 
 
 def conclude(
-    ctx: TrialContext,
+    ctx: TrialIdentity,
     trained: Trained,
     ref: Reference,
     judging: Judging = Judging(),  # noqa: B008 (frozen: one shared default is safe)

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from autorl.engine import lease
-from autorl.engine.backend import WHOLE_MACHINE, Backend, Launch, Slot, TrainOutcome
+from autorl.engine.backend import WHOLE_MACHINE, Backend, Collected, Launch, Slot
 from autorl.engine.process import BudgetSpec, ChildResult, Stop, run_budgeted
 from autorl.io import atomic
 from autorl.io.jsonl import eval_rows_problem, read_jsonl
@@ -41,7 +41,7 @@ class SeedResult:
     status: str = "ok"  # ok | crash | timeout | interrupted
     error: str | None = None  # the crash report shown in the trial's log
     child: ChildResult | None = None
-    outcome: TrainOutcome | None = None
+    collected: Collected | None = None  # what the backend found after the child ended
     eval_rows: list[dict[str, Any]] = field(default_factory=list)
     eval_seconds: float = 0.0
     slot: Slot = WHOLE_MACHINE
@@ -66,13 +66,13 @@ class SeedResult:
     def steps(self) -> int:
         if self.child is None:
             return 0
-        return max(self.child.steps, self.outcome.steps if self.outcome else 0)
+        return max(self.child.steps, self.collected.steps if self.collected else 0)
 
     @property
     def peak_memory_gb(self) -> float:
         if self.child is None:
             return 0.0
-        return max(self.child.peak_rss_gb, (self.outcome.peak_memory_gb or 0.0) if self.outcome else 0.0)
+        return max(self.child.peak_rss_gb, (self.collected.peak_memory_gb or 0.0) if self.collected else 0.0)
 
 
 def worst_status(statuses: Iterable[str]) -> str:
@@ -108,9 +108,9 @@ def run_eval(
 
 
 def crash_report(result: SeedResult) -> str:
-    child, outcome = result.child, result.outcome
+    child, collected = result.child, result.collected
     assert child is not None
-    who = f" in {outcome.failed_component}" if outcome and outcome.failed_component else ""
+    who = f" in {collected.failed_component}" if collected and collected.failed_component else ""
     tail = "\n".join(f"    {line}" for line in child.log_tail[-25:])
     return f"CRASH{who}: {child.reason_text}. Last lines of {result.dir / 'run.log'}:\n{tail}"
 
@@ -268,8 +268,8 @@ def train_and_evaluate(
     result.log.append(
         f"seed {seed}: {child.reason_text}, {child.training_seconds:.0f} s trained, {child.steps} steps"
     )
-    result.outcome = backend.collect(cfg, seed_dir)
-    result.log.extend(result.outcome.notes)
+    result.collected = backend.collect(cfg, seed_dir)
+    result.log.extend(result.collected.notes)
     if result.status == "crash":
         result.error = crash_report(result)
     if result.status == "interrupted" or (stop is not None and stop):
@@ -277,16 +277,16 @@ def train_and_evaluate(
         return result
     if result.aborted is not None:  # its rung is its record: an end it never reached is not scored
         return result
-    if result.outcome.weights_dir is None:
+    if result.collected.weights_dir is None:
         if result.status == "ok":
             result.status = "crash"
         no_weights = "no weights were saved: nothing to evaluate"
         result.error = f"{result.error.rstrip()}\n{no_weights}" if result.error else no_weights
         return result
-    result.log.append(f"evaluating {result.outcome.weights_dir}")
+    result.log.append(f"evaluating {result.collected.weights_dir}")
     out = seed_dir / "eval.jsonl"
     rows, result.eval_seconds, error = run_eval(
-        backend.eval_command(cfg, result.outcome.weights_dir, out, slot, split),
+        backend.eval_command(cfg, result.collected.weights_dir, out, slot, split),
         out,
         seed_dir / "eval.log",
         stop,
@@ -299,7 +299,7 @@ def train_and_evaluate(
     for row in rows:
         row["seed"] = seed
     result.eval_rows = rows
-    if result.outcome.snapshots and not error:
+    if result.collected.snapshots and not error:
         evaluate_along(result, backend, cfg, spec.budget_s, stop, split)
         if stop is not None and stop:
             result.status = "interrupted"
@@ -315,9 +315,9 @@ def evaluate_along(
     weights are removed once evaluated."""
     from autorl.record.stats import eval_score
 
-    assert result.outcome is not None
+    assert result.collected is not None
     points = []
-    for snap in result.outcome.snapshots:
+    for snap in result.collected.snapshots:
         out = result.dir / f"eval-at-{snap.at_s:g}s.jsonl"
         log = out.with_suffix(".log")
         rows, seconds, error = run_eval(

@@ -46,7 +46,7 @@ from autorl.record.row import AGENT_VAR
 
 if TYPE_CHECKING:
     from autorl.engine.ray_pool import Cluster
-    from autorl.engine.result import TrialContext, TrialResult
+    from autorl.engine.result import TrialIdentity, TrialResult
     from autorl.engine.slots import Plan
     from autorl.record.ledger import Ledger
 
@@ -72,7 +72,7 @@ def run_trial(setup: Setup) -> int:
             return invalid(str(exc))
         if why := claims.already_ran(ref.ledger_rows, context, setup.cfg.config_hash, setup.opts.rerun):
             return invalid(why)
-        ctx = new_context(setup, context)
+        ctx = new_identity(setup, context)
         diff = config_diff_vs_baseline(ref.ledger_rows, setup.track.name, setup.cfg.text)
         try:  # 2. the config claimed while it trains, for every other trial on this ledger
             with claims.held(context, ctx.run_id, ctx.config_hash, ctx.description, diff):
@@ -143,14 +143,14 @@ def with_abort(ref: Reference, setup: Setup) -> Reference:
     return dataclasses.replace(ref, abort=rule, abort_note=note)
 
 
-def new_context(setup: Setup, context: ResearchContext) -> TrialContext:
+def new_identity(setup: Setup, context: ResearchContext) -> TrialIdentity:
     """The trial's identity and its new run directory (runs/<time>-<commit>)."""
-    from autorl.engine.result import TrialContext
+    from autorl.engine.result import TrialIdentity
 
     commit = commit_short(setup.root)
     run_id, run_dir = new_run_dir(commit)
     assert setup.opts.seeds is not None  # resolved by _validated
-    return TrialContext(
+    return TrialIdentity(
         run_id=run_id,
         run_dir=run_dir,
         commit=commit,
@@ -166,7 +166,7 @@ def new_context(setup: Setup, context: ResearchContext) -> TrialContext:
 
 def train(
     setup: Setup,
-    ctx: TrialContext,
+    ctx: TrialIdentity,
     the_plan: Plan,
     cluster: Cluster | None,
     ref: Reference,
@@ -219,7 +219,7 @@ def train(
         return Trained(base_rows, results, stopped_early or abort_stop(results, ref))
 
 
-def _base_eval(setup: Setup, ctx: TrialContext, stop: Stop) -> list[dict[str, Any]]:
+def _base_eval(setup: Setup, ctx: TrialIdentity, stop: Stop) -> list[dict[str, Any]]:
     """The base model's eval rows, cached per (track, backend, model, eval set, harness); [] on failure."""
     track = setup.track
     base_key = hashlib.sha256(
@@ -297,16 +297,16 @@ def interim_look(opts: RunOptions, the_plan: Plan, ref: Reference, done: list[Se
 
 
 def conclude_trial(
-    setup: Setup, ctx: TrialContext, parallel: int, ref: Reference, trained: Trained, stop: Stop
+    setup: Setup, ctx: TrialIdentity, parallel: int, ref: Reference, trained: Trained, stop: Stop
 ) -> TrialResult:
     """The statistics, the summary and the row; a fault here still gives a row, with the reason."""
     from autorl.engine.result import Judging, conclude
 
     judging = Judging(parallel, not setup.opts.all_seeds, bool(stop), setup.opts.quick)
-    outcomes = [s.outcome for s in trained.results if s.outcome]
+    collected = [s.collected for s in trained.results if s.collected]
     try:
         result = conclude(
-            ctx, trained, ref, judging, lambda rows: setup.backend.summary_extras(setup.cfg, outcomes, rows)
+            ctx, trained, ref, judging, lambda rows: setup.backend.summary_extras(setup.cfg, collected, rows)
         )
     except Exception as exc:  # the statistics or a backend's extras failed: still one row, with the reason
         traceback.print_exc()

@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from autorl.engine.backend import WHOLE_MACHINE, Backend, Launch, Slot, Snapshot, TrainOutcome
+from autorl.engine.backend import WHOLE_MACHINE, Backend, Collected, Launch, Slot, Snapshot
 
 # A valid train.toml for the test model the fake machine file names (no model is loaded: the backend is a
 # test double).
@@ -161,14 +161,14 @@ class FakeBackend(Backend):
     def plan_slots(self, cfg: Any, machine: Any) -> list[Slot]:
         return [Slot(index=i) for i in range(self.slots)]
 
-    def collect(self, cfg: Any, run_dir: Path) -> TrainOutcome:
+    def collect(self, cfg: Any, run_dir: Path) -> Collected:
         weights = run_dir / "weights"
         snapshots = [
             Snapshot(info["at_s"], info["step"], d)
             for d in sorted((run_dir / "snapshots").glob("at-*s"))
             if (info := json.loads((d / "snapshot.json").read_text()))
         ]
-        return TrainOutcome(
+        return Collected(
             weights_dir=weights if (weights / "quality.txt").exists() else None, snapshots=snapshots
         )
 

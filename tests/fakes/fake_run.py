@@ -26,7 +26,7 @@ import tomllib
 from pathlib import Path
 
 from autorl.engine.process import ChildResult
-from autorl.engine.result import TrialContext, conclude
+from autorl.engine.result import TrialIdentity, conclude
 from autorl.engine.seed import SeedResult
 from autorl.engine.track import get_track
 from autorl.engine.trial_types import Reference, Trained
@@ -88,7 +88,7 @@ def main() -> int:
             }
             for i in range(N_EXAMPLES)
         ]
-    ctx = TrialContext(
+    ctx = TrialIdentity(
         run_id=run_id,
         run_dir=run_dir,
         commit="fake",

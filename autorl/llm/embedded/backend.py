@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from autorl.engine.backend import WHOLE_MACHINE, Backend, ChildArgs, Launch, Slot, Snapshot, TrainOutcome
+from autorl.engine.backend import WHOLE_MACHINE, Backend, ChildArgs, Collected, Launch, Slot, Snapshot
 from autorl.io import paths
 from autorl.io.cliargs import flag
 from autorl.io.jsonl import read_jsonl
@@ -266,7 +266,7 @@ class EmbeddedBackend(Backend):
             env["CUDA_VISIBLE_DEVICES"] = ",".join(map(str, slot.gpus))
         return Launch(argv=argv, cwd=paths.repo_root(), env=env, cpus=slot.cpus, warm=WARM)
 
-    def collect(self, cfg: Any, run_dir: Path) -> TrainOutcome:
+    def collect(self, cfg: Any, run_dir: Path) -> Collected:
         rows = read_jsonl(Path(run_dir) / "metrics.jsonl")
         weights = latest_weights(run_dir)
         notes = []
@@ -274,7 +274,7 @@ class EmbeddedBackend(Backend):
             info = json.loads((weights / COMPLETE_MARKER).read_text() or "{}")
             notes.append(f"weights: {weights} (step {info.get('step', '?')})")
         peaks = [r["peak_memory_gb"] for r in rows if isinstance(r.get("peak_memory_gb"), (int, float))]
-        return TrainOutcome(
+        return Collected(
             weights_dir=weights,
             steps=max((int(r.get("step", 0)) for r in rows), default=0),
             peak_memory_gb=max(peaks) if peaks else None,

@@ -31,7 +31,7 @@ from typing import Any
 
 import psutil
 
-from autorl.engine.backend import WHOLE_MACHINE, Backend, Launch, Slot, TrainOutcome
+from autorl.engine.backend import WHOLE_MACHINE, Backend, Collected, Launch, Slot
 from autorl.engine.process import kill_marked, processes_with_env
 from autorl.io import atomic, paths
 from autorl.io.jsonl import read_jsonl
@@ -228,7 +228,7 @@ class PrimeRLBackend(Backend):
         follower = PrimeRLFollower(primerl_run_dir(run_dir), run_dir / "metrics.jsonl")
         return Launch(argv=[str(prime.rl), "@", str(rendered)], cwd=prime.dir, env=env, parse_line=follower)
 
-    def collect(self, cfg: Any, run_dir: Path) -> TrainOutcome:
+    def collect(self, cfg: Any, run_dir: Path) -> Collected:
         run_dir = Path(run_dir)
         prime_dir = primerl_run_dir(run_dir)
         launched = (
@@ -276,7 +276,7 @@ class PrimeRLBackend(Backend):
 
         # Nothing of the run may be left, on a GPU least of all.
         notes += self._check_leftovers(launched.get("run_id"))
-        return TrainOutcome(
+        return Collected(
             weights_dir=weights_dir,
             steps=steps,
             peak_memory_gb=peak,
@@ -344,6 +344,6 @@ class PrimeRLBackend(Backend):
         }
         return Launch(argv=argv, cwd=paths.repo_root(), env=env)
 
-    def summary_extras(self, cfg: Any, outcomes: list[TrainOutcome], eval_rows: list[dict]) -> dict[str, str]:
-        steps = [o.extras.get("weights_step") for o in outcomes if o.extras.get("weights_step") is not None]
+    def summary_extras(self, cfg: Any, collected: list[Collected], eval_rows: list[dict]) -> dict[str, str]:
+        steps = [o.extras.get("weights_step") for o in collected if o.extras.get("weights_step") is not None]
         return {"weights_step": ",".join(str(s) for s in steps)} if steps else {}
