@@ -45,35 +45,31 @@ def test_modified_harness_file_is_named_and_changes_the_hash(tmp_path):
     assert harness_hash(root) != before
 
 
+# a page, a study's log, a test, a study script, a note at the root: tracked, never read by a trial
+NOT_SCORED_FILES = (
+    "docs/statistics.md",
+    "docs/studies/x/pool.log",
+    "tests/test_x.py",
+    "scripts/s.py",
+    "NOTES.md",
+)
+
+
 def test_pages_and_recorded_evidence_keep_the_hash_and_are_still_refused_when_edited(tmp_path):
     """A page, a study, a test or a study script changes no score: committing one keeps the research context
     (the hash); an uncommitted edit is refused as any tracked file's is. The eval's settings are scored."""
     root = make_repo(tmp_path)
-    for path in (
-        "docs/statistics.md",
-        "docs/studies/x/pool.log",
-        "tests/test_x.py",
-        "scripts/s.py",
-        "NOTES.md",
-    ):
+    for path in NOT_SCORED_FILES:
         (root / path).parent.mkdir(parents=True, exist_ok=True)
         (root / path).write_text("v1\n")
     (root / "eval.toml").write_text("num_examples = 500\n")
     git(root, "-c", "user.email=t@t", "-c", "user.name=t", "add", "-A")
     git(root, "-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", "pages")
     before = harness_hash(root)
-    for path in (
-        "docs/statistics.md",
-        "docs/studies/x/pool.log",
-        "tests/test_x.py",
-        "scripts/s.py",
-        "NOTES.md",
-    ):
+    for path in NOT_SCORED_FILES:
         (root / path).write_text("v2\n")
     assert harness_hash(root) == before
-    assert dirty_harness_files(root) == sorted(
-        ["NOTES.md", "docs/statistics.md", "docs/studies/x/pool.log", "scripts/s.py", "tests/test_x.py"]
-    )
+    assert dirty_harness_files(root) == sorted(NOT_SCORED_FILES)
     (root / "eval.toml").write_text("num_examples = 50\n")
     assert harness_hash(root) != before
 

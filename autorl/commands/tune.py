@@ -49,6 +49,7 @@ import tomlkit
 from pydantic import BaseModel, ConfigDict, Field, PlainValidator, model_validator
 from tomlkit.items import Table
 
+from autorl.engine.cost import aborted
 from autorl.engine.track import get_track
 from autorl.io import atomic, paths
 from autorl.io.machine import own_cpu_ids
@@ -442,7 +443,7 @@ class _Tuner:
             return
         score, status = _float(row.get("eval_score")), str(row.get("status") or "crash")
         verdict, run_id = str(row.get("verdict") or ""), str(row.get("run_id") or "")
-        if status == "ok" and str(row.get("stopped_early") or "").startswith("aborted "):
+        if status == "ok" and aborted(row):
             self.study.tell(r.trial, state=optuna.trial.TrialState.PRUNED)  # the early abort: no full score
             decision = "discard"
         elif status != "ok" or score is None:
