@@ -34,6 +34,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -75,13 +76,12 @@ def _pool_configs(args: argparse.Namespace, pool_dir: Path) -> dict[str, Path]:
 
 def _seeds_done(track: str) -> dict[str, int]:
     from autorl.record.ledger import Ledger
-    from autorl.record.row import row_seed_scores
 
     done = {POOL_A: 0, POOL_B: 0}
     path = _root() / "results.tsv"
     for row in Ledger(path).rows() if path.exists() else []:
-        if row["track"] == track and row["status"] == "ok" and row["description"] in done:
-            done[row["description"]] += len(row_seed_scores(row))
+        if row.track == track and row.status == "ok" and row.description in done:
+            done[row.description] += len(row.per_seed_scores())
     return done
 
 
@@ -148,18 +148,28 @@ class Pool:
         )
 
 
+def reference_noise(ref_rows: list[dict], row: dict[str, str], prior: float) -> Any:
+    """The noise floor of a ledger holding the reference trial alone: `row` its context's cells (a pool's
+    ledger row), its seed scores those of `ref_rows`."""
+    import dataclasses
+
+    from autorl.record import stats
+    from autorl.record.context import ResearchContext
+    from autorl.record.row import LedgerRow
+
+    ledger_row = dataclasses.replace(LedgerRow.from_json(row), seed_scores=stats.seed_scores(ref_rows))
+    return stats.noise_floor([ledger_row], ResearchContext.of(ledger_row), prior_sd=prior)
+
+
 def decide(ref: list[list[dict]], cand: list[list[dict]], parallel: int, pool: Pool, prior: float) -> dict:
     """One pair decided as run.py decides it: the reference trial (all its seeds, the ledger's only trial of
     the context, so the noise floor's only repeats) against the candidate's seeds, wave by wave
     (simulate_decisions.decide_rule: stats.early_decision after each wave, stats.sequential_verdict), and
     under the rule before 2026-11-25 on the same seeds."""
     from autorl.record import stats
-    from autorl.record.context import ResearchContext
 
     ref_rows = [r for s in ref for r in s]
-    scores = " ".join(f"{k}={v!r}" for k, v in stats.seed_scores(ref_rows).items())
-    row = {**pool.ledger_row, "seed_scores": scores}
-    noise = stats.noise_floor([row], ResearchContext.of(row), prior_sd=prior)
+    noise = reference_noise(ref_rows, pool.ledger_row, prior)
     n = len(cand)
 
     @functools.cache

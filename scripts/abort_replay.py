@@ -48,11 +48,12 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE))
 
-from aa_pool import CONTEXT_KEYS  # noqa: E402 (this directory is on sys.path)
+import aa_pool  # noqa: E402 (this directory is on sys.path)
+from aa_pool import CONTEXT_KEYS  # noqa: E402
 from simulate_decisions import decide_rule  # noqa: E402
 
 from autorl.record import rungs, stats  # noqa: E402
-from autorl.record.context import ResearchContext  # noqa: E402
+from autorl.record.row import LedgerRow  # noqa: E402
 from autorl.record.rungs import AbortRule, at  # noqa: E402
 
 KEEP = ("env", "example_id", "sample", "score")  # an eval row as the pool file keeps it
@@ -76,7 +77,7 @@ def own_rows(seed_dir: Path) -> list[dict[str, Any]] | None:
     return [{c: r[c] for c in KEEP} for r in rows] if rows and not eval_rows_problem(rows) else None
 
 
-def pooled_rows(row: dict[str, str], runs: Path) -> dict[int, list[dict[str, Any]]]:
+def pooled_rows(row: LedgerRow, runs: Path) -> dict[int, list[dict[str, Any]]]:
     """The trial's runs/<id>/eval.jsonl by seed, checked against its row's hash ({} when it cannot be)."""
     from autorl.record.ledger import LedgerError, reference_rows
 
@@ -122,15 +123,14 @@ def along_scores(track: Any, seed_dir: Path) -> dict[str, float]:
     return out
 
 
-def seed_records(row: dict[str, str], runs: Path, track: Any) -> tuple[list[dict[str, Any]], list[str]]:
+def seed_records(row: LedgerRow, runs: Path, track: Any) -> tuple[list[dict[str, Any]], list[str]]:
     """A trial's seeds run to the end, as pool-file lines (without `pool` and `seed`), and notes on those left
     out. The ledger's `seeds` lists them by position: seed-<k> is the k-th (result.conclude sorts them)."""
     from autorl.record.outcome import SeedOutcome
-    from autorl.record.row import as_float
 
-    run_dir, out, notes = runs / row["run_id"], [], []
+    run_dir, out, notes = runs / row.run_id, [], []
     pooled: dict[int, list[dict[str, Any]]] | None = None
-    for k, seed in enumerate(int(s) for s in row["seeds"].split(",") if s.strip()):
+    for k, seed in enumerate(int(s) for s in row.seed_list):
         seed_dir = run_dir / f"seed-{k}"
         outcome = SeedOutcome.read(seed_dir)
         if outcome.seed is not None and outcome.seed != seed:
@@ -140,16 +140,16 @@ def seed_records(row: dict[str, str], runs: Path, track: Any) -> tuple[list[dict
             pooled = pooled_rows(row, runs) if pooled is None else pooled
             rows = pooled.get(seed)
         if not rows:
-            notes.append(f"{row['run_id']} seed-{k}: no final eval rows (aborted, or its eval failed)")
+            notes.append(f"{row.run_id} seed-{k}: no final eval rows (aborted, or its eval failed)")
             continue
         scores, differs = rung_scores(track, seed_dir, rows)
         if differs:
-            notes.append(f"{row['run_id']} seed-{k}: rungs.jsonl differs from the curve cut at the rungs")
+            notes.append(f"{row.run_id} seed-{k}: rungs.jsonl differs from the curve cut at the rungs")
         line = {"rows": rows, "rungs": scores, "training_seconds": outcome.training_seconds}
         rung_s = sum(r.eval_seconds for r in rungs.read(seed_dir))  # scored paused: wall, not training
         out.append({**line, "overhead_seconds": (outcome.startup_seconds or 0.0) + rung_s})
     # the ledger keeps the trial's eval seconds only: each seed evaluated gets its share
-    share = (as_float(row, "eval_seconds") or 0.0) / len(out) if out else 0.0
+    share = (row.eval_seconds or 0.0) / len(out) if out else 0.0
     for r in out:
         r["overhead_seconds"] = round(r["overhead_seconds"] + share, 3)
     return out, notes
@@ -158,21 +158,23 @@ def seed_records(row: dict[str, str], runs: Path, track: Any) -> tuple[list[dict
 def export(args: argparse.Namespace) -> None:
     from autorl.engine.track import get_track
     from autorl.record.ledger import Ledger
+    from autorl.record.row import format_cell
 
     track = get_track(args.track)
     rows = Ledger(args.root / "results.tsv").rows()
-    ledger = [r for r in rows if (r["status"], r["track"]) == ("ok", args.track)]
+    ledger = [r for r in rows if (r.status, r.track) == ("ok", args.track)]
     with gzip.open(args.out, "wt", encoding="utf-8") as f:
         for spec in args.pool:
             name, _, prefix = spec.partition("=")
-            mine = [r for r in ledger if r["description"].startswith(prefix)]
+            mine = [r for r in ledger if r.description.startswith(prefix)]
             if not name or not mine:
                 raise SystemExit(f"--pool {spec!r}: no ok {args.track} trial whose description starts so")
-            if len({r["config_hash"] for r in mine}) > 1:
+            if len({r.config_hash for r in mine}) > 1:
                 raise SystemExit(f"pool {name}: trials of more than one config")
             header = {"pool": name, "header": True, "track": args.track, "description": prefix}
-            header |= {"run_ids": [r["run_id"] for r in mine], "config_hash": mine[0]["config_hash"]}
-            header |= {"fractions": list(track.rungs), "context": {k: mine[0][k] for k in CONTEXT_KEYS}}
+            header |= {"run_ids": [r.run_id for r in mine], "config_hash": mine[0].config_hash}
+            context = {k: format_cell(k, getattr(mine[0], k)) for k in CONTEXT_KEYS}  # the ledger's cells
+            header |= {"fractions": list(track.rungs), "context": context}
             f.write(json.dumps(header) + "\n")
             found = [seed_records(row, args.root / "runs", track) for row in mine]
             seeds, notes = [s for got, _ in found for s in got], [n for _, said in found for n in said]
@@ -254,8 +256,7 @@ def relabel(seeds: list[Seed], first: int) -> list[list[dict[str, Any]]]:
 
 def reference_noise(ref_rows: list[dict[str, Any]], row: dict[str, str], prior: float) -> stats.NoiseFloor:
     """The noise floor as aa_pool.decide builds it: a ledger holding the reference trial alone."""
-    row = {**row, "seed_scores": " ".join(f"{k}={v!r}" for k, v in stats.seed_scores(ref_rows).items())}
-    return stats.noise_floor([row], ResearchContext.of(row), prior_sd=prior)
+    return aa_pool.reference_noise(ref_rows, row, prior)
 
 
 # ---------------------------------------------------------------------------------------------------- replay

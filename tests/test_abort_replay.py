@@ -25,6 +25,7 @@ from autorl.record import rungs, stats
 from autorl.record.context import ResearchContext
 from autorl.record.ledger import Ledger, eval_rows_hash
 from autorl.record.outcome import SeedOutcome
+from autorl.record.row import LedgerRow
 from autorl.record.rungs import AbortRule, RungScore
 
 REPO = Path(__file__).resolve().parent.parent
@@ -161,7 +162,7 @@ def _concluded(ref, cand, ending, parallel: int, prior: float, ledger_row) -> st
         sr = SeedResult(k, 1000 + k, Path("/nonexistent"), child=child, eval_rows=[] if aborted else rows)
         sr.rungs = [rung.model_copy(update={"decision": "abort"})] if aborted else []
         results.append(sr)
-    reference = Reference([], {"run_id": "ref"}, ref_rows, noise)
+    reference = Reference([], LedgerRow(run_id="ref"), ref_rows, noise)
     result = conclude(ctx, Trained(results=results), reference, Judging(parallel))
     return result.verdict
 

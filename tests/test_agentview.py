@@ -137,7 +137,7 @@ def test_status_remembers_the_key_tried_with_its_value_and_outcome(classic_runs,
     assert entry["key"] == "learning_rate"
     [tried] = entry["tries"]
     assert tried["from"] == 5e-4 and tried["value"] == 1e-3
-    decision = Ledger(root / "results.tsv").rows()[-1]["decision"]
+    decision = Ledger(root / "results.tsv").rows()[-1].decision
     assert tried["verdict"] == cand["verdict"] and tried["decision"] == decision
     assert cli.main(["status"]) == 0
     out = capsys.readouterr().out
@@ -187,13 +187,13 @@ def test_status_shows_what_the_next_decisions_cost_from_the_trials_measured_here
     assert cli.main(["status", "--json"]) == 0
     cost = json.loads(capsys.readouterr().out)["cost"]
     per_seed = [
-        [float(r[k]) / len(r["seeds"].split(",")) for r in rows]
+        [getattr(r, k) / len(r.seed_list) for r in rows]
         for k in ("startup_seconds", "training_seconds", "eval_seconds")
     ]
     seed = cost["seed"]
     assert [seed["startup"], seed["training"], seed["eval"]] == pytest.approx([sum(v) / 2 for v in per_seed])
     assert 2 <= seed["training"] < 4  # the fixture's budget is 2 s a seed
-    parallel = int(rows[-1]["parallel"])
+    parallel = rows[-1].parallel
     assert cost["parallel"] == parallel
     waves = -(-2 // parallel)
     assert cost["next_trial"] == {"seeds": 2, "seconds": pytest.approx(waves * seed["total"])}
@@ -239,7 +239,7 @@ def test_a_trial_says_its_expected_wall_time_from_the_comparable_trials_before_i
     assert trial.main(["--seeds", "2", "--parallel", "1", "--budget", "0.5"]) == 0
     (line,) = [ln for ln in capsys.readouterr().out.splitlines() if "expected: <=" in ln]
     (first, _) = Ledger(root / "results.tsv").rows()
-    seed_s = float(first["total_seconds"])  # one seed, one wave: the wall time of a seed is the trial's
+    seed_s = first.total_seconds  # one seed, one wave: the wall time of a seed is the trial's
     assert f"expected: <= {2 * seed_s:.0f} s (a seed " in line and "median of the 1 latest comparable" in line
 
 
@@ -258,10 +258,10 @@ def test_the_estimate_of_the_next_trial_is_the_wall_time_a_comparable_trial_took
     seed = cost["seed"]
     parts = seed["startup"] + seed["training"] + seed["eval"]
     assert seed["other"] > 0 and seed["total"] == pytest.approx(parts + seed["other"])
-    assert cost["next_trial"] == {"seeds": 3, "seconds": pytest.approx(float(row["total_seconds"]), abs=0.06)}
+    assert cost["next_trial"] == {"seeds": 3, "seconds": pytest.approx(row.total_seconds, abs=0.06)}
     assert trial.main(["--seeds", "3", "--parallel", "1", "--budget", "0.3"]) == 0
     (line,) = [ln for ln in capsys.readouterr().out.splitlines() if "expected: <=" in ln]
-    assert f"expected: <= {float(row['total_seconds']):.0f} s (a seed " in line
+    assert f"expected: <= {row.total_seconds:.0f} s (a seed " in line
 
 
 def test_the_start_up_a_trial_pays_once_is_not_charged_to_every_seed(root, monkeypatch, capsys):
@@ -275,9 +275,7 @@ def test_the_start_up_a_trial_pays_once_is_not_charged_to_every_seed(root, monke
     capsys.readouterr()
     (row,) = Ledger(root / "results.tsv").rows()
     starts = [
-        json.loads((root / "runs" / row["run_id"] / f"seed-{k}" / "outcome.json").read_text())[
-            "startup_seconds"
-        ]
+        json.loads((root / "runs" / row.run_id / f"seed-{k}" / "outcome.json").read_text())["startup_seconds"]
         for k in range(3)
     ]
     assert starts[0] >= 1.5 > max(starts[1:])
@@ -289,7 +287,7 @@ def test_the_start_up_a_trial_pays_once_is_not_charged_to_every_seed(root, monke
     per_seed = seed["startup"] + seed["training"] + seed["eval"] + seed["other"]
     assert seed["total"] == pytest.approx(per_seed)
     assert cost["next_trial"] == {"seeds": 3, "seconds": pytest.approx(seed["once"] + 3 * per_seed)}
-    assert cost["next_trial"]["seconds"] == pytest.approx(float(row["total_seconds"]), abs=0.06)
+    assert cost["next_trial"]["seconds"] == pytest.approx(row.total_seconds, abs=0.06)
     assert trial.main(["--seeds", "1", "--budget", "0.3"]) == 0
     (line,) = [ln for ln in capsys.readouterr().out.splitlines() if "expected: <=" in ln]
     assert f"(+ {seed['once']:.0f} s once a trial)" in line
@@ -327,7 +325,7 @@ def test_a_long_budget_confirm_trains_both_sides_longer(classic_runs, monkeypatc
     root, _, cand = classic_runs
     monkeypatch.setenv("AUTORL_ROOT", str(root))
     run_id = cand["run_dir"].split("/")[-1]
-    if Ledger(root / "results.tsv").find(run_id)["decision"] != "keep":
+    if Ledger(root / "results.tsv").find(run_id).decision != "keep":
         Ledger(root / "results.tsv").mark("keep", lesson="lr 1e-3", reason="test of confirm")
     before = CONFIRMED.read(root / "confirmed.tsv") if (root / "confirmed.tsv").exists() else []
     for bad, reason in (

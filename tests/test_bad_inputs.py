@@ -254,7 +254,7 @@ def test_ledger_append_adds_a_saved_row_once(root, capsys):
     saved.write_text(json.dumps(saved_row("r2")))
     Ledger(root / "results.tsv").append(saved_row("r1"))
     assert cli.main(["ledger", "append", str(saved)]) == 0
-    assert [r["run_id"] for r in Ledger(root / "results.tsv").rows()] == ["r1", "r2"]
+    assert [r.run_id for r in Ledger(root / "results.tsv").rows()] == ["r1", "r2"]
     assert cli.main(["ledger", "append", str(saved)]) == 2
     assert "already recorded" in capsys.readouterr().err
     saved.write_text(json.dumps({**saved_row("r3"), "old_column": "1"}))

@@ -70,11 +70,9 @@ def test_a_trial_of_a_config_in_flight_is_refused_and_status_shows_it(root, monk
     (row,) = Ledger(root / "results.tsv").rows()
     capsys.readouterr()
     monkeypatch.setenv(AGENT_VAR, "agent-2")
-    held = claims.claim(
-        ResearchContext.of(row), "run-elsewhere", row["config_hash"], "same idea", "+lr = 1\n"
-    )
+    held = claims.claim(ResearchContext.of(row), "run-elsewhere", row.config_hash, "same idea", "+lr = 1\n")
     runs_before = sorted(p.name for p in (root / "runs").iterdir())
-    rerun = ["--rerun", row["run_id"]]  # a planned re-run (below: a swarm refuses a config that already ran)
+    rerun = ["--rerun", row.run_id]  # a planned re-run (below: a swarm refuses a config that already ran)
     assert trial.main([*argv, "--description", "baseline repeat", *rerun]) == 2
     out = capsys.readouterr()
     assert "already training in run-elsewhere (agent-2, pid " in out.err
@@ -88,13 +86,13 @@ def test_a_trial_of_a_config_in_flight_is_refused_and_status_shows_it(root, monk
     claims.release(held, ResearchContext.of(row))
     # Released; but in a swarm a config the context already ran is refused too, unless a planned re-run.
     assert trial.main([*argv, "--description", "baseline repeat"]) == 2
-    assert f"this exact config already ran in {row['run_id']} (no agent: baseline, pending)" in (
+    assert f"this exact config already ran in {row.run_id} (no agent: baseline, pending)" in (
         capsys.readouterr().err
     )
     assert trial.main([*argv, "--description", "baseline repeat", *rerun]) == 0
     assert claims.in_flight() == []  # and its own claim went with its row
     first, repeat = Ledger(root / "results.tsv").rows()
-    assert first["agent"] == "" and repeat["agent"] == "agent-2"  # who ran each (AUTORL_AGENT)
+    assert first.agent == "" and repeat.agent == "agent-2"  # who ran each (AUTORL_AGENT)
     # agent-2 keeps it; agent-1, whose train.toml has moved on, is told whose keep is the best and how to
     # bring its worktree onto it (`autorl mark` without --run marks this agent's own latest trial).
     Ledger(root / "results.tsv").mark("keep", lesson="agent-2's keep")
@@ -102,7 +100,7 @@ def test_a_trial_of_a_config_in_flight_is_refused_and_status_shows_it(root, monk
     (root / "train.toml").write_text((root / "train.toml").read_text() + "# agent-1's own idea\n")
     assert cli.main(["status"]) == 0
     out = capsys.readouterr().out
-    kept = root / "runs" / repeat["run_id"] / "config.toml"
-    whose = f"the best kept config is agent-2's {repeat['run_id']} (baseline repeat), not your train.toml"
+    kept = root / "runs" / repeat.run_id / "config.toml"
+    whose = f"the best kept config is agent-2's {repeat.run_id} (baseline repeat), not your train.toml"
     assert whose in out
-    assert f'cp {kept} train.toml && git commit -am "onto {repeat["run_id"]}"' in out
+    assert f'cp {kept} train.toml && git commit -am "onto {repeat.run_id}"' in out

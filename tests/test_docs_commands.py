@@ -235,5 +235,5 @@ def test_every_shown_command_runs(prepared, tmp_path, capsys):
                 if a_trial:  # its row is in the ledger
                     rows += 1
                     assert len(Ledger(site / "results.tsv").rows()) == rows, f"{name}: `{line}`"
-    tracks = {r["track"] for r in Ledger(site / "results.tsv").rows()}
+    tracks = {r.track for r in Ledger(site / "results.tsv").rows()}
     assert rows >= 10 and tracks == {"llm", "classic"}  # the walk reached the trials of both tracks

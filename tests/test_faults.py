@@ -30,7 +30,7 @@ from autorl.io import atomic, inputs
 from autorl.io.jsonl import read_jsonl
 from autorl.llm.track import LLMTrack
 from autorl.record.ledger import Ledger, LedgerError
-from autorl.record.row import COLUMNS
+from autorl.record.row import COLUMNS, LedgerRow
 
 REPO = Path(__file__).resolve().parent.parent
 RUN = ["--budget", "0.3", "--seeds", "1", "--grace", "1"]
@@ -41,7 +41,7 @@ def use_backend(monkeypatch: pytest.MonkeyPatch, root: Path, mode: str = "ok") -
     monkeypatch.setattr(LLMTrack, "make_backend", lambda self, name: backend)
 
 
-def ledger_rows(root: Path) -> list[dict[str, str]]:
+def ledger_rows(root: Path) -> list[LedgerRow]:
     return Ledger(root / "results.tsv").rows()
 
 
@@ -235,8 +235,8 @@ def test_ledger_repair_fixes_crlf_and_moves_bad_rows_aside_keeping_a_backup(root
     out = capsys.readouterr().out
     assert "line 4: column run_id: r1 is recorded twice" in out and "line 5: column eval_score" in out
     assert out.strip().endswith(": ok")
-    assert [r["run_id"] for r in ledger_rows(root)] == ["r1", "r2", "r4"]
-    assert ledger_rows(root)[0]["eval_score"] == "0.5"  # the first row of a run id is the one kept
+    assert [r.run_id for r in ledger_rows(root)] == ["r1", "r2", "r4"]
+    assert ledger_rows(root)[0].eval_score == 0.5  # the first row of a run id is the one kept
     rejected = (root / "results-rejected.tsv").read_text().splitlines()
     assert [r.split("\t")[1] for r in rejected] == ["r1", "r3"]
     backups = list(root.glob("results.tsv.bak-*"))
@@ -263,7 +263,7 @@ def test_a_row_with_a_bad_value_is_never_appended(root):
         ledger.append(a_row("r1"))
     with pytest.raises(LedgerError, match="column status: 'weird'"):
         ledger.append(a_row("r2", status="weird"))
-    assert [r["run_id"] for r in ledger.rows()] == ["r1"]
+    assert [r.run_id for r in ledger.rows()] == ["r1"]
 
 
 def test_a_failed_append_is_cut_back_no_half_row(root, monkeypatch):
@@ -283,7 +283,7 @@ def test_a_failed_append_is_cut_back_no_half_row(root, monkeypatch):
         ledger.append(a_row("r2", description="x" * 500))
     monkeypatch.undo()
     assert ledger.path.read_bytes() == before
-    assert [r["run_id"] for r in ledger.rows()] == ["r1"]
+    assert [r.run_id for r in ledger.rows()] == ["r1"]
 
 
 # ---- a trial that trained always leaves a row; what would stop it from leaving one is refused first -----
@@ -315,7 +315,7 @@ def test_a_cache_that_cannot_be_written_leaves_a_crash_row_with_the_reason(root,
     assert trial.main(RUN) == 1
     assert "FileExistsError" in parse_summary(capsys.readouterr().out)["error"]
     (row,) = ledger_rows(root)
-    assert row["status"] == "crash" and "error=FileExistsError" in row["extras"]
+    assert row.status == "crash" and row.extras["error"].startswith("FileExistsError")
 
 
 @pytest.mark.skipif(os.geteuid() == 0, reason="root may write into a read-only directory")
@@ -338,7 +338,7 @@ def test_disk_full_for_eval_jsonl_records_a_crash_row_with_the_reason(root, monk
     assert summary["status"] == "crash" and summary["verdict"] == "n/a"
     assert "eval.jsonl not saved: No space left on device" in summary["error"]
     (row,) = ledger_rows(root)
-    assert row["status"] == "crash" and "No_space_left_on_device" in row["extras"]
+    assert row.status == "crash" and any("No_space_left_on_device" in v for v in row.extras.values())
     assert json.loads((root / summary["run_dir"] / "result.json").read_text())["status"] == "crash"
 
 
@@ -350,7 +350,7 @@ def test_disk_full_everywhere_under_runs_still_leaves_the_row_in_results_tsv(roo
     out = capsys.readouterr().out
     assert "result.json not saved: No space left on device" in out
     (row,) = ledger_rows(root)
-    assert row["status"] == "crash" and "No_space_left_on_device" in row["extras"]
+    assert row.status == "crash" and any("No_space_left_on_device" in v for v in row.extras.values())
 
 
 def test_when_nothing_can_be_written_the_row_is_printed(root, monkeypatch, capsys):
@@ -382,7 +382,7 @@ def test_a_fault_of_the_harness_during_the_seeds_records_a_crash_row(root, monke
     assert "RuntimeError: the pool broke (simulated)" in captured.err  # the traceback, for the developer
     assert parse_summary(captured.out)["error"] == "RuntimeError: the pool broke (simulated)"
     (row,) = ledger_rows(root)
-    assert row["status"] == "crash" and row["verdict"] == "n/a"
+    assert row.status == "crash" and row.verdict == "n/a"
 
 
 def test_a_fault_while_concluding_records_a_crash_row(root, monkeypatch, capsys):
@@ -395,7 +395,7 @@ def test_a_fault_while_concluding_records_a_crash_row(root, monkeypatch, capsys)
     assert trial.main(RUN) == 1
     assert parse_summary(capsys.readouterr().out)["error"] == "ValueError: extras broke (simulated)"
     (row,) = ledger_rows(root)
-    assert row["status"] == "crash"
+    assert row.status == "crash"
 
 
 # ---- paths given on the command line ------------------------------------------------------------------
@@ -565,7 +565,7 @@ def test_a_signal_after_the_start_still_leaves_one_row(root, monkeypatch, capsys
     signal_during(monkeypatch, owner, name, signal.SIGTERM)
     assert trial.main(RUN) == 143
     (row,) = ledger_rows(root)
-    assert row["status"] == status  # while recording, the finished trial keeps its own status
+    assert row.status == status  # while recording, the finished trial keeps its own status
     assert parse_summary(capsys.readouterr().out)["status"] == status
 
 
@@ -587,7 +587,7 @@ def test_an_eval_writing_malformed_rows_is_a_crash_row_not_a_traceback(root, mon
     out = capsys.readouterr().out
     assert "eval.jsonl: eval row 2: score None is not a finite number" in out and "Traceback" not in out
     (row,) = ledger_rows(root)
-    assert row["status"] == "crash" and row["eval_score"] == ""  # no score
+    assert row.status == "crash" and row.eval_score is None  # no score
 
 
 def test_a_corrupt_base_eval_cache_is_computed_again(root, monkeypatch, capsys):

@@ -18,6 +18,7 @@ from autorl.commands import cli, fidelity
 from autorl.commands.trial import main as run_py
 from autorl.commands.tune import parse_summary
 from autorl.record.ledger import Ledger
+from autorl.record.row import LedgerRow
 from autorl.record.sidetables import FIDELITY
 
 REPO = Path(__file__).resolve().parent.parent
@@ -45,22 +46,18 @@ def test_rho_interval_resamples_configs_and_seeds():
 
 
 def test_choose_takes_the_baseline_every_keep_then_discarded_ones_across_the_range():
-    def row(run_id: str, score: float, decision: str, config: str | None = None) -> dict[str, str]:
-        return {
-            "run_id": run_id,
-            "status": "ok",
-            "eval_score": str(score),
-            "decision": decision,
-            "config_hash": config or run_id,
-        }
+    def row(run_id: str, score: float, decision: str, config: str | None = None) -> LedgerRow:
+        return LedgerRow(
+            run_id=run_id, status="ok", eval_score=score, decision=decision, config_hash=config or run_id
+        )
 
     rows = [row("base", 0.5, "keep"), row("repeat", 0.52, "discard", "base"), row("k1", 0.6, "keep")]
     rows += [row(f"d{i}", 0.3 + i / 20, "discard") for i in range(8)]
     chosen = fidelity.choose(rows, 5)
-    assert [(role, r["run_id"]) for role, r in chosen][:2] == [("baseline", "base"), ("kept", "k1")]
-    discarded = [r["run_id"] for role, r in chosen if role == "discarded"]
+    assert [(role, r.run_id) for role, r in chosen][:2] == [("baseline", "base"), ("kept", "k1")]
+    discarded = [r.run_id for role, r in chosen if role == "discarded"]
     assert discarded == ["d0", "d4", "d7"]  # the lowest, the middle and the highest short score
-    assert "repeat" not in [r["run_id"] for _, r in chosen]  # the baseline's config once
+    assert "repeat" not in [r.run_id for _, r in chosen]  # the baseline's config once
 
 
 @pytest.fixture(scope="module")
@@ -167,7 +164,7 @@ def test_bad_input_is_refused_with_nothing_recorded(tmp_path, monkeypatch, capsy
     before = sorted(p.name for p in (context / "runs").iterdir())
     assert cli.main(["fidelity", "--track", "classic", "--budget", "1"]) == 2  # not longer than 1.5 s
     assert "must exceed the context's 1.5 s" in capsys.readouterr().err
-    gone = context / "runs" / Ledger(context / "results.tsv").rows()[1]["run_id"] / "config.toml"
+    gone = context / "runs" / Ledger(context / "results.tsv").rows()[1].run_id / "config.toml"
     gone.rename(gone.with_suffix(".bak"))
     try:
         assert cli.main(["fidelity", "--track", "classic"]) == 2

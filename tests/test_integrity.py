@@ -28,6 +28,7 @@ from autorl.llm.config import load_train_config
 from autorl.llm.track import LLMTrack
 from autorl.record.context import ResearchContext, best_kept
 from autorl.record.ledger import Ledger, LedgerError, eval_rows_hash, reference_rows
+from autorl.record.row import LedgerRow
 from autorl.record.sidetables import CONFIRMED
 from autorl.record.stats import noise_floor
 
@@ -86,14 +87,14 @@ def test_reference_and_noise_floor_only_under_the_same_budget(root):
     add(ledger, "b600", 0.50, "keep", config_hash="A", seed_scores={1: 0.4, 2: 0.6})
     add(ledger, "b60", 0.90, "keep", budget=60.0, config_hash="A", seed_scores={1: 0.0, 2: 1.0})
     rows = ledger.rows()
-    assert best_kept(rows, ResearchContext("llm", "e", "h", 600.0))["run_id"] == "b600"
-    assert ledger.best_kept(ResearchContext("llm", "e", "h", 60.0))["run_id"] == "b60"
+    assert best_kept(rows, ResearchContext("llm", "e", "h", 600.0)).run_id == "b600"
+    assert ledger.best_kept(ResearchContext("llm", "e", "h", 60.0)).run_id == "b60"
     assert best_kept(rows, ResearchContext("llm", "e", "h", 30.0)) is None
     assert (
-        best_kept(rows, ResearchContext("llm", "e", "h", None))["run_id"] == "legacy"
+        best_kept(rows, ResearchContext("llm", "e", "h", None)).run_id == "legacy"
     )  # legacy rows only among themselves
     add(ledger, "odd", 0.5, "keep", budget=12345.678)  # written with 6 digits, still found by its budget
-    assert ledger.best_kept(ResearchContext("llm", "e", "h", 12345.678))["run_id"] == "odd"
+    assert ledger.best_kept(ResearchContext("llm", "e", "h", 12345.678)).run_id == "odd"
     nf = noise_floor(rows, ResearchContext("llm", "e", "h", 600.0), prior_sd=0.1)
     assert nf.df == 1 and nf.measured_sd == pytest.approx(0.2 / 2**0.5)  # not pooled with the 60 s seeds
 
@@ -117,7 +118,7 @@ def test_changing_a_decision_needs_a_reason_and_is_kept_in_the_history(root, cap
 
     assert cli.main(["mark", "discard", "--run", "k2", "--reason", "eval.jsonl was from a bad seed"]) == 0
     assert "the reference is now k1 (was k2)" in capsys.readouterr().out
-    assert ledger.best_kept(ResearchContext("llm", "e", "h", 600.0))["run_id"] == "k1"
+    assert ledger.best_kept(ResearchContext("llm", "e", "h", 600.0)).run_id == "k1"
     first = ledger.history_path.read_text()
     assert cli.main(["mark", "discard", "--run", "k2", "--lesson", "seed 3 diverged"]) == 0  # same decision
     assert ledger.history_path.read_text().startswith(first)  # appended, never rewritten
@@ -139,13 +140,13 @@ def test_reference_rows_are_checked_against_the_recorded_hash(root):
     (runs / "r").mkdir(parents=True)
     text = '{"env": "toy", "example_id": "0", "sample": 0, "score": 1.0}\n'
     (runs / "r" / "eval.jsonl").write_text(text)
-    row = {"run_id": "r", "eval_rows_hash": eval_rows_hash(text)}
+    row = LedgerRow(run_id="r", eval_rows_hash=eval_rows_hash(text))
     assert reference_rows(row, runs) == [{"env": "toy", "example_id": "0", "sample": 0, "score": 1.0}]
     (runs / "r" / "eval.jsonl").write_text(text.replace("1.0", "0.0"))
     with pytest.raises(LedgerError, match="has changed since the trial wrote it"):
         reference_rows(row, runs)
     with pytest.raises(LedgerError, match="records no eval_rows_hash"):
-        reference_rows({"run_id": "r", "eval_rows_hash": ""}, runs)
+        reference_rows(LedgerRow(run_id="r", eval_rows_hash=""), runs)
     (runs / "r" / "eval.jsonl").unlink()
     with pytest.raises(LedgerError, match="is missing"):
         reference_rows(row, runs)
@@ -170,12 +171,12 @@ def test_a_tampered_reference_is_refused_before_anything_runs(fake_root, capsys)
     # Another budget (a new context): not comparable, so the trial runs and is a baseline of its own.
     assert trial.main(["--budget", "0.4", "--seeds", "1", "--new-context"]) == 0
     assert "verdict: baseline" in capsys.readouterr().out
-    eval_jsonl = fake_root / "runs" / ref["run_id"] / "eval.jsonl"
+    eval_jsonl = fake_root / "runs" / ref.run_id / "eval.jsonl"
     eval_jsonl.write_text(eval_jsonl.read_text().replace('"score": 0.0', '"score": 1.0', 1))
     runs_before = sorted(p.name for p in (fake_root / "runs").iterdir())
     assert trial.main(["--budget", "0.3", "--seeds", "1", "--new-context"]) == 2
     err = capsys.readouterr().err
-    assert f"the reference {ref['run_id']} cannot be used" in err and "has changed" in err
+    assert f"the reference {ref.run_id} cannot be used" in err and "has changed" in err
     assert sorted(p.name for p in (fake_root / "runs").iterdir()) == runs_before
     assert len(Ledger(fake_root / "results.tsv").rows()) == 2
 
@@ -186,13 +187,13 @@ def test_a_lost_reference_names_the_recovery_and_the_recovery_works(fake_root, c
     assert trial.main(["--budget", "0.3", "--seeds", "1"]) == 0
     (ref,) = Ledger(fake_root / "results.tsv").rows()
     assert cli.main(["mark", "keep", "--lesson", "baseline"]) == 0
-    (fake_root / "runs" / ref["run_id"] / "eval.jsonl").unlink()
+    (fake_root / "runs" / ref.run_id / "eval.jsonl").unlink()
     capsys.readouterr()
     assert trial.main(["--budget", "0.3", "--seeds", "1"]) == 2
     err = capsys.readouterr().err
     assert "is missing" in err and "to recover: restore" in err
     command = next(line.strip() for line in err.splitlines() if line.strip().startswith("uv run autorl mark"))
-    assert command == f'uv run autorl mark discard --run {ref["run_id"]} --reason "eval.jsonl lost"'
+    assert command == f'uv run autorl mark discard --run {ref.run_id} --reason "eval.jsonl lost"'
     assert cli.main(shlex.split(command)[3:]) == 0
     assert trial.main(["--budget", "0.3", "--seeds", "1"]) == 0
     assert "verdict: baseline" in capsys.readouterr().out
@@ -427,7 +428,7 @@ def test_a_quick_look_is_one_short_seed_that_no_trial_is_compared_with(fake_root
     out = capsys.readouterr().out
     assert "quick look: 1 seed x 0.2 s; no verdict" in out and "verdict: quick" in out
     (quick,) = Ledger(fake_root / "results.tsv").rows()
-    assert quick["verdict"] == "quick" and quick["seeds_planned"] == "1"
+    assert quick.verdict == "quick" and quick.seeds_planned == 1
     assert cli.main(["status"]) == 0
     assert "no trials yet (only 1 quick look, which no trial is compared with)" in capsys.readouterr().out
     assert trial.main(["--quick", "--seeds", "2"]) == 2  # a quick look is one seed
@@ -436,12 +437,12 @@ def test_a_quick_look_is_one_short_seed_that_no_trial_is_compared_with(fake_root
     out = capsys.readouterr().out
     assert "verdict: baseline" in out and "from the baseline" not in out
     _, base = Ledger(fake_root / "results.tsv").rows()
-    assert (base["budget"], base["seeds_planned"]) == ("0.3", "2")
+    assert (base.budget, base.seeds_planned) == (0.3, 2)
     assert trial.main([]) == 0  # a plain run now takes the baseline's context, not the quick look's
     assert "budget 0.3 s and 2 seeds: from the baseline" in capsys.readouterr().out
     rows = Ledger(fake_root / "results.tsv").rows()
-    assert rows[-1]["reference_run"] == base["run_id"]
+    assert rows[-1].reference_run == base.run_id
     context = ResearchContext.of(base)
-    assert [r["run_id"] for r in context.rows(rows)] == [base["run_id"], rows[-1]["run_id"]]
+    assert [r.run_id for r in context.rows(rows)] == [base.run_id, rows[-1].run_id]
     assert noise_floor(rows, context).n_runs == 2  # the quick look's seed is not a sample
     assert status.collect(rows)["context"]["trials"] == 2

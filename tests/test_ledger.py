@@ -9,7 +9,7 @@ import pytest
 
 from autorl.record.context import ResearchContext, best_kept
 from autorl.record.ledger import Ledger, LedgerError
-from autorl.record.row import COLUMNS, parse_pairs
+from autorl.record.row import COLUMNS, LedgerRow
 
 
 def row(run_id: str, score: float | None = 0.5, **kw) -> dict:
@@ -37,14 +37,36 @@ def test_append_creates_header_and_round_trips(tmp_path: Path) -> None:
     assert lines[0].split("\t") == COLUMNS
     assert len(lines) == 3
     rows = ledger.rows()
-    assert rows[0]["description"] == "tab here newline"  # sanitised: one cell, one line
-    assert rows[0]["decision"] == "pending"
-    assert float(rows[0]["eval_score"]) == pytest.approx(0.55)
-    assert parse_pairs(rows[0]["env_scores"]) == {"arith": 0.6, "gsm": 0.5}
-    assert rows[0]["timestamp"]
-    assert rows[1]["eval_score"] == "" and rows[1]["status"] == "crash"
-    assert rows[1]["seeds"] == "3,4"
-    assert "solved_seeds=5/5" in rows[1]["extras"]  # unknown keys are kept in extras, not dropped
+    assert rows[0].description == "tab here newline"  # sanitised: one cell, one line
+    assert rows[0].decision == "pending"
+    assert rows[0].eval_score == pytest.approx(0.55)  # read back as the typed row it was written from
+    assert rows[0].env_scores == {"arith": 0.6, "gsm": 0.5}
+    assert rows[0].timestamp
+    assert rows[1].eval_score is None and rows[1].status == "crash"
+    assert rows[1].seeds == "3,4" and rows[1].seed_list == ["3", "4"]
+    assert rows[1].extras == {"solved_seeds": "5/5"}  # unknown keys are kept in extras, not dropped
+
+
+def test_every_committed_ledger_reads_into_the_row_model_and_writes_back_byte_for_byte() -> None:
+    """One row shape: each results.tsv the repository has committed (the recorded sessions' and studies')
+    reads into LedgerRow, and the row written again is the line it was read from, so nothing a trial recorded
+    is lost or changed by reading it (a file of an earlier header: its columns, the newer ones empty)."""
+    import subprocess
+
+    root = Path(__file__).resolve().parent.parent
+    listed = subprocess.run(["git", "ls-files", "*results.tsv"], cwd=root, capture_output=True, text=True)
+    files = [root / f for f in listed.stdout.split()]
+    assert len(files) >= 10  # the sessions and studies of docs/
+    for path in files:
+        ledger = Ledger(path)
+        header, *lines = path.read_text().splitlines()
+        rows = ledger.rows()
+        assert len(rows) == len(lines) and all(isinstance(r, LedgerRow) for r in rows)
+        for line, r in zip(lines, rows, strict=True):
+            written = dict(zip(COLUMNS, ledger.format_row(r.as_dict()).rstrip("\n").split("\t"), strict=True))
+            cells = dict(zip(header.split("\t"), line.split("\t"), strict=True))
+            assert written == dict.fromkeys(COLUMNS, "") | cells, (path, r.run_id)
+        assert any(r.eval_score is not None and r.seed_scores for r in rows), path  # numbers were read
 
 
 def _writer(path: str, worker: int, n: int) -> None:
@@ -66,9 +88,9 @@ def test_concurrent_appends_never_interleave(tmp_path: Path) -> None:
         assert p.exitcode == 0
     rows = Ledger(path).rows()  # validates every row's field count
     assert len(rows) == workers * per_worker
-    assert len({r["run_id"] for r in rows}) == workers * per_worker
+    assert len({r.run_id for r in rows}) == workers * per_worker
     for r in rows:
-        assert r["description"] == f"{r['run_id']} " + "x" * 2000
+        assert r.description == f"{r.run_id} " + "x" * 2000
     assert path.read_text().count("\n") == workers * per_worker + 1  # exactly one header
 
 
@@ -103,7 +125,7 @@ def test_best_kept_same_eval_and_harness(tmp_path: Path) -> None:
     ledger.append(row("base", 0.40))
     ledger.append(row("base2", 0.45, decision="discard"))
     # Nothing kept yet: the earliest ok trial (the baseline) is the reference, not the higher repeat.
-    assert ledger.best_kept(ResearchContext("llm", "e1", "h1", None))["run_id"] == "base"
+    assert ledger.best_kept(ResearchContext("llm", "e1", "h1", None)).run_id == "base"
     ledger.append(row("k1", 0.50, decision="keep"))
     ledger.append(row("k2", 0.60, decision="keep"))
     ledger.append(row("k3", 0.55, decision="keep"))
@@ -111,9 +133,9 @@ def test_best_kept_same_eval_and_harness(tmp_path: Path) -> None:
     ledger.append(row("other-eval", 0.95, decision="keep", eval_hash="e2"))
     ledger.append(row("other-harness", 0.95, decision="keep", harness_hash="h2"))
     ledger.append(row("classic", 400.0, decision="keep", track="classic"))
-    assert ledger.best_kept(ResearchContext("llm", "e1", "h1", None))["run_id"] == "k2"
-    assert ledger.best_kept(ResearchContext("llm", "e2", "h1", None))["run_id"] == "other-eval"
-    assert ledger.best_kept(ResearchContext("classic", "e1", "h1", None))["run_id"] == "classic"
+    assert ledger.best_kept(ResearchContext("llm", "e1", "h1", None)).run_id == "k2"
+    assert ledger.best_kept(ResearchContext("llm", "e2", "h1", None)).run_id == "other-eval"
+    assert ledger.best_kept(ResearchContext("classic", "e1", "h1", None)).run_id == "classic"
     assert best_kept(ledger.rows(), ResearchContext("llm", "e9", "h1", None)) is None
 
 
@@ -126,7 +148,7 @@ def test_mark_latest_by_default_and_by_run_id(tmp_path: Path) -> None:
     with pytest.raises(LedgerError, match="no score"):
         ledger.mark("keep")  # the latest trial crashed
     marked = ledger.mark("crash", lesson="OOM at\tstep 3\nsee log")
-    assert marked["run_id"] == "20250101-000200-ccc" and marked["lesson"] == "OOM at step 3 see log"
+    assert marked.run_id == "20250101-000200-ccc" and marked.lesson == "OOM at step 3 see log"
     ledger.mark("keep", run_id="20250101-000100", lesson="lr 3e-6 helps")  # unique prefix
     with pytest.raises(LedgerError, match="ambiguous"):
         ledger.mark("discard", run_id="20250101")
@@ -135,9 +157,9 @@ def test_mark_latest_by_default_and_by_run_id(tmp_path: Path) -> None:
     with pytest.raises(LedgerError, match="decision must be"):
         ledger.mark("maybe")
     rows = ledger.rows()
-    assert [r["decision"] for r in rows] == ["pending", "keep", "crash"]
-    assert rows[1]["lesson"] == "lr 3e-6 helps"
-    assert rows[0]["lesson"] == ""
+    assert [r.decision for r in rows] == ["pending", "keep", "crash"]
+    assert rows[1].lesson == "lr 3e-6 helps"
+    assert rows[0].lesson == ""
     assert not list(tmp_path.glob("*.tmp"))  # the atomic replace left nothing behind
 
 
@@ -160,7 +182,7 @@ def test_mark_and_append_concurrently_lose_nothing(tmp_path: Path) -> None:
         assert p.exitcode == 0
     rows = Ledger(path).rows()
     assert len(rows) == 1 + 2 * 60
-    assert rows[0]["decision"] == "discard" and rows[0]["lesson"] == "pass 59"
+    assert rows[0].decision == "discard" and rows[0].lesson == "pass 59"
 
 
 @pytest.mark.parametrize("old_rows", [1, 0])
@@ -175,8 +197,8 @@ def test_a_ledger_of_the_earlier_header_is_read_and_upgraded_keeping_every_row(
     cells = {c: "" for c in old} | {"run_id": "old-1", "track": "llm", "status": "ok", "decision": "keep"}
     path.write_text("\t".join(old) + "\n" + ("\t".join(cells[c] for c in old) + "\n") * old_rows)
     ledger = Ledger(path)
-    assert [r["run_id"] for r in ledger.rows()] == ["old-1"] * old_rows
-    assert all(r["total_seconds"] == "" for r in ledger.rows())  # the newer columns read empty
+    assert [r.run_id for r in ledger.rows()] == ["old-1"] * old_rows
+    assert all(r.total_seconds is None for r in ledger.rows())  # the newer columns read empty
     ledger.append(row("new-1"))
     assert path.read_text().splitlines()[0].split("\t") == COLUMNS
-    assert [r["run_id"] for r in ledger.rows()] == ["old-1"] * old_rows + ["new-1"]
+    assert [r.run_id for r in ledger.rows()] == ["old-1"] * old_rows + ["new-1"]

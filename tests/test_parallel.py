@@ -18,7 +18,6 @@ from fakes.fake_backend import FakeBackend
 
 from autorl.commands import trial
 from autorl.commands.tune import parse_summary
-from autorl.engine.options import RunOptions
 from autorl.engine.slots import plan
 from autorl.llm.track import LLMTrack
 from autorl.record.ledger import Ledger
@@ -38,21 +37,21 @@ def use(monkeypatch, root: Path, **kw) -> FakeBackend:
 
 def test_auto_runs_as_many_seeds_as_slots_in_waves(root):
     backend = FakeBackend(scripts_dir=root, slots=4)
-    p = plan(backend, None, RunOptions(seeds=6))
+    p = plan(backend, None, seeds=6)
     assert (p.parallel, p.waves, len(p.slots), p.oversubscribed) == (4, 2, 4, False)
     assert "6 seed(s), 4 at a time (2 wave(s))" in p.describe()
-    assert plan(backend, None, RunOptions(seeds=3)).parallel == 3  # never more than the seeds
-    assert plan(backend, None, RunOptions(seeds=6, parallel=1)).waves == 6
+    assert plan(backend, None, seeds=3).parallel == 3  # never more than the seeds
+    assert plan(backend, None, seeds=6, parallel=1).waves == 6
 
 
 def test_more_parallel_than_slots_is_oversubscribed_and_unpinned(root):
-    p = plan(FakeBackend(scripts_dir=root, slots=2), None, RunOptions(seeds=6, parallel=3))
+    p = plan(FakeBackend(scripts_dir=root, slots=2), None, seeds=6, parallel=3)
     assert p.parallel == 3 and p.oversubscribed and all(not s.cpus for s in p.slots)
     assert "oversubscribed" in p.describe()
 
 
 def test_ray_plan_lets_the_cluster_place_every_seed(root):
-    p = plan(FakeBackend(scripts_dir=root, slots=1), None, RunOptions(seeds=5, ray="local"))
+    p = plan(FakeBackend(scripts_dir=root, slots=1), None, seeds=5, ray="local")
     assert (p.parallel, p.waves, p.where) == (5, 1, "ray local")
 
 
@@ -77,7 +76,7 @@ def test_two_seeds_run_side_by_side_and_the_row_records_it(root, monkeypatch, ca
         run / "seed-0" / "eval.jsonl"
     ).stat().st_mtime
     row = Ledger(root / "results.tsv").rows()[-1]
-    assert row["parallel"] == "2" and row["seeds_planned"] == "2" and row["budget"] == "1.5"
+    assert row.parallel == 2 and row.seeds_planned == 2 and row.budget == 1.5
 
 
 def test_a_crashed_seed_does_not_stop_its_running_sibling(root, monkeypatch, capsys):
@@ -163,7 +162,7 @@ def test_two_trials_started_together_on_an_empty_cache_both_record_the_right_bas
     subprocess.run([sys.executable, str(tmp_path / "fake_eval.py"), str(alone), "base"], check=True)
     expected = stats.eval_score(read_jsonl(alone))
     assert len(read_jsonl(alone)) == 400
-    assert [float(r["base_score"]) for r in rows] == [pytest.approx(expected, abs=1e-4)] * 2
+    assert [r.base_score for r in rows] == [pytest.approx(expected, abs=1e-4)] * 2
     (cache,) = (root / ".autorl" / "cache").glob("base-*.jsonl")
     assert read_jsonl(cache) == read_jsonl(alone)
     assert not [p for p in (root / ".autorl" / "cache").iterdir() if p != cache]  # no temp file left
@@ -212,7 +211,7 @@ def test_a_signal_stops_the_trial_records_it_interrupted_and_leaves_no_process(r
     assert "Traceback" not in out + err
     assert parse_summary(out)["status"] == "interrupted"
     rows = Ledger(root / "results.tsv").rows()
-    assert len(rows) == 1 and rows[0]["status"] == "interrupted"
+    assert len(rows) == 1 and rows[0].status == "interrupted"
     time.sleep(0.5)
     assert alive(tree) == []
     # the graceful stop let both trainers save their weights
@@ -271,7 +270,7 @@ def test_ray_local_runs_both_classic_seeds_as_ray_tasks(tmp_path):
     assert s["status"] == "ok" and len(s["seeds"].split(",")) == 2 and s["parallel"] == "2"
     assert "on ray local" in proc.stdout
     rows = Ledger(tmp_path / "results.tsv").rows()
-    assert len(rows) == 1 and rows[0]["parallel"] == "2"
+    assert len(rows) == 1 and rows[0].parallel == 2
     run = tmp_path / s["run_dir"]
     for k in (0, 1):
         assert (run / f"seed-{k}" / "eval.jsonl").exists() and (run / f"seed-{k}" / "run.log").exists()

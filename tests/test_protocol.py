@@ -15,6 +15,7 @@ import pytest
 
 from autorl.commands import cli, loop, report, status, tune
 from autorl.record.ledger import Ledger
+from autorl.record.row import LedgerRow
 
 REPO = Path(__file__).resolve().parent.parent
 FAKE_RUN = Path(__file__).resolve().parent / "fakes" / "fake_run.py"
@@ -57,7 +58,7 @@ def test_mark_cli(root: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = capsys.readouterr()
     assert "r2: decision discard; lesson: no gain at all" in out.out
     rows = ledger.rows()
-    assert [(r["decision"], r["lesson"]) for r in rows] == [
+    assert [(r.decision, r.lesson) for r in rows] == [
         ("keep", "baseline"),
         ("discard", "no gain at all"),
     ]
@@ -366,20 +367,18 @@ def test_tune_runs_trials_through_the_runner(root: Path) -> None:
     runner = [sys.executable, str(FAKE_RUN)]
     assert tune.run_tune(3, budget=1, runner=runner) == 0
     rows = Ledger(root / "results.tsv").rows()
-    assert len(rows) == 3 and all(r["description"].startswith("tune: lr=") for r in rows)
-    assert rows[0]["verdict"] == "baseline" and rows[0]["decision"] == "keep"  # the current config first
-    assert tomllib.loads((root / "runs" / rows[0]["run_id"] / "config.toml").read_text())["trainer"] == {
+    assert len(rows) == 3 and all(r.description.startswith("tune: lr=") for r in rows)
+    assert rows[0].verdict == "baseline" and rows[0].decision == "keep"  # the current config first
+    assert tomllib.loads((root / "runs" / rows[0].run_id / "config.toml").read_text())["trainer"] == {
         "optim": {"lr": 1e-6}
     }
-    assert all(
-        r["decision"] == ("keep" if r["verdict"] in ("improved", "baseline") else "discard") for r in rows
-    )
+    assert all(r.decision == ("keep" if r.verdict in ("improved", "baseline") else "discard") for r in rows)
     final = (root / "train.toml").read_text()
     assert "# peak learning rate" in final and "# the training environment" in final
-    improved = [r for r in rows if r["verdict"] == "improved"]
+    improved = [r for r in rows if r.verdict == "improved"]
     if improved:
-        best = max(improved, key=lambda r: float(r["eval_score"]))
-        best_cfg = (root / "runs" / best["run_id"] / "config.toml").read_text()
+        best = max(improved, key=lambda r: r.eval_score or 0.0)
+        best_cfg = (root / "runs" / best.run_id / "config.toml").read_text()
         assert tomllib.loads(final) == tomllib.loads(best_cfg)
     else:
         assert final == TRAIN
@@ -402,9 +401,9 @@ def test_tune_prunes_a_trial_the_early_abort_stopped(root: Path, monkeypatch: py
     )
     assert tune.run_tune(2, budget=1, runner=runner) == 0
     rows = Ledger(root / "results.tsv").rows()
-    assert [r["decision"] for r in rows] == ["keep", "discard", "discard"]  # the baseline, two aborted
-    assert all(r["stopped_early"].startswith("aborted seed 1") and r["eval_score"] == "" for r in rows[1:])
-    assert [r["verdict"] for r in rows[1:]] == ["inconclusive", "inconclusive"]
+    assert [r.decision for r in rows] == ["keep", "discard", "discard"]  # the baseline, two aborted
+    assert all(r.stopped_early.startswith("aborted seed 1") and r.eval_score is None for r in rows[1:])
+    assert [r.verdict for r in rows[1:]] == ["inconclusive", "inconclusive"]
     assert told == [{"state": optuna.trial.TrialState.PRUNED}] * 2
 
 
@@ -415,8 +414,8 @@ def test_tune_runs_candidates_side_by_side(root: Path, monkeypatch: pytest.Monke
     (root / "space.toml").write_text('[lr]\nkey = "trainer.optim.lr"\nlow = 1e-6\nhigh = 1e-2\nlog = true\n')
     assert tune.run_tune(4, budget=1, runner=[sys.executable, str(FAKE_RUN)], parallel_trials=2) == 0
     rows = Ledger(root / "results.tsv").rows()
-    assert len(rows) == 4 and all(r["decision"] in ("keep", "discard") for r in rows)
-    spans = [json.loads((root / "runs" / r["run_id"] / "interval.json").read_text()) for r in rows]
+    assert len(rows) == 4 and all(r.decision in ("keep", "discard") for r in rows)
+    spans = [json.loads((root / "runs" / r.run_id / "interval.json").read_text()) for r in rows]
     overlapping = sum(a[0] < b[1] and b[0] < a[1] for i, a in enumerate(spans) for b in spans[i + 1 :])
     assert overlapping >= 2  # two pairs of candidates ran at the same time
     assert len(list((root / ".autorl" / "tune").glob("candidate-*.toml"))) == 4
@@ -431,7 +430,7 @@ def test_tune_finishes_a_trial_that_prints_more_than_a_pipe_holds(root: Path, mo
     assert tune.run_tune(1, budget=1, runner=[sys.executable, str(FAKE_RUN)]) == 0
     assert time.monotonic() - started < 120
     (row,) = Ledger(root / "results.tsv").rows()
-    assert row["verdict"] == "baseline" and row["decision"] == "keep"  # read from result.json
+    assert row.verdict == "baseline" and row.decision == "keep"  # read from result.json
     assert (root / ".autorl" / "tune" / "trial-1.log").stat().st_size > 1_200_000
 
 
@@ -440,7 +439,7 @@ def test_tune_reads_the_result_json_not_the_printed_score(root: Path) -> None:
     run_dir.mkdir(parents=True)
     (run_dir / "result.json").write_text(json.dumps({"run_id": "r1", "eval_score": 0.25, "status": "ok"}))
     text = "noise\n---\neval_score: 0.99\nrun_dir: runs/r1\n"
-    assert tune.trial_result(text) == {"run_id": "r1", "eval_score": 0.25, "status": "ok"}
+    assert tune.trial_result(text) == LedgerRow(run_id="r1", eval_score=0.25, status="ok")
     assert tune.trial_result("error: invalid\n---\nstatus: invalid\n") is None
 
 
@@ -454,7 +453,7 @@ def test_tune_crashes_are_marked_and_config_restored(root: Path, monkeypatch: py
     (root / "space.toml").write_text('[lr]\nkey = "trainer.optim.lr"\nchoices = [1e-4]\n')
     assert tune.run_tune(2, budget=1, runner=runner) == 0
     rows = Ledger(root / "results.tsv").rows()
-    assert len(rows) == 2 and all(r["status"] == "crash" and r["decision"] == "crash" for r in rows)
+    assert len(rows) == 2 and all(r.status == "crash" and r.decision == "crash" for r in rows)
     assert (root / "train.toml").read_text() == TRAIN
 
 
@@ -511,8 +510,8 @@ def test_tune_end_to_end_through_the_real_runner_on_the_classic_track(root: Path
     runner = [sys.executable, str(repo / "run.py"), "--allow-dirty-harness"]
     assert tune.run_tune(2, budget=30, track="classic", runner=runner, seeds=1) == 0
     rows = Ledger(root / "results.tsv").rows()
-    assert [r["track"] for r in rows] == ["classic", "classic"] and all(r["status"] == "ok" for r in rows)
-    assert rows[0]["verdict"] == "baseline" and rows[0]["decision"] == "keep"
-    assert rows[1]["verdict"] in ("improved", "worse", "inconclusive") and rows[1]["reference_run"]
-    assert rows[1]["decision"] == ("keep" if rows[1]["verdict"] == "improved" else "discard")
+    assert [r.track for r in rows] == ["classic", "classic"] and all(r.status == "ok" for r in rows)
+    assert rows[0].verdict == "baseline" and rows[0].decision == "keep"
+    assert rows[1].verdict in ("improved", "worse", "inconclusive") and rows[1].reference_run
+    assert rows[1].decision == ("keep" if rows[1].verdict == "improved" else "discard")
     assert "# searched" in config.read_text()  # comments survive the rewrites

@@ -389,7 +389,7 @@ def test_sigterm_stops_running_and_waiting_seeds_within_10_s(cluster, tmp_path):
     took = trial.finish(timeout=60)
     trial.check_stopped(took, 143)
     row = Ledger(root / "results.tsv").rows()[-1]
-    assert row["status"] == "interrupted"
+    assert row.status == "interrupted"
 
 
 def test_ray_local_under_uv_run_no_sync_records_a_row(tmp_path):
@@ -402,7 +402,7 @@ def test_ray_local_under_uv_run_no_sync_records_a_row(tmp_path):
     assert s["status"] == "ok" and s["parallel"] == "2" and "on ray local" in run.out
     assert f"{Path(sys.executable).parent}" in run.out  # the probe: the venv's python, not one Ray built
     rows = Ledger(root / "results.tsv").rows()
-    assert len(rows) == 1 and rows[0]["parallel"] == "2"
+    assert len(rows) == 1 and rows[0].parallel == 2
     for k in (0, 1):
         assert (root / s["run_dir"] / f"seed-{k}" / "eval.jsonl").exists()
     assert not processes_with_env(MARK, env[MARK])  # no Ray process of the trial is left
@@ -417,7 +417,7 @@ def test_sigint_during_a_ray_local_trial_leaves_an_interrupted_row_and_no_proces
     trial.proc.send_signal(signal.SIGINT)
     took = trial.finish(timeout=60)
     trial.check_stopped(took, 130)
-    assert Ledger(root / "results.tsv").rows()[-1]["status"] == "interrupted"
+    assert Ledger(root / "results.tsv").rows()[-1].status == "interrupted"
     assert not processes_with_env(MARK, env[MARK])
 
 
@@ -532,7 +532,7 @@ def test_sigterm_while_ray_starts_leaves_an_interrupted_row_and_no_process(tmp_p
     trial.proc.send_signal(signal.SIGTERM)
     took = trial.finish(timeout=60)
     trial.check_stopped(took, 143)
-    assert Ledger(root / "results.tsv").rows()[-1]["status"] == "interrupted"
+    assert Ledger(root / "results.tsv").rows()[-1].status == "interrupted"
     assert not processes_with_env(MARK, env[MARK])
 
 
@@ -544,8 +544,8 @@ def test_a_ray_seed_task_runs_its_job_s_own_config_and_split_where_the_job_lies(
     from autorl.classic.config import load_classic_config
     from autorl.classic.track import TRACK
     from autorl.engine.backend import Slot
-    from autorl.engine.options import RunOptions
     from autorl.engine.pool import SeedJob
+    from autorl.engine.process import BudgetSpec
     from autorl.engine.ray_pool import runs_relative, seed_task
     from autorl.io import paths
     from autorl.io.harness import harness_hash
@@ -556,7 +556,7 @@ def test_a_ray_seed_task_runs_its_job_s_own_config_and_split_where_the_job_lies(
     seed_dir = paths.runs_dir() / "fidelity-x" / "run-a" / "seed-0"
     assert runs_relative(seed_dir) == "fidelity-x/run-a/seed-0"
     job = SeedJob(0, 7, seed_dir, job_cfg, "test")
-    spec = RunOptions(budget=0.5).budget_spec()
+    spec = BudgetSpec(budget_s=0.5)
     harness = harness_hash(paths.repo_root())
     result, files, _ = seed_task(
         harness,

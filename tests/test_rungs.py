@@ -123,12 +123,12 @@ def test_a_losing_candidate_is_aborted_at_the_first_rung(root, monkeypatch, caps
     assert outcome["stop_reason"] == "aborted" and outcome["status"] == "ok"
     assert not (run_dir / "seed-0" / "eval.jsonl").exists()  # the end it never reached is not scored
     row = Ledger(root / "results.tsv").rows()[-1]
-    assert row["verdict"] == "inconclusive" and row["stopped_early"] == s["stopped_early"]
-    assert row["seed_scores"] == "" and row["eval_score"] == ""
-    assert row["reference_run"] == reference["run_dir"].split("/")[-1]  # a tried idea, for status's memory
+    assert row.verdict == "inconclusive" and row.stopped_early == s["stopped_early"]
+    assert row.seed_scores == {} and row.eval_score is None
+    assert row.reference_run == reference["run_dir"].split("/")[-1]  # a tried idea, for status's memory
 
     # what the agent sees: the rungs next to the reference's, and what an idea not kept costs now
-    assert show.main(row["run_id"]) == 0
+    assert show.main(row.run_id) == 0
     shown = capsys.readouterr().out
     assert "rungs: at 25% 0.2000 (1 seeds) vs reference 0.6000 (2); aborted: seed-0" in shown
     assert status.main() == 0
@@ -136,7 +136,7 @@ def test_a_losing_candidate_is_aborted_at_the_first_rung(root, monkeypatch, caps
     line = next(x for x in out if x.startswith("cost here"))
     assert "an idea not kept cost 0 s of training (0.2" in line and "100% ended by the early abort" in line
     assert "  trainer.optim.lr: None -> 3e-05: aborted, pending" in out  # the memory of what was tried
-    assert any(x.startswith(f"  {row['run_id']}") and " aborted " in x for x in out)  # the last trials
+    assert any(x.startswith(f"  {row.run_id}") and " aborted " in x for x in out)  # the last trials
 
 
 def test_a_slow_starter_within_the_margin_runs_to_the_end(root, monkeypatch, capsys, reference):

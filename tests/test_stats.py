@@ -11,6 +11,7 @@ from scipy import stats as sps
 from autorl.engine.track import get_track
 from autorl.record import stats
 from autorl.record.context import ResearchContext
+from autorl.record.row import LedgerRow
 from autorl.record.stats import NoiseFloor, compare, confidence_interval, eval_score, noise_floor
 
 
@@ -155,20 +156,11 @@ def test_seed_noise_does_not_turn_into_keeps() -> None:
     assert ours / trials <= 0.05
 
 
-def ledger_row(config: str, score: float, seed_scores: str = "", status: str = "ok", **kw) -> dict:
-    row = {
-        "config_hash": config,
-        "eval_score": str(score),
-        "seed_scores": seed_scores,
-        "seeds": "",
-        "status": status,
-        "track": "llm",
-        "eval_hash": "e",
-        "harness_hash": "h",
-        "run_id": f"r{score}",
-    }
-    row.update(kw)
-    return row
+def ledger_row(config: str, score: float, seed_scores: str = "", status: str = "ok", **kw) -> LedgerRow:
+    """A row as the ledger reads it from its cells."""
+    cells = {"config_hash": config, "eval_score": str(score), "seed_scores": seed_scores, "status": status}
+    cells |= {"track": "llm", "eval_hash": "e", "harness_hash": "h", "run_id": f"r{score}"}
+    return LedgerRow.read(cells | kw)
 
 
 def test_noise_floor_pools_repeated_configs() -> None:

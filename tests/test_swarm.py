@@ -15,6 +15,8 @@ from pathlib import Path
 import pytest
 
 from autorl.commands.tune import parse_summary
+from autorl.record.ledger import Ledger
+from autorl.record.row import LedgerRow
 
 REPO = Path(__file__).resolve().parent.parent
 GIT = ["git", "-c", "user.email=t@example.com", "-c", "user.name=t"]
@@ -55,10 +57,8 @@ def run(repo: Path, *argv: str, timeout: float = 300) -> subprocess.CompletedPro
     )
 
 
-def rows(repo: Path) -> list[dict[str, str]]:
-    lines = (repo / "results.tsv").read_text().splitlines()
-    header = lines[0].split("\t")
-    return [dict(zip(header, line.split("\t"), strict=True)) for line in lines[1:]]
+def rows(repo: Path) -> list[LedgerRow]:
+    return Ledger(repo / "results.tsv").rows()
 
 
 def test_two_stand_in_agents_share_one_ledger_and_the_cores_honestly(repo):
@@ -73,27 +73,27 @@ def test_two_stand_in_agents_share_one_ledger_and_the_cores_honestly(repo):
     out = done.stdout + done.stderr
     assert done.returncode == 0, out
     new = rows(repo)[1:]
-    what = sorted(r["description"] for r in new if r["status"] == "ok")
+    what = sorted(r.description for r in new if r.status == "ok")
     assert what == sorted(["learning_rate = 0.002", "clip_obs = 5.0"])  # each idea once
-    assert {r["agent"] for r in new} == {"agent-1", "agent-2"}, new  # both worked, each row says who
-    assert all(r["reference_run"] for r in new if r["status"] == "ok")  # every candidate was compared
+    assert {r.agent for r in new} == {"agent-1", "agent-2"}, new  # both worked, each row says who
+    assert all(r.reference_run for r in new if r.status == "ok")  # every candidate was compared
     # Leases: seeds on the same cores held them one after the other (outcome.json's `slot`, `slot_held`),
     # their start-up, training and eval inside (resolved.json written, eval.jsonl written).
     windows: dict[tuple[int, ...], list[tuple[float, float]]] = {}
     ok_seeds = 0
     for r in new:
-        for seed_dir in (repo / "runs" / r["run_id"]).glob("seed-*"):
+        for seed_dir in (repo / "runs" / r.run_id).glob("seed-*"):
             outcome = json.loads((seed_dir / "outcome.json").read_text())
             start, end = outcome["slot_held"]
             assert start - 0.05 <= (seed_dir / "resolved.json").stat().st_mtime <= end + 0.05  # coarse mtime
             windows.setdefault(tuple(outcome["slot"]), []).append((start, end))
-            ok_seeds += r["status"] == "ok" and outcome["status"] == "ok"
+            ok_seeds += r.status == "ok" and outcome["status"] == "ok"
     for spans in windows.values():
         spans.sort()
         assert all(a[1] <= b[0] for a, b in zip(spans, spans[1:], strict=False)), spans
     summary = parse_summary(done.stdout)
     assert summary["agents"] == "2" and int(summary["trials"]) >= 2
-    decided = sum(r["status"] == "ok" for r in new)  # the throughput lines, from the same files
+    decided = sum(r.status == "ok" for r in new)  # the throughput lines, from the same files
     assert f"({decided} in " in summary["decisions_per_hour"]
     assert float(summary["seeds_per_decision"]) == pytest.approx(ok_seeds / decided, abs=0.01)
     assert 0 <= int(summary["cores_idle"].split("%")[0]) < 100
@@ -139,7 +139,7 @@ def stop_mid_trial(repo: Path) -> None:
     out = proc.communicate(timeout=180)[0]
     assert proc.returncode == 0, out
     (last,) = rows(repo)[before:]
-    assert last["status"] == "interrupted" and last["agent"] == "agent-1", last
+    assert last.status == "interrupted" and last.agent == "agent-1", last
     assert (
         list(claims.glob("*.json")) == [] and not (repo / ".autorl" / "swarm" / "agent-1" / "STOP").exists()
     )
@@ -172,9 +172,9 @@ def kill_the_agent_mid_trial(repo: Path) -> None:
     second = subprocess.run(argv, cwd=repo, env=env, capture_output=True, text=True, timeout=300)
     assert second.returncode == 0, second.stdout + second.stderr
     (row,) = rows(repo)[before:]  # the killed agent's trial recorded its row, the second ran nothing new
-    assert row["description"] == "clip_reward = 7.0" and row["agent"] == "agent-9" and row["status"] == "ok"
-    assert row["decision"] == "keep"  # a new context's first trial: its baseline
-    assert f"an earlier invocation's trial, {row['run_id']} kept" in second.stdout
+    assert row.description == "clip_reward = 7.0" and row.agent == "agent-9" and row.status == "ok"
+    assert row.decision == "keep"  # a new context's first trial: its baseline
+    assert f"an earlier invocation's trial, {row.run_id} kept" in second.stdout
     assert "every change is tried" in second.stdout
     assert (
         list(claims.glob("*.json")) == [] and not (repo / ".autorl" / "standin" / "agent-9.current").exists()
@@ -198,7 +198,7 @@ def test_throughput_counts_decisions_seeds_and_the_core_time_seeds_held(tmp_path
             (d / "outcome.json").write_text(
                 json.dumps({"status": status, "slot": cores, "slot_held": [t0, t1]})
             )
-    rows = [{"run_id": r, "status": status} for r, (status, _) in seeds.items()]
+    rows = [LedgerRow(run_id=r, status=status) for r, (status, _) in seeds.items()]
     t = throughput.measure(rows, since=100.0, until=300.0, cores=2)
     assert (t.decisions, t.seeds) == (2, 3)
     assert t.core_seconds_held == pytest.approx(60 + 30 + 60 + 5 + 10 * 2)

@@ -19,6 +19,7 @@ from autorl.commands.tune import parse_summary
 from autorl.llm.track import LLMTrack
 from autorl.record import stats
 from autorl.record.ledger import Ledger
+from autorl.record.row import LedgerRow
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -68,8 +69,8 @@ def test_ok_trial_prints_the_summary_and_appends_one_row(root, monkeypatch, caps
     assert int(s["steps"]) > 5
     rows = Ledger(root / "results.tsv").rows()
     assert len(rows) == 1
-    assert rows[0]["status"] == "ok" and rows[0]["decision"] == "pending"
-    assert rows[0]["description"] == "first baseline"  # tab sanitised
+    assert rows[0].status == "ok" and rows[0].decision == "pending"
+    assert rows[0].description == "first baseline"  # tab sanitised
     run_dir = root / s["run_dir"]
     assert (run_dir / "config.toml").read_text() == TRAIN_TOML
     assert (run_dir / "summary.txt").exists()
@@ -109,7 +110,7 @@ def test_crash_is_recorded_with_the_log_tail(root, monkeypatch, capsys):
     assert "CUDA out of memory (simulated)" in out
     assert summary(out)["status"] == "crash"
     rows = Ledger(root / "results.tsv").rows()
-    assert len(rows) == 1 and rows[0]["status"] == "crash"
+    assert len(rows) == 1 and rows[0].status == "crash"
 
 
 def test_hang_is_recorded_as_timeout(root, monkeypatch, capsys):
@@ -118,7 +119,7 @@ def test_hang_is_recorded_as_timeout(root, monkeypatch, capsys):
     s = summary(capsys.readouterr().out)
     assert code == 1
     assert s["status"] == "timeout"
-    assert Ledger(root / "results.tsv").rows()[0]["status"] == "timeout"
+    assert Ledger(root / "results.tsv").rows()[0].status == "timeout"
 
 
 def test_sigterm_ignored_still_ends_within_grace_and_evaluates(root, monkeypatch, capsys):
@@ -168,7 +169,7 @@ def test_candidate_behind_the_reference_stops_adding_seeds(root, monkeypatch, ca
     assert s["verdict"] == "worse"
     run_dir = root / s["run_dir"]
     assert (run_dir / "seed-0").is_dir() and not (run_dir / "seed-1").exists()
-    assert Ledger(root / "results.tsv").rows()[-1]["seeds"] == s["seeds"]
+    assert Ledger(root / "results.tsv").rows()[-1].seeds == s["seeds"]
 
     trial.main(["--budget", "0.3", "--seeds", "3", "--all-seeds"])
     s = summary(capsys.readouterr().out)
@@ -241,9 +242,9 @@ def test_bad_config_is_refused_fast_without_heavy_imports(root):
 def test_a_reference_at_the_top_of_the_score_range_is_noted():
     from autorl.engine.result import ceiling_note
 
-    at_top = ceiling_note({"eval_ci_high": "1.0"}, (0.2, 0.5), high=1.0)
+    at_top = ceiling_note(LedgerRow(eval_ci_high=1.0), (0.2, 0.5), high=1.0)
     assert "no improvement is possible" in at_top and "make the task harder" in at_top
-    assert ceiling_note({"eval_ci_high": "0.97"}, (0.2, 1.0), high=1.0) == ""  # the reference decides
+    assert ceiling_note(LedgerRow(eval_ci_high=0.97), (0.2, 1.0), high=1.0) == ""  # the reference decides
     assert ceiling_note(None, (0.9, 1.0), high=1.0) != ""  # no reference: this trial's interval
     assert ceiling_note(None, (0.5, 0.7), high=1.0) == ""
 
@@ -309,7 +310,7 @@ def test_a_failed_ledger_write_still_prints_and_saves_the_summary(root, monkeypa
 def test_each_run_py_flag_sets_its_option():
     """run.py's flags are RunOptions' fields (declared once): no flag given is the field's default, and each
     flag, spelt with dashes, sets its field with the value its type parses."""
-    from autorl.engine.options import RunOptions
+    from autorl.commands.options import RunOptions
 
     assert trial.parse_options([]) == RunOptions()
     argv = "--config x.toml --track classic --budget 5 --seeds 3 --all-seeds --parallel 2 --ray h:1"
@@ -347,23 +348,23 @@ def test_the_research_context_fixes_budget_and_seeds_after_the_baseline(root, mo
     assert trial.main([]) == 0  # no flag: the context's budget and seeds
     out = capsys.readouterr().out
     first, second = Ledger(root / "results.tsv").rows()
-    assert f"budget 0.5 s and 1 seeds: from the baseline {first['run_id']}" in out
-    assert (second["budget"], second["seeds_planned"]) == ("0.5", "1")
-    assert second["reference_run"] == first["run_id"]  # compared: the same context
+    assert f"budget 0.5 s and 1 seeds: from the baseline {first.run_id}" in out
+    assert (second.budget, second.seeds_planned) == (0.5, 1)
+    assert second.reference_run == first.run_id  # compared: the same context
     # another budget: refused before anything runs, with the way out
     assert trial.main(["--budget", "2"]) == 2
     err = capsys.readouterr().err
-    assert f"--budget 2: the llm track's baseline {first['run_id']} ran at 0.5 s" in err
+    assert f"--budget 2: the llm track's baseline {first.run_id} ran at 0.5 s" in err
     assert "--new-context" in err
     assert len(Ledger(root / "results.tsv").rows()) == 2
     # the same budget given explicitly is fine; --new-context starts a new baseline at another budget
     assert trial.main(["--budget", "0.5", "--seeds", "1"]) == 0
     assert trial.main(["--budget", "0.7", "--seeds", "1", "--new-context"]) == 0
     newest = Ledger(root / "results.tsv").rows()[-1]
-    assert newest["budget"] == "0.7" and newest["verdict"] == "baseline"
+    assert newest.budget == 0.7 and newest.verdict == "baseline"
     capsys.readouterr()
     assert trial.main(["--seeds", "1"]) == 0  # the new context's budget now
-    assert Ledger(root / "results.tsv").rows()[-1]["budget"] == "0.7"
+    assert Ledger(root / "results.tsv").rows()[-1].budget == 0.7
 
 
 def test_the_runner_checks_the_model_recipe_and_the_eval_hash_without_importing_torch(tmp_path):

@@ -136,16 +136,13 @@ def command(name: str) -> Callable[..., int]:
 def mark(decision: str, run: str | None, lesson: str | None, reason: str | None) -> int:
     ledger = Ledger()
     row = ledger.mark(decision, run_id=run, lesson=lesson, reason=reason)
-    print(
-        f"{row['run_id']}: decision {row['decision']}"
-        + (f"; lesson: {row['lesson']}" if row["lesson"] else "")
-    )
+    print(f"{row.run_id}: decision {row.decision}" + (f"; lesson: {row.lesson}" if row.lesson else ""))
     entry = ledger.history()[-1]
     if entry.reference_before != entry.reference_after:
         print(f"the reference is now {entry.reference_after or 'none'} (was {entry.reference_before})")
-    if decision == "keep" and row["verdict"] not in ("improved", "baseline"):
+    if decision == "keep" and row.verdict not in ("improved", "baseline"):
         print(
-            f"note: verdict {row['verdict'] or 'missing'}; program.md keeps only improved trials",
+            f"note: verdict {row.verdict or 'missing'}; program.md keeps only improved trials",
             file=sys.stderr,
         )
     return 0
@@ -156,7 +153,7 @@ def ledger(action: str, result_json: Path | None) -> int:
     if action == "append":
         assert result_json is not None  # parse() refuses an append without it
         row = book.append_saved(result_json)
-        print(f"{book.path}: appended the row of run {row['run_id']}")
+        print(f"{book.path}: appended the row of run {row.run_id}")
         return 0
     if action == "repair":
         done = book.repair()

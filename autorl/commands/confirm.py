@@ -27,7 +27,7 @@ from autorl.io.cliargs import CONFIRM_MAX_SEEDS
 from autorl.record import stats
 from autorl.record.context import ResearchContext, best_kept
 from autorl.record.ledger import Ledger, LedgerError
-from autorl.record.row import as_float, format_cell
+from autorl.record.row import LedgerRow, format_cell
 from autorl.record.sidetables import CONFIRMED
 
 # Fresh seeds: trials draw theirs from [0, 10^6 + 64) (autorl.engine.trial_run.harness_seeds); confirm from
@@ -46,7 +46,7 @@ class ConfirmError(RetrainError):
 class Side:
     """One config of the confirmation (the candidate or the baseline), re-trained on the fresh seeds."""
 
-    row: dict[str, str]
+    row: LedgerRow
     seeds: list[SeedResult]
 
     @property
@@ -59,44 +59,42 @@ class Side:
 
 
 def choose(
-    rows: list[dict[str, str]], run_id: str | None, ledger: Ledger
-) -> tuple[dict, dict, ResearchContext]:
+    rows: list[LedgerRow], run_id: str | None, ledger: Ledger
+) -> tuple[LedgerRow, LedgerRow, ResearchContext]:
     """(candidate, baseline, their research context): the kept trial `run_id` (default: the best kept trial
     of the latest context) and the first ok trial of its context."""
     if run_id is not None:
         candidate = ledger.find(run_id)
-        if candidate["decision"] != "keep" or candidate["status"] != "ok":
-            raise ConfirmError(f"trial {candidate['run_id']} is not kept: only kept trials are confirmed")
+        if candidate.decision != "keep" or candidate.status != "ok":
+            raise ConfirmError(f"trial {candidate.run_id} is not kept: only kept trials are confirmed")
     else:
         if not rows:
             raise ConfirmError("no trials yet: nothing to confirm")
         candidate = best_kept(rows, ResearchContext.of(rows[-1]))
-        if candidate is None or candidate["decision"] != "keep":
+        if candidate is None or candidate.decision != "keep":
             raise ConfirmError("nothing kept yet under the latest trial's context: nothing to confirm")
     context = ResearchContext.of(candidate)
     if context.budget is None:
-        raise ConfirmError(f"trial {candidate['run_id']} has no budget recorded: re-run it to confirm it")
+        raise ConfirmError(f"trial {candidate.run_id} has no budget recorded: re-run it to confirm it")
     baseline = baseline_of(context.rows(rows))
-    if baseline["run_id"] == candidate["run_id"]:
-        raise ConfirmError(f"{candidate['run_id']} is the baseline: keep a better trial, then confirm it")
-    return candidate, dict(baseline), context
+    if baseline.run_id == candidate.run_id:
+        raise ConfirmError(f"{candidate.run_id} is the baseline: keep a better trial, then confirm it")
+    return candidate, baseline, context
 
 
-def baseline_of(same: list[dict[str, str]]) -> dict[str, str]:
+def baseline_of(same: list[LedgerRow]) -> LedgerRow:
     """The baseline a confirm compares with: the first ok trial of the context (`same`: its rows)."""
-    return next(r for r in same if r["status"] == "ok" and as_float(r, "eval_score") is not None)
+    return next(r for r in same if r.scored)
 
 
-def planned_size(
-    same: list[dict[str, str]], best: dict[str, str] | None, noise: stats.NoiseFloor
-) -> Size | None:
+def planned_size(same: list[LedgerRow], best: LedgerRow | None, noise: stats.NoiseFloor) -> Size | None:
     """The size `autorl confirm` would choose now for `best` (the context's best kept trial; `same`: the
     context's rows) at the default --max-seeds, for `autorl status`'s cost line; None when nothing but the
     baseline is kept or the two trials' eval rows cannot be read."""
-    if best is None or best["decision"] != "keep":
+    if best is None or best.decision != "keep":
         return None
     baseline = baseline_of(same)
-    if best["run_id"] == baseline["run_id"]:
+    if best.run_id == baseline.run_id:
         return None
     try:
         return size(best, baseline, noise, CONFIRM_MAX_SEEDS, None)
@@ -139,9 +137,7 @@ class Size:
         return text + f" ({self.power_at_delta:.2f} if the eval delta itself is the true gain)"
 
 
-def size(
-    cand: dict[str, str], base: dict[str, str], noise: stats.NoiseFloor, cap: int, given: int | None
-) -> Size:
+def size(cand: LedgerRow, base: LedgerRow, noise: stats.NoiseFloor, cap: int, given: int | None) -> Size:
     """Seeds per side for the confirmation: `given` (--seeds) when set, else the fewest that give
     stats.POWER for the low end of the eval delta's 90% interval, at most `cap`. The delta comes from the two
     trials' own eval rows; when they cannot be read (reference_rows' check) only --seeds can size it
@@ -208,23 +204,24 @@ def run_confirm(
     ledger = ledger or Ledger()
     rows = ledger.rows()
     candidate, baseline, context = choose(rows, run_id, ledger)
-    track = get_track(candidate["track"])
+    track = get_track(candidate.track)
     same_harness(candidate, "confirmed")
-    times = long_factor(float(candidate["budget"]), factor, budget)
+    assert context.budget is not None  # choose() refuses a trial without one
+    times = long_factor(context.budget, factor, budget)
     configs = {  # a long-budget confirm trains both `times` longer (Track.lengthen: classic, its horizon)
         role: track.lengthen(recorded_config(row, track, role), times)
         for role, row in (("candidate", candidate), ("baseline", baseline))
     }
-    backend = track.make_backend(candidate["backend"])
-    budget = float(candidate["budget"]) * times
+    backend = track.make_backend(candidate.backend)
+    budget = context.budget * times
     noise = stats.noise_floor(rows, context, prior_sd=track.seed_sd_prior)
     sized = size(candidate, baseline, noise, max_seeds, n_seeds)
     n = sized.seeds
-    confirm_id = f"confirm-{datetime.now().strftime('%Y%m%d-%H%M%S')}-{candidate['run_id'][-7:]}"
+    confirm_id = f"confirm-{datetime.now().strftime('%Y%m%d-%H%M%S')}-{candidate.run_id[-7:]}"
     seeds = confirm_seeds(confirm_id, n)
     the_plan = retrain_plan(backend, configs["candidate"], budget, 2 * n, ray)
     say(
-        f"{confirm_id}: {candidate['run_id']} vs the baseline {baseline['run_id']}, {n} fresh seeds a side "
+        f"{confirm_id}: {candidate.run_id} vs the baseline {baseline.run_id}, {n} fresh seeds a side "
         f"{seeds}, budget {budget:g} s per seed"
         + (f" ({times:g}x the trial's: a long-budget confirm)" if times > 1 else "")
         + ", scored on the sealed test split"
@@ -259,7 +256,7 @@ def run_confirm(
 
 
 def confirm_estimate(
-    rows: list[dict[str, str]],
+    rows: list[LedgerRow],
     context: ResearchContext,
     seeds: int,
     parallel: int,
@@ -293,14 +290,12 @@ def record(
     ctx = ResearchContext.of(cand.row)
     c = stats.compare(cand.rows, base.rows, noise=noise) if ok else None
     low, high = stats.matching_interval(c) if c is not None else (None, None)  # 90%: the test's own
-    eval_delta = (as_float(cand.row, "eval_score") or math.nan) - (
-        as_float(base.row, "eval_score") or math.nan
-    )
+    eval_delta = (cand.row.eval_score or math.nan) - (base.row.eval_score or math.nan)
     row = {
         "timestamp": datetime.now().isoformat(timespec="seconds"),
         "confirm_id": confirm_id,
-        "run_id": cand.row["run_id"],
-        "baseline_run": base.row["run_id"],
+        "run_id": cand.row.run_id,
+        "baseline_run": base.row.run_id,
         "track": ctx.track,
         "budget": budget,  # the confirm's: the context's, or longer (--factor, --budget)
         "seeds": seeds,

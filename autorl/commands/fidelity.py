@@ -37,7 +37,7 @@ from autorl.record import stats
 from autorl.record.context import ResearchContext, is_quick
 from autorl.record.ledger import Ledger
 from autorl.record.outcome import SeedOutcome
-from autorl.record.row import as_float, row_seed_scores
+from autorl.record.row import LedgerRow
 from autorl.record.sidetables import FIDELITY
 
 FIDELITY_SEED_BASE = 3_000_000  # trials draw seeds below 1,000,064, confirm from 2,000,000: these no one else
@@ -51,21 +51,21 @@ def say(msg: str) -> None:
 # ---- which configs ----------------------------------------------------------------------------------------
 
 
-def choose(rows: list[dict[str, str]], n: int) -> list[tuple[str, dict[str, str]]]:
+def choose(rows: list[LedgerRow], n: int) -> list[tuple[str, LedgerRow]]:
     """(role, row) of the configs to re-train: the context's baseline (its first ok trial), every kept trial,
     then discarded ones at evenly spaced ranks of their short scores until `n` in all; one trial per config
     (a repeat of a config already chosen adds nothing)."""
-    ok = [r for r in rows if r["status"] == "ok" and as_float(r, "eval_score") is not None]
+    ok = [r for r in rows if r.scored]
     if not ok:
         raise RetrainError("no ok trial in this research context: nothing to re-train")
-    chosen = [("baseline", ok[0])] + [("kept", r) for r in ok[1:] if r["decision"] == "keep"]
-    seen = {r["config_hash"] for _, r in chosen}
+    chosen = [("baseline", ok[0])] + [("kept", r) for r in ok[1:] if r.decision == "keep"]
+    seen = {r.config_hash for _, r in chosen}
     rest = sorted(
-        (r for r in ok if r["config_hash"] not in seen and r["decision"] != "keep"),
-        key=lambda r: as_float(r, "eval_score") or 0.0,
+        (r for r in ok if r.config_hash not in seen and r.decision != "keep"),
+        key=lambda r: r.eval_score or 0.0,
     )
-    unique = list({r["config_hash"]: r for r in rest}.values())  # the latest trial of each config
-    unique.sort(key=lambda r: as_float(r, "eval_score") or 0.0)
+    unique = list({r.config_hash: r for r in rest}.values())  # the latest trial of each config
+    unique.sort(key=lambda r: r.eval_score or 0.0)
     room = max(0, n - len(chosen))
     if room and unique:
         picks = sorted(
@@ -194,7 +194,7 @@ class Config:
     """One re-trained config: its trial, its role, its long-budget seeds' eval rows."""
 
     role: str
-    row: dict[str, str]
+    row: LedgerRow
     cfg: Any
     long_rows: list[list[dict[str, Any]]]  # per seed that finished
     long_dirs: list[Path]  # those seeds' directories, in the same order
@@ -205,7 +205,7 @@ class Config:
 
 
 def new_plan(
-    rows: list[dict[str, str]],
+    rows: list[LedgerRow],
     track: str | None,
     factor: float,
     budget: float | None,
@@ -213,12 +213,12 @@ def new_plan(
     n_configs: int,
 ) -> Plan:
     """A new fidelity run of the latest context (of `track`); RetrainError when it cannot start."""
-    latest = next((r for r in reversed(rows) if not is_quick(r) and track in (None, r["track"])), None)
+    latest = next((r for r in reversed(rows) if not is_quick(r) and track in (None, r.track)), None)
     if latest is None:
         raise RetrainError(f"no trials{f' on the {track} track' if track else ''} yet: nothing to re-train")
     context = ResearchContext.of(latest)
     if context.budget is None:
-        raise RetrainError(f"the latest context recorded no budget ({latest['run_id']}): re-run its trials")
+        raise RetrainError(f"the latest context recorded no budget ({latest.run_id}): re-run its trials")
     long_budget = budget if budget is not None else context.budget * factor
     if long_budget <= context.budget:
         raise RetrainError(
@@ -229,7 +229,7 @@ def new_plan(
         raise RetrainError("the context has one config: ranking needs at least two (run some trials first)")
     fid = f"fidelity-{datetime.now().strftime('%Y%m%d-%H%M%S')}-{context.track}"
     return Plan(
-        fid, context, long_budget, fidelity_seeds(fid, n_seeds), [(role, r["run_id"]) for role, r in chosen]
+        fid, context, long_budget, fidelity_seeds(fid, n_seeds), [(role, r.run_id) for role, r in chosen]
     )
 
 
@@ -266,18 +266,18 @@ def run_fidelity(
     return _conclude(ledger, plan, chosen, the_track, png)
 
 
-def _configs(plan: Plan, rows: list[dict[str, str]]) -> tuple[list[Config], Any, Any]:
+def _configs(plan: Plan, rows: list[LedgerRow]) -> tuple[list[Config], Any, Any]:
     """The plan's configs loaded as their trials ran and lengthened by the plan's factor (RetrainError when
     one cannot be), the backend they ran on and their track."""
     from autorl.engine.track import get_track
 
-    by_id = {r["run_id"]: r for r in rows}
+    by_id = {r.run_id: r for r in rows}
     if missing := [run_id for _, run_id in plan.configs if run_id not in by_id]:
         raise RetrainError(f"results.tsv has no row for {', '.join(missing)}: this fidelity run cannot go on")
     the_track = get_track(plan.context.track)
     chosen = [Config(role, by_id[run_id], None, [], []) for role, run_id in plan.configs]
     same_harness(chosen[0].row, "re-trained")
-    backends = {c.row["backend"] for c in chosen}
+    backends = {c.row.backend for c in chosen}
     if len(backends) > 1:
         raise RetrainError(f"the context's configs ran on several backends ({', '.join(sorted(backends))})")
     along_s = [fraction * plan.long_budget for fraction in budget_fractions(plan.factor)[:-1]]
@@ -294,7 +294,7 @@ def _pending(plan: Plan, chosen: list[Config]) -> list[Any]:
     jobs = []
     for c in chosen:
         for k, seed in enumerate(plan.seeds):
-            seed_dir = plan.seed_dir(c.row["run_id"], k)
+            seed_dir = plan.seed_dir(c.row.run_id, k)
             if (done := finished_rows(seed_dir)) is not None:
                 c.long_rows.append(done)
                 c.long_dirs.append(seed_dir)
@@ -304,7 +304,7 @@ def _pending(plan: Plan, chosen: list[Config]) -> list[Any]:
 
 
 def _train(
-    rows: list[dict[str, str]],
+    rows: list[LedgerRow],
     plan: Plan,
     chosen: list[Config],
     jobs: list[Any],
@@ -319,7 +319,7 @@ def _train(
     results = run_jobs(backend, jobs, plan.long_budget, the_plan, _report, ray)
     if results is None:
         return False
-    owner = {c.row["run_id"]: c for c in chosen}
+    owner = {c.row.run_id: c for c in chosen}
     for r in results:
         if r.evaluated:
             owner[r.dir.parent.name].long_rows.append(r.eval_rows)
@@ -328,7 +328,7 @@ def _train(
 
 
 def _announce(plan: Plan, chosen: list[Config], n_jobs: int) -> None:
-    roles = ", ".join(f"{c.row['run_id']} ({c.role}, {as_float(c.row, 'eval_score'):.4f})" for c in chosen)
+    roles = ", ".join(f"{c.row.run_id} ({c.role}, {c.row.eval_score or 0.0:.4f})" for c in chosen)
     say(
         f"{plan.fidelity_id}: {len(chosen)} configs of the {plan.context.track} context at "
         f"{plan.context.budget:g} s re-trained at {plan.long_budget:g} s on seeds {plan.seeds}: {roles}"
@@ -337,7 +337,7 @@ def _announce(plan: Plan, chosen: list[Config], n_jobs: int) -> None:
         say(f"{len(chosen) * len(plan.seeds) - n_jobs} seeds finished before: {n_jobs} to run")
 
 
-def _estimate(rows: list[dict[str, str]], plan: Plan, n_jobs: int, parallel: int) -> str | None:
+def _estimate(rows: list[LedgerRow], plan: Plan, n_jobs: int, parallel: int) -> str | None:
     """The wall time from the context's measured seconds per seed, its training at the long budget."""
     from autorl.engine.cost import expected_wall, minutes
 
@@ -397,10 +397,10 @@ def _conclude(ledger: Ledger, plan: Plan, chosen: list[Config], the_track: Any, 
     if len(scored) < 2:
         say("fewer than two configs have a finished long seed: nothing to rank (see the seeds' run.log)")
         return 1
-    short = [as_float(c.row, "eval_score") or 0.0 for c in scored]
+    short = [c.row.eval_score or 0.0 for c in scored]
     long = [stats.eval_score(c.rows) for c in scored]
     ranks = rank_stats(short, long)
-    short_seeds = [row_seed_scores(c.row) or [s] for c, s in zip(scored, short, strict=True)]
+    short_seeds = [c.row.per_seed_scores() or [s] for c, s in zip(scored, short, strict=True)]
     long_seeds = [list(stats.seed_scores(c.rows).values()) for c in scored]
     low, high = rho_interval(short_seeds, long_seeds)
     baseline = next((c for c in scored if c.role == "baseline"), None)
@@ -411,7 +411,7 @@ def _conclude(ledger: Ledger, plan: Plan, chosen: list[Config], the_track: Any, 
         if c.role == "kept" and baseline is not None and c.long_rows:
             comparison = stats.compare(c.rows, baseline.rows, noise=noise)
             record |= _holds(comparison)
-            verdicts.append((c.row["run_id"], comparison, record["holds"]))
+            verdicts.append((c.row.run_id, comparison, record["holds"]))
         records.append(record)
     summary = {
         "spearman_rho": ranks["rho"],
@@ -426,7 +426,7 @@ def _conclude(ledger: Ledger, plan: Plan, chosen: list[Config], the_track: Any, 
     }
     by_budget = rho_by_budget(the_track, scored, short, short_seeds, plan.factor)
     by_budget.append({"budget_x": round(plan.factor, 2), "rho": ranks["rho"], "rho_ci": [low, high]})
-    no_longer = {c.row["run_id"]: why for c in scored if (why := trained_no_longer(c))}
+    no_longer = {c.row.run_id: why for c in scored if (why := trained_no_longer(c))}
     record = {**summary, "rho_by_budget": by_budget, "no_longer": no_longer, "fidelity_id": plan.fidelity_id}
     atomic.write_text(plan.dir / "fidelity.json", json.dumps(record) + "\n")
     FIDELITY.append(FIDELITY.beside(ledger), records)
@@ -469,7 +469,7 @@ def trained_no_longer(c: Config) -> str | None:
     long_outcomes = _outcomes(c.long_dirs)
     if any(o.stop_reason == "budget" for o in long_outcomes):
         return None
-    short = _most_steps(_outcomes(sorted((paths.runs_dir() / c.row["run_id"]).glob("seed-*"))))
+    short = _most_steps(_outcomes(sorted((paths.runs_dir() / c.row.run_id).glob("seed-*"))))
     long = _most_steps(long_outcomes)
     if not short or not long or long > 1.1 * short:
         return None
@@ -484,14 +484,14 @@ def _record(plan: Plan, c: Config) -> dict[str, Any]:
     return {
         "timestamp": datetime.now().isoformat(timespec="seconds"),
         "fidelity_id": plan.fidelity_id,
-        "run_id": c.row["run_id"],
+        "run_id": c.row.run_id,
         "role": c.role,
         "track": plan.context.track,
         "eval_hash": plan.context.eval_hash,
         "harness_hash": plan.context.harness_hash,
         "short_budget": plan.context.budget,
         "long_budget": plan.long_budget,
-        "short_score": as_float(c.row, "eval_score"),
+        "short_score": c.row.eval_score,
         "long_score": stats.eval_score(c.rows) if c.long_rows else None,
         "long_ci_low": lo,
         "long_ci_high": hi,
@@ -519,7 +519,7 @@ def plot(scored: list[Config], long: list[float], out: Path) -> Path:
 
     fig, ax = plt.subplots(figsize=(6, 5))
     for c, y in zip(scored, long, strict=True):
-        x = as_float(c.row, "eval_score") or 0.0
+        x = c.row.eval_score or 0.0
         lo, hi = stats.confidence_interval(c.rows)
         kept = c.role != "discarded"
         ax.errorbar(
@@ -527,7 +527,7 @@ def plot(scored: list[Config], long: list[float], out: Path) -> Path:
         )
         if kept:
             ax.annotate(
-                f"{c.role} {c.row['run_id'][-12:]}",
+                f"{c.role} {c.row.run_id[-12:]}",
                 (x, y),
                 fontsize=7,
                 xytext=(4, 4),

@@ -90,7 +90,7 @@ def run_confirm(root: Path, args: list[str], log_dir: Path, say: Callable[[str],
 
 def count_keeps(ledger: Ledger) -> int:
     try:
-        return sum(r["decision"] == "keep" for r in ledger.rows())
+        return sum(r.decision == "keep" for r in ledger.rows())
     except LedgerError:
         return 0
 

@@ -35,19 +35,19 @@ from autorl.engine.track import get_track  # noqa: E402
 from autorl.io import atomic, paths  # noqa: E402
 from autorl.record.context import ResearchContext  # noqa: E402
 from autorl.record.ledger import Ledger  # noqa: E402
-from autorl.record.row import as_float  # noqa: E402
+from autorl.record.row import LedgerRow, as_float  # noqa: E402
 from autorl.record.sidetables import CONFIRMED, FIDELITY  # noqa: E402
 
 LABEL_WIDTH = 40  # a kept trial's description next to its point, cut to this many characters
 
 
-def context_rows(rows: Sequence[Mapping[str, str]], track: str | None = None) -> list[Mapping[str, str]]:
+def context_rows(rows: Sequence[LedgerRow], track: str | None = None) -> list[LedgerRow]:
     """The trials comparable with the latest one (of `track`): same track, eval set, harness and budget."""
     latest = context_row(rows, track)
     return ResearchContext.of(latest).rows(rows) if latest else []
 
 
-def plot(rows: Sequence[Mapping[str, str]], out: Path) -> Path:
+def plot(rows: Sequence[LedgerRow], out: Path) -> Path:
     """Write the progress plot of `rows` (already filtered to one context) to `out`."""
     fig = figure(rows)
     buffer = io.BytesIO()
@@ -58,32 +58,30 @@ def plot(rows: Sequence[Mapping[str, str]], out: Path) -> Path:
     return out
 
 
-def figure(rows: Sequence[Mapping[str, str]]) -> Figure:
+def figure(rows: Sequence[LedgerRow]) -> Figure:
     """The progress plot of `rows` (already filtered to one context)."""
     fig, ax = plt.subplots(figsize=(10, 5), dpi=120)
     xs = list(range(1, len(rows) + 1))
-    scores = [as_float(r, "eval_score") for r in rows]
-    ok = [
-        (x, s, r) for x, s, r in zip(xs, scores, rows, strict=True) if s is not None and r["status"] == "ok"
-    ]
+    scores = [r.eval_score for r in rows]
+    ok = [(x, s, r) for x, s, r in zip(xs, scores, rows, strict=True) if s is not None and r.status == "ok"]
     groups = {
         "keep": dict(color="tab:green", s=70, zorder=4, label="kept"),
         "discard": dict(color="0.6", s=30, zorder=3, label="discarded"),
         "pending": dict(color="tab:blue", s=30, zorder=3, label="pending"),
     }
     for decision, style in groups.items():
-        pts = [(x, s, r) for x, s, r in ok if (r["decision"] or "pending") == decision]
+        pts = [(x, s, r) for x, s, r in ok if (r.decision or "pending") == decision]
         if not pts:
             continue
         px, py = [p[0] for p in pts], [p[1] for p in pts]
-        lo = [p[1] - (as_float(p[2], "eval_ci_low") or p[1]) for p in pts]
-        hi = [(as_float(p[2], "eval_ci_high") or p[1]) - p[1] for p in pts]
+        lo = [p[1] - (p[2].eval_ci_low or p[1]) for p in pts]
+        hi = [(p[2].eval_ci_high or p[1]) - p[1] for p in pts]
         ax.errorbar(px, py, yerr=[lo, hi], fmt="none", ecolor=style["color"], alpha=0.6, capsize=2, zorder=2)
         ax.scatter(px, py, **style, edgecolors="black" if decision == "keep" else "none")
     # Running best kept (the baseline counts until something is kept): what a trial had to beat.
     best, steps_x, steps_y = None, [], []
     for x, s, r in ok:
-        if r["decision"] == "keep" or best is None:
+        if r.decision == "keep" or best is None:
             best = s if best is None else max(best, s)
         steps_x.append(x)
         steps_y.append(best)
@@ -97,11 +95,7 @@ def figure(rows: Sequence[Mapping[str, str]]) -> Figure:
             label="best kept",
             zorder=1,
         )
-    failed = [
-        (x, r)
-        for x, r in zip(xs, rows, strict=True)
-        if r["status"] != "ok" or as_float(r, "eval_score") is None
-    ]
+    failed = [(x, r) for x, r in zip(xs, rows, strict=True) if r.status != "ok" or r.eval_score is None]
     if failed:
         y0 = min([s for _, s, _ in ok], default=0.0)
         y1 = max([s for _, s, _ in ok], default=1.0)
@@ -116,19 +110,19 @@ def figure(rows: Sequence[Mapping[str, str]]) -> Figure:
             label="crash / timeout",
         )
     # The untrained model on the same eval: what training has to beat at all.
-    base = next((b for r in reversed(rows) if (b := as_float(r, "base_score")) is not None), None)
+    base = next((b for r in reversed(rows) if (b := r.base_score) is not None), None)
     if base is not None:
         ax.axhline(base, color="tab:purple", ls="--", lw=1, label=f"base model {base:.4g}", zorder=1)
     if rows:
         ax.set_xlim(0.5, len(rows) + 0.5)
     for x, s, r in ok:
-        if r["decision"] == "keep" and r["description"]:
-            _label(ax, x, s, cut(r["description"], LABEL_WIDTH))
+        if r.decision == "keep" and r.description:
+            _label(ax, x, s, cut(r.description, LABEL_WIDTH))
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_xlabel("trial (ledger order)")
     ax.set_ylabel("eval_score (95% CI)")
-    track = rows[-1]["track"] if rows else "?"
-    kept = sum(r["decision"] == "keep" for r in rows)
+    track = rows[-1].track if rows else "?"
+    kept = sum(r.decision == "keep" for r in rows)
     ax.set_title(f"autorl progress: {len(rows)} trials ({track} track), {kept} kept, {len(failed)} failed")
     ax.grid(alpha=0.3)
     handles, labels = ax.get_legend_handles_labels()
@@ -156,17 +150,17 @@ def _label(ax: Any, x: float, y: float, text: str) -> None:
     )
 
 
-def config_changes(row: Mapping[str, str], baseline: Mapping[str, str] | None) -> str:
+def config_changes(row: LedgerRow, baseline: LedgerRow | None) -> str:
     """`key: old -> new` for every key that differs from the baseline's config."""
-    mine = run_config(row["run_id"])
-    base = run_config(baseline["run_id"]) if baseline else None
+    mine = run_config(row.run_id)
+    base = run_config(baseline.run_id) if baseline else None
     if mine is not None and base is not None:
         keys = sorted(set(mine) | set(base))
         changes = [
             f"{k}: {base.get(k, '-')} -> {mine.get(k, '-')}" for k in keys if mine.get(k) != base.get(k)
         ]
         return "; ".join(changes) if changes else "(same as baseline)"
-    diff = paths.runs_dir() / row["run_id"] / "config.diff"
+    diff = paths.runs_dir() / row.run_id / "config.diff"
     try:
         lines = diff.read_text().splitlines()
     except OSError:
@@ -175,38 +169,38 @@ def config_changes(row: Mapping[str, str], baseline: Mapping[str, str] | None) -
     return "; ".join(ln.strip() for ln in changed) or "(same as baseline)"
 
 
-def kept_table(rows: Sequence[Mapping[str, str]]) -> str:
+def kept_table(rows: Sequence[LedgerRow]) -> str:
     """Markdown table of the kept trials (the baseline row first)."""
-    ok = [r for r in rows if r["status"] == "ok" and as_float(r, "eval_score") is not None]
+    ok = [r for r in rows if r.scored]
     baseline = ok[0] if ok else None
-    kept = [r for r in ok if r["decision"] == "keep" and r is not baseline]
+    kept = [r for r in ok if r.decision == "keep" and r is not baseline]
     lines = [
         "| trial | run_id | eval_score | 95% CI | delta | p | description | changes vs baseline |",
         "|---|---|---|---|---|---|---|---|",
     ]
     index = {id(r): i + 1 for i, r in enumerate(rows)}
     for r in ([baseline] if baseline else []) + kept:
-        ci = f"{as_float(r, 'eval_ci_low') or 0:.3f}–{as_float(r, 'eval_ci_high') or 0:.3f}"
-        delta = as_float(r, "delta")
-        p = as_float(r, "p_value")
+        ci = f"{r.eval_ci_low or 0:.3f}–{r.eval_ci_high or 0:.3f}"
+        delta = r.delta
+        p = r.p_value
         changes = "(baseline)" if r is baseline else config_changes(r, baseline)
         cells = [
             str(index[id(r)]),
-            r["run_id"],
-            f"{as_float(r, 'eval_score'):.4f}",
-            ci if r["eval_ci_low"] else "-",
+            r.run_id,
+            f"{r.eval_score:.4f}",
+            ci if r.eval_ci_low is not None else "-",
             f"{delta:+.4f}" if delta is not None else "-",
             f"{p:.3g}" if p is not None else "-",
-            r["description"].replace("|", "/"),
+            r.description.replace("|", "/"),
             changes.replace("|", "/"),
         ]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
-def confirmed_table(rows: Sequence[Mapping[str, str]], confirmed: Sequence[Mapping[str, str]]) -> str:
+def confirmed_table(rows: Sequence[LedgerRow], confirmed: Sequence[Mapping[str, str]]) -> str:
     """Markdown table: each confirmed trial's eval delta (what the agent saw) next to its test delta."""
-    ids = {r["run_id"] for r in rows}
+    ids = {r.run_id for r in rows}
     mine = [c for c in confirmed if c["run_id"] in ids]
     if not mine:
         return ""
@@ -244,7 +238,7 @@ def main(
     confirmed_rows = CONFIRMED.read(CONFIRMED.beside(ledger))
     if confirmed := confirmed_table(rows, confirmed_rows):
         table += "\n\nConfirmed on the sealed test split (`autorl confirm`):\n\n" + confirmed
-    chance = multiplicity(rows, confirmed_rows, get_track(rows[-1]["track"]).false_keep_rate)
+    chance = multiplicity(rows, confirmed_rows, get_track(rows[-1].track).false_keep_rate)
     table += "\n\n" + chance_line(chance)
     context = ResearchContext.of(rows[-1])
     if line := fidelity_line(latest_fidelity(FIDELITY.read(FIDELITY.beside(ledger)), context)):

@@ -99,26 +99,22 @@ def _env_lines(view: TrialView) -> list[str]:
 
 def _head(view: TrialView) -> list[str]:
     r, s = view.row, view.summary
-    score = view.number("eval_score")
-    head = (
-        f"run {view.run_id} ({r.get('track', '?')} track, {r.get('backend', '?')}): status {r.get('status')}"
-    )
-    head += f", verdict {r.get('verdict')}, eval_score {short(score)}"
+    head = f"run {view.run_id} ({r.track or '?'} track, {r.backend or '?'}): status {r.status}"
+    head += f", verdict {r.verdict}, eval_score {short(r.eval_score)}"
     lines = [head]
-    ref = r.get("reference_run")
+    ref = r.reference_run
     if ref:
         lines.append(
             f"reference {ref}: delta {s.get('delta', '-')}, p {s.get('p_value', '-')}"
             + (f"; {s['seeds_needed']}" if "seeds_needed" in s else "")
         )
-    budget = view.number("budget")
     lines.append(
-        f"budget {short(budget)} s per seed; {len(view.seeds)} seeds ({r.get('parallel', '?')} at once); "
-        f"base_score {short(view.number('base_score'))}"
-        + (f"; stopped early {r['stopped_early']}" if r.get("stopped_early") else "")
+        f"budget {short(r.budget)} s per seed; {len(view.seeds)} seeds ({r.parallel or '?'} at once); "
+        f"base_score {short(r.base_score)}"
+        + (f"; stopped early {r.stopped_early}" if r.stopped_early else "")
     )
-    if r.get("description"):
-        lines.append(f"description: {r['description']}")
+    if r.description:
+        lines.append(f"description: {r.description}")
     return lines
 
 
@@ -136,15 +132,11 @@ def render(view: TrialView) -> str:
     if trend := _trend_line(view.seeds):
         out.append(trend)
     out += _env_lines(view)
-    if (
-        spread := view.row.get("extras", {}).get("seed_return_std")
-        if isinstance(view.row.get("extras"), dict)
-        else None
-    ):
+    if spread := (view.row.extras or {}).get("seed_return_std"):
         out.append(f"spread across seeds: final return sd {spread}")
     causes = [f"seed-{s.index}: {s.cause}" for s in view.seeds if s.cause]
     out += [f"cause {c}" for c in causes[:3]]
-    flags = view.flags(training_budget(str(view.row.get("track", "")), view.number("budget")))
+    flags = view.flags(training_budget(view.row.track, view.row.budget))
     out += [f"health: {f.text}" for f in flags] or ["health: no flag raised"]
     if len(out) > MAX_LINES:
         out = out[: MAX_LINES - 1] + [f"... {len(out) - MAX_LINES + 1} more lines cut"]
@@ -190,7 +182,7 @@ def resolve_run(run: str | None) -> Path:
     if run is not None and Path(run).is_dir() and (Path(run) / "result.json").is_file():
         return Path(run)
     row = Ledger().find(run)
-    run_dir = paths.runs_dir() / row["run_id"]
+    run_dir = paths.runs_dir() / row.run_id
     if not run_dir.is_dir():
         raise LedgerError(f"{run_dir} is missing: the trial's run directory was removed")
     return run_dir

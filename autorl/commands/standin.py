@@ -40,7 +40,7 @@ from autorl.io import harness, paths
 from autorl.record import claims
 from autorl.record.context import ResearchContext, best_kept, kept_config_to_adopt
 from autorl.record.ledger import Ledger
-from autorl.record.row import AGENT_VAR
+from autorl.record.row import AGENT_VAR, format_cell
 
 
 def say(msg: str) -> None:
@@ -82,15 +82,16 @@ def finish_pending(ledger: Ledger) -> None:
     what = current_file().read_text().strip()
     while any(c.description == what for c in claims.in_flight()):
         time.sleep(1.0)
-    mine = [r for r in ledger.rows() if r["description"] == what and r.get("agent") == me()]
+    mine = [r for r in ledger.rows() if r.description == what and r.agent == me()]
     row = mine[-1] if mine else None
     if row is None:
         revert(what)
         say(f"{what}: its trial recorded no row (killed before it trained): undone, to be tried again")
-    elif row["decision"] == "pending":
-        summary = {k: row[k] for k in ("status", "verdict", "delta")} | {"run_dir": row["run_id"]}
+    elif row.decision == "pending":
+        delta = format_cell("delta", row.delta)
+        summary = {"status": row.status, "verdict": row.verdict, "delta": delta, "run_dir": row.run_id}
         say(f"{what}: an earlier invocation's trial, " + decide(ledger, summary, what))
-    elif row["decision"] != "keep":
+    elif row.decision != "keep":
         revert(what)
     current_file().unlink()
 
@@ -112,14 +113,14 @@ def apply(path: Path, change: dict[str, Any]) -> None:
 
 def onto_best(ledger: Ledger, track: str, config: Path) -> None:
     """Bring the config onto the best kept trial's (another agent's keep moved the reference)."""
-    rows = [r for r in ledger.rows() if r["track"] == track]
+    rows = [r for r in ledger.rows() if r.track == track]
     best = best_kept(rows, ResearchContext.of(rows[-1])) if rows else None
-    if best is None or best["decision"] != "keep":
+    if best is None or best.decision != "keep":
         return
-    if kept := kept_config_to_adopt(best["run_id"], config):
+    if kept := kept_config_to_adopt(best.run_id, config):
         config.write_text(kept.read_text())
-        git("commit", "-qam", f"onto the best kept config, {best['run_id']}")
-        say(f"brought {config.name} onto the best kept config ({best['run_id']}, {best.get('agent') or '-'})")
+        git("commit", "-qam", f"onto the best kept config, {best.run_id}")
+        say(f"brought {config.name} onto the best kept config ({best.run_id}, {best.agent or '-'})")
 
 
 def decide(ledger: Ledger, summary: dict[str, str], what: str) -> str:
@@ -152,7 +153,7 @@ def main(argv: list[str] | None = None) -> int:
     config = root / get_track(args.track).default_config
     ledger = Ledger(paths.results_file())
     finish_pending(ledger)
-    tried = {r["description"] for r in ledger.rows()} | {c.description for c in claims.in_flight()}
+    tried = {r.description for r in ledger.rows()} | {c.description for c in claims.in_flight()}
     if skipped_file().exists():
         tried |= set(skipped_file().read_text().splitlines())
     todo = [c for c in changes if describe(c) not in tried]

@@ -21,7 +21,7 @@ from autorl.io import inputs, paths
 from autorl.io.tomlcheck import flatten
 from autorl.record.context import ResearchContext, best_kept, is_quick, kept_config_to_adopt
 from autorl.record.ledger import Ledger, Mark
-from autorl.record.row import AGENT_VAR, as_float
+from autorl.record.row import AGENT_VAR, LedgerRow, as_float
 from autorl.record.sidetables import CONFIRMED, FIDELITY
 from autorl.record.stats import NoiseFloor, noise_floor
 
@@ -37,21 +37,21 @@ def cut(text: str, width: int = TEXT_WIDTH) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
-def _brief(row: Mapping[str, str]) -> dict[str, Any]:
+def _brief(row: LedgerRow) -> dict[str, Any]:
     return {
-        "run_id": row["run_id"],
-        "commit": row["commit"],
-        "eval_score": as_float(row, "eval_score"),
-        "eval_ci": [as_float(row, "eval_ci_low"), as_float(row, "eval_ci_high")],
-        "delta": as_float(row, "delta"),
-        "p_value": as_float(row, "p_value"),
-        "verdict": row["verdict"],
-        "status": row["status"],
+        "run_id": row.run_id,
+        "commit": row.commit,
+        "eval_score": row.eval_score,
+        "eval_ci": [row.eval_ci_low, row.eval_ci_high],
+        "delta": row.delta,
+        "p_value": row.p_value,
+        "verdict": row.verdict,
+        "status": row.status,
         "aborted": aborted(row),  # the early abort stopped it at a rung: no score of its own
-        "decision": row["decision"],
-        "description": row["description"],
-        "lesson": row["lesson"],
-        "agent": row.get("agent", ""),
+        "decision": row.decision,
+        "description": row.description,
+        "lesson": row.lesson,
+        "agent": row.agent,
     }
 
 
@@ -64,7 +64,7 @@ def run_config(run_id: str) -> dict[str, Any] | None:
         return None
 
 
-def tried(rows: Sequence[Mapping[str, str]]) -> list[dict[str, Any]]:
+def tried(rows: Sequence[LedgerRow]) -> list[dict[str, Any]]:
     """The memory of what was tried: every key a trial changed against its reference (both configs from the
     run directories), with the value tried, the outcome and the other keys the trial changed with it (`with`:
     a combination's outcome is not the key's alone), the most recently changed keys first."""
@@ -72,10 +72,10 @@ def tried(rows: Sequence[Mapping[str, str]]) -> list[dict[str, Any]]:
     last_seen: dict[str, int] = {}
     configs: dict[str, dict[str, Any] | None] = {}
     for i, r in enumerate(rows):
-        ref = r["reference_run"]
+        ref = r.reference_run
         if not ref:
             continue
-        mine = configs.setdefault(r["run_id"], run_config(r["run_id"]))
+        mine = configs.setdefault(r.run_id, run_config(r.run_id))
         theirs = configs.setdefault(ref, run_config(ref))
         if mine is None or theirs is None:
             continue
@@ -84,12 +84,12 @@ def tried(rows: Sequence[Mapping[str, str]]) -> list[dict[str, Any]]:
             last_seen[key] = i
             by_key.setdefault(key, []).append(
                 {
-                    "run_id": r["run_id"],
+                    "run_id": r.run_id,
                     "from": theirs.get(key),
                     "value": mine.get(key),
-                    "verdict": "aborted" if aborted(r) else r["verdict"],  # the early abort: at a rung
-                    "delta": as_float(r, "delta"),
-                    "decision": r["decision"],
+                    "verdict": "aborted" if aborted(r) else r.verdict,  # the early abort: at a rung
+                    "delta": r.delta,
+                    "decision": r.decision,
                     "with": [k for k in changed if k != key],
                 }
             )
@@ -104,28 +104,28 @@ def with_text(keys: Sequence[str]) -> str:
     return f" (with {named}" + (f" +{len(keys) - 2} more" if len(keys) > 2 else "") + ")"
 
 
-def context_row(rows: Sequence[Mapping[str, str]], track: str | None = None) -> Mapping[str, str] | None:
+def context_row(rows: Sequence[LedgerRow], track: str | None = None) -> LedgerRow | None:
     """The row whose context (track, eval set, harness, budget) is shown: the latest (of `track`) that is not
     a quick look (run.py --quick belongs to no context)."""
-    mine = (r for r in reversed(rows) if track is None or r["track"] == track)
+    mine = (r for r in reversed(rows) if track is None or r.track == track)
     return next((r for r in mine if not is_quick(r)), None)
 
 
-def baseline_repeats(same: Sequence[Mapping[str, str]]) -> set[str]:
+def baseline_repeats(same: Sequence[LedgerRow]) -> set[str]:
     """Run ids of the trials that re-ran the baseline's config (program.md's noise-floor repeat)."""
-    ok = [r for r in same if r["status"] == "ok"]
-    if not ok or not ok[0]["config_hash"]:
+    ok = [r for r in same if r.status == "ok"]
+    if not ok or not ok[0].config_hash:
         return set()
-    return {r["run_id"] for r in ok[1:] if r["config_hash"] == ok[0]["config_hash"]}
+    return {r.run_id for r in ok[1:] if r.config_hash == ok[0].config_hash}
 
 
-def hidden_hint(rows: Sequence[Mapping[str, str]], shown: ResearchContext) -> str:
+def hidden_hint(rows: Sequence[LedgerRow], shown: ResearchContext) -> str:
     """How to see the trials of other contexts: `--track T` for other tracks."""
     others = [r for r in rows if not shown.holds(r)]
     if not others:
         return ""
-    tracks = sorted({r["track"] for r in others if r["track"] != shown.track})
-    same_track = sum(r["track"] == shown.track for r in others)
+    tracks = sorted({r.track for r in others if r.track != shown.track})
+    same_track = sum(r.track == shown.track for r in others)
     parts = [f"{len(others)} trials of other contexts not shown"]
     if tracks:
         parts.append("see them with " + ", ".join(f"`autorl status --track {t}`" for t in tracks))
@@ -137,32 +137,30 @@ def hidden_hint(rows: Sequence[Mapping[str, str]], shown: ResearchContext) -> st
     return "; ".join(parts)
 
 
-def contexts(rows: Sequence[Mapping[str, str]]) -> list[dict[str, Any]]:
+def contexts(rows: Sequence[LedgerRow]) -> list[dict[str, Any]]:
     """Every context of the ledger with its trial count and latest run (`--all`)."""
-    seen: dict[ResearchContext, list[Mapping[str, str]]] = {}
+    seen: dict[ResearchContext, list[LedgerRow]] = {}
     for r in rows:
         seen.setdefault(ResearchContext.of(r), []).append(r)
-    return [
-        {**dataclasses.asdict(c), "trials": len(rs), "latest": rs[-1]["run_id"]} for c, rs in seen.items()
-    ]
+    return [{**dataclasses.asdict(c), "trials": len(rs), "latest": rs[-1].run_id} for c, rs in seen.items()]
 
 
 def multiplicity(
-    same: Sequence[Mapping[str, str]], confirmed: Sequence[Mapping[str, str]], false_keep_rate: float
+    same: Sequence[LedgerRow], confirmed: Sequence[Mapping[str, str]], false_keep_rate: float
 ) -> dict[str, Any]:
     """How many of a context's `improved` verdicts chance alone explains: every comparison made (a trial with
     a reference and a verdict, baseline repeats included) reads `improved` with the track's measured
     false-keep rate even when nothing works, next to the keeps and how many of them `autorl confirm` held."""
-    compared = [r for r in same if r["verdict"] in ("improved", "worse", "inconclusive")]
-    kept = [r for r in same if r["decision"] == "keep" and r["verdict"] != "baseline"]
+    compared = [r for r in same if r.verdict in ("improved", "worse", "inconclusive")]
+    kept = [r for r in same if r.decision == "keep" and r.verdict != "baseline"]
     held = {c["run_id"] for c in confirmed if c["verdict"] == "improved" and c["status"] == "ok"}
     return {
         "comparisons": len(compared),
-        "improved": sum(r["verdict"] == "improved" for r in compared),
+        "improved": sum(r.verdict == "improved" for r in compared),
         "false_keep_rate": false_keep_rate,
         "expected_by_chance": len(compared) * false_keep_rate,
         "kept": len(kept),
-        "confirmed": sum(r["run_id"] in held for r in kept),
+        "confirmed": sum(r.run_id in held for r in kept),
     }
 
 
@@ -209,7 +207,7 @@ def fidelity_line(f: Mapping[str, Any] | None) -> str | None:
 
 
 def collect(
-    rows: Sequence[Mapping[str, str]],
+    rows: Sequence[LedgerRow],
     last: int = 8,
     track: str | None = None,
     marks: Sequence[Mark] = (),
@@ -221,7 +219,7 @@ def collect(
     latest = context_row(rows, track)
     if latest is None:
         where = f" on the {track} track" if track else ""
-        quick = sum(is_quick(r) for r in rows if track is None or r["track"] == track)
+        quick = sum(is_quick(r) for r in rows if track is None or r.track == track)
         looks = (
             f" (only {quick} quick look{'s' * (quick != 1)}, which no trial is compared with)"
             if quick
@@ -242,19 +240,19 @@ def collect(
     # neither as a decided trial nor as a trial not kept. The baseline is kept by design: the keep rate is
     # of the ideas tried against it.
     repeats = baseline_repeats(same)
-    ideas = [r for r in same if r["run_id"] not in repeats and r["verdict"] != "baseline"]
-    decided = [r for r in ideas if r["decision"] in ("keep", "discard")]
-    kept = [r for r in ideas if r["decision"] == "keep"]
-    last_keep = max((i for i, r in enumerate(same) if r["decision"] == "keep"), default=-1)
-    since = sum(r["run_id"] not in repeats for r in same[last_keep + 1 :])
+    ideas = [r for r in same if r.run_id not in repeats and r.verdict != "baseline"]
+    decided = [r for r in ideas if r.decision in ("keep", "discard")]
+    kept = [r for r in ideas if r.decision == "keep"]
+    last_keep = max((i for i, r in enumerate(same) if r.decision == "keep"), default=-1)
+    since = sum(r.run_id not in repeats for r in same[last_keep + 1 :])
     # Trials in a row (newest first) that ended in crash/timeout or were not kept: the diagnose signal.
     streak = 0
     for r in reversed(same):
-        if r["decision"] == "keep":
+        if r.decision == "keep":
             break
-        streak += r["run_id"] not in repeats
+        streak += r.run_id not in repeats
     n_last = max(1, min(last, MAX_LAST))
-    run_ids = {r["run_id"] for r in same}
+    run_ids = {r.run_id for r in same}
     return {
         "trials": len(rows),
         "context": {
@@ -268,11 +266,11 @@ def collect(
             "hidden": hidden_hint(rows, ctx),
         },
         "best": _brief(best) if best else None,
-        "best_is_kept": bool(best and best["decision"] == "keep"),
+        "best_is_kept": bool(best and best.decision == "keep"),
         "best_confirms": [
             {k: c[k] for k in ("confirm_id", "budget", "delta", "p_value", "verdict")}
             for c in confirmed
-            if best and c["run_id"] == best["run_id"] and c["status"] == "ok"
+            if best and c["run_id"] == best.run_id and c["status"] == "ok"
         ],
         # The verdict's own check: a reference whose interval reaches the top of the range cannot be beaten.
         "ceiling": ceiling_note(best, (None, None), top) if best else "",
@@ -289,18 +287,16 @@ def collect(
         "since_last_keep": since,
         "not_kept_streak": streak,
         "baseline_repeats": sorted(repeats),
-        "crashes": sum(r["status"] == "crash" for r in same),
-        "timeouts": sum(r["status"] == "timeout" for r in same),
-        "pending": [r["run_id"] for r in same if r["decision"] == "pending"][-5:],
+        "crashes": sum(r.status == "crash" for r in same),
+        "timeouts": sum(r.status == "timeout" for r in same),
+        "pending": [r.run_id for r in same if r.decision == "pending"][-5:],
         "last": [_brief(r) for r in same[-n_last:]],
         "lessons": [
-            {"run_id": r["run_id"], "decision": r["decision"], "lesson": r["lesson"]}
-            for r in same
-            if r["lesson"]
+            {"run_id": r.run_id, "decision": r.decision, "lesson": r.lesson} for r in same if r.lesson
         ][-MAX_LESSONS:],
         "remarks": [vars(m) for m in marks if m.is_remark and m.run_id in run_ids][-MAX_REMARKS:],
         # Every key this track's trials changed against their reference, newest first (render shows a few).
-        "tried": tried([r for r in rows if r["track"] == ctx.track]),
+        "tried": tried([r for r in rows if r.track == ctx.track]),
         "cost": expected_cost(same, ctx, the_track.default_seeds, confirm_plan(same, best, nf)),
     }
 
@@ -412,9 +408,7 @@ def confirms_line(confirms: Sequence[Mapping[str, str]]) -> str:
     )
 
 
-def confirm_plan(
-    same: list[dict[str, str]], best: dict[str, str] | None, nf: NoiseFloor
-) -> dict[str, Any] | None:
+def confirm_plan(same: list[LedgerRow], best: LedgerRow | None, nf: NoiseFloor) -> dict[str, Any] | None:
     """The seeds a side and power `autorl confirm` would choose for the best keep now (its planned_size)."""
     from autorl.commands.confirm import planned_size  # here: status stays light without a keep to size
 

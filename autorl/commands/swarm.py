@@ -236,8 +236,8 @@ class Swarm:
         new = rows[self.start_trials :]
         lines = {"agents": str(len(self.agents)), "trials": str(len(new))}
         for a in self.agents:
-            mine = [r for r in new if r.get("agent") == a.name]
-            keeps = sum(r["decision"] == "keep" for r in mine)
+            mine = [r for r in new if r.agent == a.name]
+            keeps = sum(r.decision == "keep" for r in mine)
             lines[a.name] = f"{len(mine)} trials, {keeps} kept"
         lines.update(throughput.measure(new, self.started, time.time()).lines())
         st = collect(rows, confirmed=CONFIRMED.read(CONFIRMED.beside(self.ledger)))

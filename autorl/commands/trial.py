@@ -14,10 +14,10 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from autorl.commands.options import RunOptions
 from autorl.engine import warm
 from autorl.engine.backend import Backend
 from autorl.engine.console import EXIT_CRASH, EXIT_OK, EXIT_SIGNAL, invalid, print_summary, say
-from autorl.engine.options import RunOptions
 from autorl.engine.track import Track, get_track
 from autorl.engine.trial_run import run_trial
 from autorl.engine.trial_types import Setup
@@ -29,7 +29,7 @@ from autorl.io.tomlcheck import ConfigError
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """run.py's parser: one flag per RunOptions field (autorl.engine.seed), declared there."""
+    """run.py's parser: one flag per RunOptions field (autorl.commands.options), declared there."""
     p = argparse.ArgumentParser(prog="run.py", description="Run one budgeted, validated, recorded trial.")
     add_flags(p, RunOptions)
     return p
@@ -68,10 +68,10 @@ def main(argv: list[str] | None = None) -> int:
 
         return explain(opts.explain, opts.track, paths.repo_root(), opts.config)
     try:
-        setup, machine = _validated(opts)  # 1. the config, before anything heavy
+        opts, setup, machine = _validated(opts)  # 1. the config, before anything heavy
         if opts.dry_run:
             return dry_run(setup)
-        ready = ready_to_train(setup, machine)  # 2.-4. refusals, data, the machine prepared
+        ready = ready_to_train(opts, setup, machine)  # 2.-4. refusals, data, the machine prepared
         return EXIT_CRASH if ready is None else run_trial(ready)
     except Invalid as exc:
         return invalid(str(exc))
@@ -84,22 +84,23 @@ class Invalid(Exception):
     """Bad input found while setting a trial up: exit 2 with this message, nothing run, nothing recorded."""
 
 
-def ready_to_train(setup: Setup, machine: Machine | None) -> Setup | None:
+def ready_to_train(opts: RunOptions, setup: Setup, machine: Machine | None) -> Setup | None:
     """2.-3. The committed harness, a ledger and directories a row can be recorded in, the backend found, the
     training data readable; 4. the machine prepared once, and again when the builtin model's recipe changed
     (None: preparing failed). Raises Invalid."""
-    if problem := refusal_before_training(setup.opts, setup.root, setup.backend):
+    if problem := refusal_before_training(opts, setup.root, setup.backend):
         raise Invalid(problem)
     if problems := setup.track.data_problems(setup.cfg):
         raise Invalid("\n".join(problems))
     if reason := setup.track.prepare_reason(machine):
-        return _prepare(setup, reason)
+        return _prepare(setup, reason, backend_given=opts.backend != "auto")
     return setup
 
 
-def _validated(opts: RunOptions) -> tuple[Setup, Machine | None]:
-    """1. The config validated before anything heavy (no model loaded, no GPU touched), and the machine file
-    it was validated against. Raises Invalid."""
+def _validated(opts: RunOptions) -> tuple[RunOptions, Setup, Machine | None]:
+    """1. The config validated before anything heavy (no model loaded, no GPU touched): the flags resolved
+    (the config path, the context's budget and seeds), the setup the engine runs, and the machine file it
+    was validated against. Raises Invalid."""
     if problem := paths.root_problem() or warm.keep_problem():
         raise Invalid(problem)
     root = paths.repo_root()
@@ -119,7 +120,7 @@ def _validated(opts: RunOptions) -> tuple[Setup, Machine | None]:
     except ConfigError as exc:
         raise Invalid(str(exc)) from None
     opts = context_defaults(opts, track, cfg)
-    return Setup(opts, track, backend_name, backend, cfg, root), machine
+    return opts, Setup(opts.request(), config_path, track, backend_name, backend, cfg, root), machine
 
 
 def context_defaults(opts: RunOptions, track: Track, cfg: Any) -> RunOptions:
@@ -163,15 +164,13 @@ def context_baseline(track: Track, cfg: Any) -> Baseline | None:
     """The latest ok baseline of `track` on this config's eval set in results.tsv; None when there is none
     (or the eval set cannot be read here: the trial's own checks say why)."""
     from autorl.io.inputs import InputError
-    from autorl.record.ledger import Ledger, LedgerError, as_float
+    from autorl.record.ledger import Ledger, LedgerError
 
     try:
         rows = Ledger(paths.results_file()).rows()
     except LedgerError as exc:
         raise Invalid(str(exc)) from None
-    baselines = [
-        r for r in rows if r["track"] == track.name and r["verdict"] == "baseline" and r["status"] == "ok"
-    ]
+    baselines = [r for r in rows if r.track == track.name and r.verdict == "baseline" and r.status == "ok"]
     if not baselines:
         return None
     try:
@@ -179,9 +178,8 @@ def context_baseline(track: Track, cfg: Any) -> Baseline | None:
     except (OSError, ConfigError, InputError):
         return None
     for r in reversed(baselines):
-        if r["eval_hash"] == eval_hash and (budget := as_float(r, "budget")):
-            seeds = as_float(r, "seeds_planned")
-            return Baseline(r["run_id"], budget, int(seeds) if seeds else None)
+        if r.eval_hash == eval_hash and r.budget:
+            return Baseline(r.run_id, r.budget, r.seeds_planned or None)
     return None
 
 
@@ -193,9 +191,10 @@ def _load(track: Track, config_path: Path, backend_name: str, model: str | None)
     return cfg, backend
 
 
-def _prepare(setup: Setup, reason: str) -> Setup | None:
-    """Prepare the machine; with `--backend auto`, validate again for the backend prepare chose (Invalid
-    when it refuses the config). None: prepare failed (said; exit 1, nothing recorded)."""
+def _prepare(setup: Setup, reason: str, backend_given: bool) -> Setup | None:
+    """Prepare the machine; unless --backend named one (`backend_given`), validate again for the backend
+    prepare chose (Invalid when it refuses the config). None: prepare failed (said; exit 1, nothing
+    recorded)."""
     from autorl.llm.prepare import PrepareError
 
     say(reason)
@@ -205,7 +204,7 @@ def _prepare(setup: Setup, reason: str) -> Setup | None:
         print(f"error: prepare failed: {exc}", file=sys.stderr, flush=True)
         print_summary({"status": "crash"}, None)
         return None
-    if setup.opts.backend != "auto" or machine.backend == setup.backend_name:
+    if backend_given or machine.backend == setup.backend_name:
         return setup
     try:
         cfg, backend = _load(setup.track, setup.config_path, machine.backend, machine.model_name)
@@ -253,7 +252,8 @@ def dry_run(setup: Setup) -> int:
     backend, cfg = setup.backend, setup.cfg
     resolved = backend.resolve(cfg, paths.runs_dir() / "dry-run", 0)
     print(f"# backend: {setup.backend_name}; config {cfg.path} is valid (config_hash {cfg.config_hash})")
-    print(f"# {plan(backend, cfg, setup.opts).describe()}")
+    asked = setup.request
+    print(f"# {plan(backend, cfg, asked.seeds, asked.parallel, asked.ray).describe()}")
     print(resolved_toml(resolved))
     if text := backend.availability_note():
         print(f"# note: {text}")

@@ -55,6 +55,7 @@ from autorl.io import atomic, paths
 from autorl.io.machine import own_cpu_ids
 from autorl.io.tomlcheck import ConfigError, FieldProblem, load_toml, toml_type
 from autorl.record.ledger import Ledger, LedgerError
+from autorl.record.row import LedgerRow
 
 SUMMARY_LINE = re.compile(r"^([A-Za-z_][\w/.\-]*): (.*)$")
 
@@ -248,7 +249,7 @@ def parse_summary(text: str) -> dict[str, str]:
     return out
 
 
-def trial_result(log_text: str) -> dict[str, Any] | None:
+def trial_result(log_text: str) -> LedgerRow | None:
     """The ledger row a trial saved in its runs/<id>/result.json, found through the `run_dir` its summary
     names; None when it recorded nothing (an invalid config, a process killed before its summary)."""
     run_dir = parse_summary(log_text).get("run_dir")
@@ -258,15 +259,7 @@ def trial_result(log_text: str) -> dict[str, Any] | None:
         row = json.loads((paths.records_root() / run_dir / "result.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
-    return row if isinstance(row, dict) else None
-
-
-def _float(value: Any) -> float | None:
-    try:
-        v = float(value) if value is not None else math.nan
-    except (TypeError, ValueError):
-        return None
-    return None if math.isnan(v) else v
+    return LedgerRow.from_json(row) if isinstance(row, dict) else None
 
 
 def describe(values: dict[str, Any]) -> str:
@@ -441,8 +434,7 @@ class _Tuner:
             print(f"[tune]   no result (exit {r.proc.returncode}): {' | '.join(tail)}", flush=True)
             self.study.tell(r.trial, state=optuna.trial.TrialState.FAIL)
             return
-        score, status = _float(row.get("eval_score")), str(row.get("status") or "crash")
-        verdict, run_id = str(row.get("verdict") or ""), str(row.get("run_id") or "")
+        score, status, verdict, run_id = row.eval_score, row.status or "crash", row.verdict, row.run_id
         if status == "ok" and aborted(row):
             self.study.tell(r.trial, state=optuna.trial.TrialState.PRUNED)  # the early abort: no full score
             decision = "discard"

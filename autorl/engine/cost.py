@@ -11,15 +11,13 @@ from typing import Any
 from autorl.io import paths
 from autorl.record.context import ResearchContext
 from autorl.record.outcome import SeedOutcome
-from autorl.record.row import as_float
+from autorl.record.row import LedgerRow
 
 COST_TRIALS = 10  # the expected cost is the median over this many latest ok trials of the context
 RERUN_SEEDS = 12  # program.md's labelled re-run of a promising inconclusive
 
 
-def seed_cost(
-    rows: Sequence[Mapping[str, str]], context: ResearchContext
-) -> tuple[int, dict[str, float]] | None:
+def seed_cost(rows: Sequence[LedgerRow], context: ResearchContext) -> tuple[int, dict[str, float]] | None:
     """The median seconds per seed (start-up, training, eval, other, total) over the context's latest ok
     trials, the start-up a trial pays once (`once`: the first wave's wait for its warm starter's imports,
     autorl/engine/warm.py), and how many trials it is from; None before a trial finished.
@@ -32,20 +30,20 @@ def seed_cost(
     firsts: list[float] = []  # per trial: the slowest start-up of its first wave
     laters: list[float] = []  # the start-ups of seeds after the first wave
     waves: list[float] = []  # per trial: its wall time per wave, its own `once` left out
-    trials = [r for r in context.rows(rows) if r["status"] == "ok" and not aborted(r)][-COST_TRIALS:]
+    trials = [r for r in context.rows(rows) if r.status == "ok" and not aborted(r)][-COST_TRIALS:]
     for r in trials:
-        n = len([s for s in (r.get("seeds") or "").split(",") if s])
-        parts = [as_float(r, k) for k in ("startup_seconds", "training_seconds", "eval_seconds")]
-        if n and None not in parts:
-            per_seed.append(tuple(v / n for v in parts))  # type: ignore[operator]
-        parallel = max(1, int(as_float(r, "parallel") or 1))
+        n = len(r.seed_list)
+        parts = (r.startup_seconds, r.training_seconds, r.eval_seconds)
+        if n and parts[0] is not None and parts[1] is not None and parts[2] is not None:
+            per_seed.append((parts[0] / n, parts[1] / n, parts[2] / n))
+        parallel = max(1, r.parallel or 1)
         once = 0.0
-        if starts := _seed_startups(r["run_id"], n):
+        if starts := _seed_startups(r.run_id, n):
             firsts.append(max(starts[:parallel]))
             laters += starts[parallel:]
             if starts[parallel:]:
                 once = max(0.0, firsts[-1] - statistics.median(starts[parallel:]))
-        if n and (total := as_float(r, "total_seconds")) is not None:
+        if n and (total := r.total_seconds) is not None:
             waves.append((total - once) / -(-n // parallel))
     if not per_seed:
         return None
@@ -67,23 +65,21 @@ def seed_cost(
     return len(per_seed), cost
 
 
-def aborted(row: Mapping[str, str]) -> bool:
+def aborted(row: LedgerRow) -> bool:
     """Whether the early abort ended the trial (its seeds' figures are a rung's, not a seed's)."""
-    return (row.get("stopped_early") or "").startswith("aborted ")
+    return row.stopped_early.startswith("aborted ")
 
 
 def dead_idea_cost(
-    rows: Sequence[Mapping[str, str]], context: ResearchContext, seed_training: float
+    rows: Sequence[LedgerRow], context: ResearchContext, seed_training: float
 ) -> dict[str, float] | None:
     """What an idea that was not kept cost in training, over the context's latest candidates decided other
     than `improved`: the median training seconds, that in seeds' worth (`seed_training`: one seed's median
     training) and the share the early abort ended. None before such a trial or a seed's cost."""
     dead = [
-        r
-        for r in context.rows(rows)
-        if r["status"] == "ok" and r.get("reference_run") and r["verdict"] != "improved"
+        r for r in context.rows(rows) if r.status == "ok" and r.reference_run and r.verdict != "improved"
     ][-COST_TRIALS:]
-    spent = [v for r in dead if (v := as_float(r, "training_seconds")) is not None]
+    spent = [v for r in dead if (v := r.training_seconds) is not None]
     if not spent or seed_training <= 0:
         return None
     median = statistics.median(spent)
@@ -112,7 +108,7 @@ def waves_seconds(seed: Mapping[str, float], seeds: int, parallel: int) -> float
 
 
 def expected_cost(
-    rows: Sequence[Mapping[str, str]],
+    rows: Sequence[LedgerRow],
     context: ResearchContext,
     default_seeds: int,
     confirm: Mapping[str, Any] | None = None,
@@ -126,8 +122,8 @@ def expected_cost(
         return None
     trials, seed = measured
     latest = context.rows(rows)[-1]
-    parallel = max(1, int(as_float(latest, "parallel") or 1))
-    planned = int(as_float(latest, "seeds_planned") or default_seeds)
+    parallel = max(1, latest.parallel or 1)
+    planned = latest.seeds_planned or default_seeds
 
     def cost(seeds: int) -> dict[str, float]:
         return {"seeds": seeds, "seconds": waves_seconds(seed, seeds, parallel)}
@@ -144,7 +140,7 @@ def expected_cost(
 
 
 def expected_wall(
-    rows: Sequence[Mapping[str, str]],
+    rows: Sequence[LedgerRow],
     context: ResearchContext,
     seeds: int,
     parallel: int,
@@ -164,7 +160,7 @@ def expected_wall(
 
 
 def trial_estimate(
-    rows: Sequence[Mapping[str, str]], context: ResearchContext, seeds: int, parallel: int
+    rows: Sequence[LedgerRow], context: ResearchContext, seeds: int, parallel: int
 ) -> str | None:
     """A starting trial's expected wall time from the context's trials measured here (its plan line)."""
     if (expected := expected_wall(rows, context, seeds, parallel)) is None:

@@ -29,7 +29,6 @@ from pathlib import Path
 from typing import Any
 
 from autorl.engine.backend import Backend, Slot
-from autorl.engine.options import RunOptions
 from autorl.engine.pool import PoolRun, Report, SeedJob, waves
 from autorl.engine.process import BudgetSpec, Stop, kill_marked
 from autorl.engine.seed import Judge, SeedResult, run_seed
@@ -387,11 +386,14 @@ def connect(
     return cluster
 
 
-def cluster_for(opts: RunOptions, plan: Plan, harness: str, stop: Stop) -> Cluster | None:
-    """The trial's cluster: None without --ray (or after a stop request while connecting)."""
-    if opts.ray is None:
+def cluster_for(
+    ray: str | None, start_timeout: float, plan: Plan, harness: str, stop: Stop
+) -> Cluster | None:
+    """The trial's cluster at the address `ray`: None without one (or after a stop request while
+    connecting)."""
+    if ray is None:
         return None
-    return connect(opts.ray, resources(plan.slots[0]), harness, stop, opts.ray_start_timeout)
+    return connect(ray, resources(plan.slots[0]), harness, stop, start_timeout)
 
 
 def _check_fits(cluster: Cluster, ask: dict[str, float]) -> None:

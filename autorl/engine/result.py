@@ -225,10 +225,10 @@ def seeds_needed_text(c: stats.Comparison) -> str:
     return f"more than {stats.MAX_SEEDS_NEEDED} seeds on each side {at}: too small a delta to decide"
 
 
-def ceiling_note(reference: dict[str, str] | None, ci: tuple[float | None, float | None], high: float) -> str:
+def ceiling_note(reference: LedgerRow | None, ci: tuple[float | None, float | None], high: float) -> str:
     """Why no candidate can be `improved`: the reference's interval (or, without one, this trial's) touches
     the top of the score range."""
-    top = float(reference["eval_ci_high"]) if reference and reference.get("eval_ci_high") else ci[1]
+    top = reference.eval_ci_high if reference and reference.eval_ci_high is not None else ci[1]
     if top is None or math.isnan(top) or top < high:
         return ""
     return (
@@ -237,14 +237,14 @@ def ceiling_note(reference: dict[str, str] | None, ci: tuple[float | None, float
     )
 
 
-def parallel_note(reference: dict[str, str] | None, parallel: int) -> str:
+def parallel_note(reference: LedgerRow | None, parallel: int) -> str:
     """Seeds that share a machine may buy less per budget than seeds alone: say when the reference ran with
     another parallelism (scripts/bench_parallel.py measures the difference)."""
-    theirs = reference.get("parallel") if reference else None
-    if not theirs or int(float(theirs)) == parallel:
+    theirs = reference.parallel if reference else None
+    if not theirs or theirs == parallel:
         return ""
     return (
-        f"the reference ran {int(float(theirs))} seed(s) at once, this trial {parallel}: shared cores may "
+        f"the reference ran {theirs} seed(s) at once, this trial {parallel}: shared cores may "
         "buy a little less training per budget (see scripts/bench_parallel.py)"
     )
 
@@ -300,7 +300,7 @@ def conclude(
         env_scores=stats.env_scores(rows) if rows else {},
         base_score=base_score,
         comparison=comparison,
-        reference_run=reference["run_id"]
+        reference_run=reference.run_id
         if reference is not None and (comparison is not None or aborted)
         else "",
         verdict=verdict_of(comparison, look, reference is not None, status, aborted, judging.quick),

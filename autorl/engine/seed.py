@@ -2,8 +2,8 @@
 
 `run_seed` does all of it for one seed in its own directory and returns a `SeedResult` holding everything
 the trial needs; it runs the same way in the runner's process, in a thread of the local pool
-(autorl/engine/pool.py) or in a Ray task on another machine. run.py's flags, typed, are `RunOptions`
-(autorl/engine/options.py).
+(autorl/engine/pool.py) or in a Ray task on another machine. what a trial asks of it (run.py's flags,
+resolved) is a `TrialRequest` (autorl/engine/trial_types.py).
 """
 
 from __future__ import annotations

@@ -12,7 +12,6 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from autorl.engine.backend import Backend, Slot
-from autorl.engine.options import RunOptions
 from autorl.io.machine import Machine, load_machine, own_cpu_ids
 
 
@@ -46,14 +45,22 @@ def current_machine() -> Machine:
     return replace(machine, cpus=cpus)
 
 
-def plan(backend: Backend, cfg: Any, opts: RunOptions, machine: Machine | None = None) -> Plan:
-    assert opts.seeds is not None
+def plan(
+    backend: Backend,
+    cfg: Any,
+    seeds: int,
+    parallel: int | None = None,
+    ray: str | None = None,
+    machine: Machine | None = None,
+) -> Plan:
+    """`seeds` seeds on the backend's slots: `parallel` at once (None: as many as there are slots; more than
+    that oversubscribes them, said in the plan), or on the Ray cluster at `ray`, whose resources decide."""
     slots = backend.plan_slots(cfg, machine or current_machine()) or [Slot()]
-    if opts.ray is not None:
-        parallel = min(opts.parallel or opts.seeds, opts.seeds)
-        return Plan(slots=slots[:1], parallel=parallel, seeds=opts.seeds, where=f"ray {opts.ray}")
-    wanted = min(opts.parallel or len(slots), opts.seeds)
+    if ray is not None:
+        at_once = min(parallel or seeds, seeds)
+        return Plan(slots=slots[:1], parallel=at_once, seeds=seeds, where=f"ray {ray}")
+    wanted = min(parallel or len(slots), seeds)
     if wanted <= len(slots):
-        return Plan(slots=slots[:wanted], parallel=wanted, seeds=opts.seeds)
+        return Plan(slots=slots[:wanted], parallel=wanted, seeds=seeds)
     unpinned = [Slot(index=i, threads=slots[0].threads) for i in range(wanted)]
-    return Plan(slots=unpinned, parallel=wanted, seeds=opts.seeds, oversubscribed=True)
+    return Plan(slots=unpinned, parallel=wanted, seeds=seeds, oversubscribed=True)

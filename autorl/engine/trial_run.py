@@ -31,18 +31,17 @@ from autorl.engine.console import (
     report_seed,
     say,
 )
-from autorl.engine.options import RunOptions
 from autorl.engine.process import Stop
 from autorl.engine.seed import Judge, SeedResult
 from autorl.engine.track import Track
-from autorl.engine.trial_types import Reference, Setup, Trained
+from autorl.engine.trial_types import Reference, Setup, Trained, TrialRequest
 from autorl.io import atomic, paths
 from autorl.io.harness import commit_short, harness_hash
 from autorl.io.jsonl import eval_rows_problem, read_jsonl
 from autorl.io.tomlcheck import ConfigError
 from autorl.record import claims
 from autorl.record.context import ResearchContext, is_quick
-from autorl.record.row import AGENT_VAR
+from autorl.record.row import AGENT_VAR, LedgerRow
 
 if TYPE_CHECKING:
     from autorl.engine.ray_pool import Cluster
@@ -58,19 +57,22 @@ def run_trial(setup: Setup) -> int:
     from autorl.engine.slots import plan
     from autorl.record.ledger import Ledger, LedgerError
 
-    stop, t0 = Stop(), time.monotonic()
+    stop, t0, asked = Stop(), time.monotonic(), setup.request
     with Signals(stop):
         ledger = Ledger(paths.results_file())
         context = ResearchContext(
-            setup.track.name, setup.track.eval_hash(setup.cfg), harness_hash(setup.root), setup.opts.budget
+            setup.track.name,
+            setup.track.eval_hash(setup.cfg),
+            harness_hash(setup.root),
+            asked.budget.budget_s,
         )
-        the_plan = plan(setup.backend, setup.cfg, setup.opts)
+        the_plan = plan(setup.backend, setup.cfg, asked.seeds, asked.parallel, asked.ray)
         try:  # 1. refuse before training: the reference unusable, a cluster unfit (bad input)
-            ref = with_abort(read_reference(ledger, setup.track, context, quick=setup.opts.quick), setup)
-            cluster = cluster_for(setup.opts, the_plan, context.harness_hash, stop)
+            ref = with_abort(read_reference(ledger, setup.track, context, quick=asked.quick), setup)
+            cluster = cluster_for(asked.ray, asked.ray_start_timeout, the_plan, context.harness_hash, stop)
         except (LedgerError, ConfigError) as exc:
             return invalid(str(exc))
-        if why := claims.already_ran(ref.ledger_rows, context, setup.cfg.config_hash, setup.opts.rerun):
+        if why := claims.already_ran(ref.ledger_rows, context, setup.cfg.config_hash, asked.rerun):
             return invalid(why)
         ctx = new_identity(setup, context)
         diff = config_diff_vs_baseline(ref.ledger_rows, setup.track.name, setup.cfg.text)
@@ -113,8 +115,8 @@ def abort_off(ref: Reference, setup: Setup) -> str:
     """Why this trial's seeds are never stopped at a rung ("" = they may be)."""
     if ref.row is None:
         return "off: no reference (a baseline is never aborted)"
-    if setup.opts.all_seeds or setup.opts.no_abort:
-        return f"off: {'--all-seeds' if setup.opts.all_seeds else '--no-abort'}"
+    if setup.request.all_seeds or setup.request.no_abort:
+        return f"off: {'--all-seeds' if setup.request.all_seeds else '--no-abort'}"
     if not setup.backend.scores_rungs:
         return f"off: the {setup.backend_name} backend scores no rungs"
     return ""
@@ -128,7 +130,7 @@ def with_abort(ref: Reference, setup: Setup) -> Reference:
     if off:
         return dataclasses.replace(ref, abort_note=off)
     assert ref.row is not None
-    run_id = ref.row["run_id"]
+    run_id = ref.row.run_id
     rule, why = rule_for(
         run_id, paths.runs_dir() / run_id, setup.track.abort_margin, setup.track.seed_sd_prior
     )
@@ -149,7 +151,6 @@ def new_identity(setup: Setup, context: ResearchContext) -> TrialIdentity:
 
     commit = commit_short(setup.root)
     run_id, run_dir = new_run_dir(commit)
-    assert setup.opts.seeds is not None  # resolved by _validated
     return TrialIdentity(
         run_id=run_id,
         run_dir=run_dir,
@@ -157,9 +158,9 @@ def new_identity(setup: Setup, context: ResearchContext) -> TrialIdentity:
         context=context,
         backend=setup.backend_name,
         config_hash=setup.cfg.config_hash,
-        description=setup.opts.description,
+        description=setup.request.description,
         agent=os.environ.get(AGENT_VAR, ""),
-        seeds_planned=setup.opts.seeds,
+        seeds_planned=setup.request.seeds,
         score_range=setup.track.score_range(setup.cfg),
     )
 
@@ -179,19 +180,20 @@ def train(
     from autorl.engine.live import LiveView
     from autorl.engine.pool import PoolRun, SeedJob, run_local
 
-    opts, run_dir = setup.opts, ctx.run_dir
-    assert opts.seeds is not None  # resolved by the command's validation
-    seeds = harness_seeds(ctx.run_id, opts.seeds)
+    asked, run_dir = setup.request, ctx.run_dir
+    seeds = harness_seeds(ctx.run_id, asked.seeds)
     atomic.write_text(run_dir / "config.toml", setup.cfg.text)
     atomic.write_text(run_dir / "config.diff", diff)
-    say(f"run {ctx.run_id}: backend {ctx.backend}, seeds {seeds}, budget {opts.budget:g} s per seed")
+    say(
+        f"run {ctx.run_id}: backend {ctx.backend}, seeds {seeds}, budget {asked.budget.budget_s:g} s per seed"
+    )
     say(the_plan.describe())
     if estimate := trial_estimate(ref.ledger_rows, ctx.context, len(seeds), the_plan.parallel):
         say(estimate)
-    scored = setup.backend.scores_rungs and not opts.quick
+    scored = setup.backend.scores_rungs and not asked.quick
     if scored:
         say(f"early abort {ref.abort_note}")
-    cfg = setup.track.with_rungs(setup.cfg, opts.budget_spec().budget_s) if scored else setup.cfg
+    cfg = setup.track.with_rungs(setup.cfg, asked.budget.budget_s) if scored else setup.cfg
     if stop:  # it came while connecting to Ray: nothing is started
         return Trained()
     with warm.starters(stop):  # the children fork from processes that imported torch once
@@ -202,14 +204,14 @@ def train(
             backend=setup.backend,
             cfg=cfg,
             jobs=[SeedJob(k, seed, run_dir / f"seed-{k}") for k, seed in enumerate(seeds)],
-            spec=opts.budget_spec(),
+            spec=asked.budget,
             plan=the_plan,
             stop=stop,
-            after_wave=functools.partial(interim_look, opts, the_plan, ref),
+            after_wave=functools.partial(interim_look, asked, the_plan, ref),
             report=report_seed,
             judge=Judge(ref.abort, threading.Event()),
         )
-        with LiveView(opts.budget) as view:
+        with LiveView(asked.budget.budget_s) as view:
             if cluster is not None:
                 from autorl.engine.ray_pool import run_ray
 
@@ -267,32 +269,32 @@ def abort_stop(results: list[SeedResult], ref: Reference) -> str:
     return ""
 
 
-def interim_look(opts: RunOptions, the_plan: Plan, ref: Reference, done: list[SeedResult]) -> str:
+def interim_look(asked: TrialRequest, the_plan: Plan, ref: Reference, done: list[SeedResult]) -> str:
     """After a wave: whether the trial stops adding seeds ("" = go on, else why), against the reference."""
     from autorl.record import stats
 
     if why := abort_stop(done, ref):
         return why
-    if not ref.eval_rows or opts.all_seeds or any(r.status != "ok" for r in done):
+    if not ref.eval_rows or asked.all_seeds or any(r.status != "ok" for r in done):
         return ""
-    assert opts.seeds is not None and ref.row is not None  # eval rows come from a reference row
-    look, looks = stats.looks(len(done), opts.seeds, the_plan.parallel)
+    assert ref.row is not None  # eval rows come from a reference row
+    look, looks = stats.looks(len(done), asked.seeds, the_plan.parallel)
     rows = [r for s in done for r in s.eval_rows]
     interim, decision = stats.interim_look(rows, ref.eval_rows, ref.noise, look, looks)
     say(
-        f"interim look {look}/{looks - 1} after {len(done)}/{opts.seeds} seeds: delta "
+        f"interim look {look}/{looks - 1} after {len(done)}/{asked.seeds} seeds: delta "
         f"{interim.delta:+.4f}, p {interim.p_value:.3g}, efficacy boundary "
         f"{stats.efficacy_alpha(look, looks):.2g}: "
         + {None: "continue", "futile": "stop (futile: delta <= 0)"}.get(decision, "stop (below the boundary)")
     )
     if decision is None:
         return ""
-    why = f"after {len(done)}/{opts.seeds} seeds: " + (
+    why = f"after {len(done)}/{asked.seeds} seeds: " + (
         f"delta {interim.delta:+.4f} <= 0"
         if decision == "futile"
         else f"delta {interim.delta:+.4f}, p {interim.p_value:.2g} below the efficacy boundary"
     )
-    say(f"early stop {why} vs {ref.row['run_id']} ({decision}; --all-seeds runs all)")
+    say(f"early stop {why} vs {ref.row.run_id} ({decision}; --all-seeds runs all)")
     return why
 
 
@@ -302,7 +304,7 @@ def conclude_trial(
     """The statistics, the summary and the row; a fault here still gives a row, with the reason."""
     from autorl.engine.result import Judging, conclude
 
-    judging = Judging(parallel, not setup.opts.all_seeds, bool(stop), setup.opts.quick)
+    judging = Judging(parallel, not setup.request.all_seeds, bool(stop), setup.request.quick)
     collected = [s.collected for s in trained.results if s.collected]
     try:
         result = conclude(
@@ -339,17 +341,17 @@ def new_run_dir(commit: str) -> tuple[str, Path]:
     raise RuntimeError("could not create a run directory")
 
 
-def config_diff_vs_baseline(ledger_rows: list[dict[str, str]], track: str, text: str) -> str:
+def config_diff_vs_baseline(ledger_rows: list[LedgerRow], track: str, text: str) -> str:
     """Diff of this trial's config against the first trial of the track (the baseline) in results.tsv."""
     for row in ledger_rows:
-        if row.get("track") == track and not is_quick(row):
-            base_cfg = paths.run_config_file(row["run_id"])
+        if row.track == track and not is_quick(row):
+            base_cfg = paths.run_config_file(row.run_id)
             if base_cfg.exists():
                 return "".join(
                     difflib.unified_diff(
                         base_cfg.read_text().splitlines(keepends=True),
                         text.splitlines(keepends=True),
-                        f"baseline ({row['run_id']})",
+                        f"baseline ({row.run_id})",
                         "this trial",
                     )
                 )

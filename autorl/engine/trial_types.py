@@ -8,31 +8,48 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from autorl.engine.backend import Backend
-from autorl.engine.options import RunOptions
+from autorl.engine.process import BudgetSpec
 from autorl.engine.seed import SeedResult
 from autorl.engine.track import Track
 
 if TYPE_CHECKING:
+    from autorl.record.row import LedgerRow
     from autorl.record.rungs import AbortRule
     from autorl.record.stats import NoiseFloor
 
 
+RAY_START_TIMEOUT_S = 60.0  # for each Ray node's first worker: a broken venv on a node must not hang a trial
+
+
+@dataclass(frozen=True)
+class TrialRequest:
+    """What a trial is asked to do, resolved from run.py's flags by the command: the engine needs these and
+    no other flag."""
+
+    budget: BudgetSpec  # training seconds per seed, and the start-up, hang and SIGTERM limits around it
+    seeds: int  # planned (the early stop or the early abort may run fewer)
+    parallel: int | None = None  # seeds at once; None: as many as the machine (or the cluster) has slots for
+    ray: str | None = None  # a Ray address ("local" starts one); None: the local pool
+    ray_start_timeout: float = RAY_START_TIMEOUT_S
+    all_seeds: bool = False  # no early stop (and no early abort)
+    no_abort: bool = False  # no early abort (rungs are still scored)
+    quick: bool = False  # a quick look: one seed, no reference, no verdict
+    description: str = ""  # one line recorded in results.tsv
+    rerun: str | None = None  # in a swarm: the run id whose exact config this trial runs again on purpose
+
+
 @dataclass(frozen=True)
 class Setup:
-    """A validated trial before it runs: the flags (config path and seed count resolved), the track, the
-    backend (its name and the object) and the config it validated."""
+    """A validated trial before it runs: what it is asked to do, the config file, the track, the backend (its
+    name and the object) and the config it validated."""
 
-    opts: RunOptions
+    request: TrialRequest
+    config_path: Path
     track: Track
     backend_name: str
     backend: Backend
     cfg: Any
     root: Path
-
-    @property
-    def config_path(self) -> Path:
-        assert self.opts.config is not None  # resolved by the command's validation
-        return self.opts.config
 
 
 @dataclass(frozen=True)
@@ -40,8 +57,8 @@ class Reference:
     """What the trial is compared with, read once before it runs (the ledger does not change during it), so
     that a multi-seed trial can stop early when the candidate is behind after some of its seeds."""
 
-    ledger_rows: list[dict[str, str]]
-    row: dict[str, str] | None  # the best kept trial of the same eval set, harness and budget
+    ledger_rows: list[LedgerRow]
+    row: LedgerRow | None  # the best kept trial of the same eval set, harness and budget
     eval_rows: list[dict[str, Any]]  # its eval rows, checked against the hash its row recorded
     noise: NoiseFloor  # one noise floor serves every interim look and the verdict
     abort: AbortRule | None = None  # the early abort against its rungs (None: off, `abort_note` says why)

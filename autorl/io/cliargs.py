@@ -8,7 +8,7 @@ got 'nan'` (exit 2), before anything runs. Shared by the `autorl` commands and r
 
 A dataclass whose fields are declared with `flag(...)` is a set of flags declared once: `add_flags` builds
 the parser's arguments from its fields and `from_args` builds the dataclass from the parsed values
-(run.py's `autorl.engine.options.RunOptions`).
+(run.py's `autorl.commands.options.RunOptions`).
 """
 
 from __future__ import annotations

@@ -20,7 +20,7 @@ import hashlib
 import json
 import os
 import socket
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from datetime import datetime
@@ -30,7 +30,7 @@ import psutil
 
 from autorl.io import atomic, paths
 from autorl.record.context import ResearchContext
-from autorl.record.row import AGENT_VAR
+from autorl.record.row import AGENT_VAR, LedgerRow
 
 
 class ClaimError(Exception):
@@ -117,7 +117,7 @@ def claim(context: ResearchContext, run_id: str, config_hash: str, description: 
 
 
 def already_ran(
-    rows: Sequence[Mapping[str, str]], context: ResearchContext, config_hash: str, rerun: str | None
+    rows: Sequence[LedgerRow], context: ResearchContext, config_hash: str, rerun: str | None
 ) -> str | None:
     """In a swarm (AUTORL_AGENT set): why a trial of `config_hash` is refused when a trial of the context
     already ran it (its row is the outcome; an interrupted one was never measured), unless it says it re-runs
@@ -125,14 +125,14 @@ def already_ran(
     re-run rules instead."""
     if not os.environ.get(AGENT_VAR):
         return None
-    same = [r for r in context.rows(rows) if r["config_hash"] == config_hash and r["status"] != "interrupted"]
-    if not same or (rerun and any(r["run_id"].startswith(rerun) for r in same)):
+    same = [r for r in context.rows(rows) if r.config_hash == config_hash and r.status != "interrupted"]
+    if not same or (rerun and any(r.run_id.startswith(rerun) for r in same)):
         return None
     last = same[-1]
-    outcome = f"{last['verdict'] or last['status']}, {last['decision']}"
+    outcome = f"{last.verdict or last.status}, {last.decision}"
     return (
-        f"this exact config already ran in {last['run_id']} ({last.get('agent') or 'no agent'}: {outcome}): "
-        f"its row is the outcome; a planned re-run of it says --rerun {last['run_id']}"
+        f"this exact config already ran in {last.run_id} ({last.agent or 'no agent'}: {outcome}): "
+        f"its row is the outcome; a planned re-run of it says --rerun {last.run_id}"
     )
 
 

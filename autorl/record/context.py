@@ -8,12 +8,12 @@ four, built once: by run.py for a trial (autorl.commands.trial), and from a ledg
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from autorl.io import paths
-from autorl.record.row import as_float, format_number
+from autorl.record.row import LedgerRow, format_number
 
 
 @dataclass(frozen=True)
@@ -32,16 +32,16 @@ class ResearchContext:
             object.__setattr__(self, "budget", float(format_number(self.budget)))
 
     @classmethod
-    def of(cls, row: Mapping[str, str]) -> ResearchContext:
+    def of(cls, row: LedgerRow) -> ResearchContext:
         """The context of a ledger row."""
-        return cls(row["track"], row["eval_hash"], row["harness_hash"], as_float(row, "budget"))
+        return cls(row.track, row.eval_hash, row.harness_hash, row.budget)
 
-    def holds(self, row: Mapping[str, str]) -> bool:
+    def holds(self, row: LedgerRow) -> bool:
         """Whether the row's trial belongs to this context (its score may be compared with ours). A quick
         look (run.py --quick) belongs to none: never a baseline, a reference or a noise-floor sample."""
         return not is_quick(row) and ResearchContext.of(row) == self
 
-    def rows(self, rows: Sequence[Mapping[str, str]]) -> list[Mapping[str, str]]:
+    def rows(self, rows: Sequence[LedgerRow]) -> list[LedgerRow]:
         """The rows of this context, in ledger order."""
         return [r for r in rows if self.holds(r)]
 
@@ -49,11 +49,11 @@ class ResearchContext:
 QUICK = "quick"  # the verdict of a quick look (run.py --quick): it was compared with nothing
 
 
-def is_quick(row: Mapping[str, str]) -> bool:
-    return row.get("verdict") == QUICK
+def is_quick(row: LedgerRow) -> bool:
+    return row.verdict == QUICK
 
 
-def best_kept(rows: Sequence[Mapping[str, str]], context: ResearchContext) -> dict[str, str] | None:
+def best_kept(rows: Sequence[LedgerRow], context: ResearchContext) -> LedgerRow | None:
     """The reference a new trial of `context` is compared against.
 
     The kept (`decision == keep`, `status == ok`) trial with the highest eval_score in the context. Until one
@@ -61,12 +61,12 @@ def best_kept(rows: Sequence[Mapping[str, str]], context: ResearchContext) -> di
     baseline (program.md runs the baseline first), so the first experiments are compared with the baseline.
     None when there is no such trial (the next trial is a new baseline).
     """
-    same = [r for r in context.rows(rows) if r["status"] == "ok" and as_float(r, "eval_score") is not None]
-    kept = [r for r in same if r["decision"] == "keep"]
+    same = [r for r in context.rows(rows) if r.scored]
+    kept = [r for r in same if r.decision == "keep"]
     if kept:
-        return dict(max(kept, key=lambda r: as_float(r, "eval_score") or 0.0))
-    undecided = [r for r in same if r["decision"] not in ("discard", "crash")]
-    return dict(undecided[0]) if undecided else None
+        return max(kept, key=lambda r: r.eval_score or 0.0)
+    undecided = [r for r in same if r.decision not in ("discard", "crash")]
+    return undecided[0] if undecided else None
 
 
 def kept_config_to_adopt(kept_run_id: str, config: Path) -> Path | None:

@@ -41,7 +41,7 @@ from autorl.record.row import (
     COLUMNS,
     LEGACY_COLUMNS,
     MARKABLE,
-    as_float,
+    LedgerRow,
     clean,
     format_cell,
     format_pairs,
@@ -95,7 +95,7 @@ class Ledger:
 
     # -- reading -------------------------------------------------------------------------------------
     def _read(self) -> list[dict[str, str]]:
-        """Parse and validate the whole file; raise LedgerError on anything malformed."""
+        """The whole file's cells by column, checked; raise LedgerError on anything malformed."""
         return self._parse()[1]
 
     def _raw(self) -> bytes:
@@ -180,9 +180,9 @@ class Ledger:
             self._replace(rows)
         return rows
 
-    def rows(self) -> list[dict[str, str]]:
-        """All rows in file order, as strings (use `as_float` for numbers)."""
-        return self._read()
+    def rows(self) -> list[LedgerRow]:
+        """All rows in file order."""
+        return [LedgerRow.read(cells) for cells in self._read()]
 
     def check(self) -> None:
         """Raise LedgerError (file:line, the problem, how to repair) if results.tsv cannot be appended to:
@@ -245,7 +245,7 @@ class Ledger:
         finally:
             os.close(fd)
 
-    def append_saved(self, result_json: Path) -> dict[str, Any]:
+    def append_saved(self, result_json: Path) -> LedgerRow:
         """Append the row a trial saved in runs/<id>/result.json (when writing results.tsv failed).
 
         Refuses a row whose keys are not this ledger's columns and a run id already recorded.
@@ -266,7 +266,7 @@ class Ledger:
             if any(r["run_id"] == row["run_id"] for r in self._read()):
                 raise LedgerError(f"{self.path}: run {row['run_id']} is already recorded; nothing appended")
             self._append_row(row)
-        return row
+        return LedgerRow.from_json(row)
 
     def _replace(self, rows: list[dict[str, str]]) -> None:
         text = "\t".join(COLUMNS) + "\n" + "".join("\t".join(r[c] for c in COLUMNS) + "\n" for r in rows)
@@ -353,30 +353,32 @@ class Ledger:
             raise LedgerError(f"cannot repair {self.path}: {e}; nothing changed") from None
         self._replace(rows)
 
-    def find(self, run_id: str | None = None) -> dict[str, str]:
+    def find(self, run_id: str | None = None) -> LedgerRow:
         """The row of `run_id` (exact, or a unique prefix); the latest row when run_id is None."""
-        return self._find(self._read(), run_id)[1]
+        rows = self.rows()
+        return rows[self._find(rows, run_id)]
 
-    def _find(self, rows: list[dict[str, str]], run_id: str | None) -> tuple[int, dict[str, str]]:
+    def _find(self, rows: list[LedgerRow], run_id: str | None) -> int:
+        """The index of the row `find` means."""
         if not rows:
             raise LedgerError(f"{self.path}: no trials recorded yet")
         if run_id is None:  # the latest trial; in a swarm (AUTORL_AGENT set), this agent's latest
             me = os.environ.get(AGENT_VAR, "")
-            mine = [i for i, r in enumerate(rows) if not me or r.get("agent", "") == me]
+            mine = [i for i, r in enumerate(rows) if not me or r.agent == me]
             if not mine:
                 raise LedgerError(f"{self.path}: no trial of {AGENT_VAR}={me} recorded yet")
-            return mine[-1], rows[mine[-1]]
-        exact = [i for i, r in enumerate(rows) if r["run_id"] == run_id]
-        matches = exact or [i for i, r in enumerate(rows) if r["run_id"].startswith(run_id)]
+            return mine[-1]
+        exact = [i for i, r in enumerate(rows) if r.run_id == run_id]
+        matches = exact or [i for i, r in enumerate(rows) if r.run_id.startswith(run_id)]
         if not matches:
             raise LedgerError(f"{self.path}: no trial with run id {run_id!r}")
-        if len({rows[i]["run_id"] for i in matches}) > 1:
+        if len({rows[i].run_id for i in matches}) > 1:
             raise LedgerError(f"{self.path}: run id {run_id!r} is ambiguous ({len(matches)} trials match)")
-        return matches[-1], rows[matches[-1]]
+        return matches[-1]
 
     def mark(
         self, decision: str, run_id: str | None = None, lesson: str | None = None, reason: str | None = None
-    ) -> dict[str, str]:
+    ) -> LedgerRow:
         """Set the decision (keep | discard | crash) and maybe the lesson of one trial (latest by default).
 
         A crashed or timed-out trial cannot be kept: there is no score to keep. The decision of a trial
@@ -388,35 +390,37 @@ class Ledger:
             raise LedgerError(f"decision must be one of {', '.join(MARKABLE)}, not {decision!r}")
         reason = clean(reason) if reason is not None else ""
         with self.locked():
-            rows = self._read()
-            index, row = self._find(rows, run_id)
-            if decision == "keep" and (row["status"] != "ok" or as_float(row, "eval_score") is None):
+            cells = self._read()
+            rows = [LedgerRow.read(c) for c in cells]
+            index = self._find(rows, run_id)
+            row = rows[index]
+            if decision == "keep" and not row.scored:
                 raise LedgerError(
-                    f"trial {row['run_id']} has status {row['status'] or '?'} and no score: mark it crash "
+                    f"trial {row.run_id} has status {row.status or '?'} and no score: mark it crash "
                     "or discard, not keep"
                 )
-            old = row["decision"] or "pending"
+            old = row.decision or "pending"
             if old != "pending" and decision != old and not reason:
                 raise LedgerError(
-                    f"trial {row['run_id']} is already marked {old}: changing it to {decision} can change "
+                    f"trial {row.run_id} is already marked {old}: changing it to {decision} can change "
                     "the reference, so it needs --reason TEXT (recorded in "
                     f"{self.history_path.name}, shown by `autorl status`); nothing changed"
                 )
             context = ResearchContext.of(row)
             before = best_kept(rows, context)
-            rows[index] = {**row, "decision": decision}
-            if lesson is not None:
-                rows[index]["lesson"] = clean(lesson)
+            changed = {"decision": decision} | ({"lesson": clean(lesson)} if lesson is not None else {})
+            rows[index] = dataclasses.replace(row, **changed)
+            cells[index] = {**cells[index], **changed}  # the other cells are rewritten as they were read
             after = best_kept(rows, context)
-            self._replace(rows)
+            self._replace(cells)
             mark = Mark(
                 timestamp=time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-                run_id=row["run_id"],
+                run_id=row.run_id,
                 old=old,
                 new=decision,
                 reason=reason,
-                reference_before=before["run_id"] if before else "",
-                reference_after=after["run_id"] if after else "",
+                reference_before=before.run_id if before else "",
+                reference_after=after.run_id if after else "",
             )
             self._append_history(mark)
         return rows[index]
@@ -443,8 +447,8 @@ class Ledger:
         ]
 
     # -- lookups -------------------------------------------------------------------------------------
-    def best_kept(self, context: ResearchContext) -> dict[str, str] | None:
-        return best_kept(self._read(), context)
+    def best_kept(self, context: ResearchContext) -> LedgerRow | None:
+        return best_kept(self.rows(), context)
 
 
 @dataclass(frozen=True)
@@ -470,15 +474,15 @@ def eval_rows_hash(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 
-def reference_rows(reference: Mapping[str, str], runs_dir: Path) -> list[dict[str, Any]]:
+def reference_rows(reference: LedgerRow, runs_dir: Path) -> list[dict[str, Any]]:
     """The eval rows of `reference`, once its eval.jsonl is checked against the hash its ledger row recorded.
 
     Raises LedgerError (with the reason) when the file is missing, changed since the trial wrote it, or the
     row recorded no hash: a comparison against rows that are not the reference's own would be meaningless.
     """
-    run_id = reference["run_id"]
+    run_id = reference.run_id
     path = runs_dir / run_id / "eval.jsonl"
-    recorded = reference.get("eval_rows_hash", "")
+    recorded = reference.eval_rows_hash
     why = f"the reference {run_id} cannot be used"
     recover = (
         f"\n  to recover: restore {path} from a backup of runs/ (trials compare against its rows), or take "

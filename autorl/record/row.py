@@ -1,9 +1,10 @@
 """results.tsv's row: its columns and their types, the headers of earlier versions, how a cell is written
 and read back, and the one check of a row's values.
 
-`LedgerRow` is the row model: a trial builds one (autorl.engine.result) and the ledger writes it; the column
-list, which columns hold numbers and the earlier headers all come from its fields. Rows read back are the
-cells as strings (`dict[str, str]`, keyed by column); `as_float` reads a number.
+`LedgerRow` is the row model: a trial builds one (autorl.engine.result), the ledger writes it and reads it
+back into the same model (`LedgerRow.read`: numbers as numbers, pairs as dicts); the column list, which
+columns hold numbers and the earlier headers all come from its fields. `as_float` reads a number from a cell
+of the side tables (confirmed.tsv, fidelity.tsv), which keep their cells as strings.
 """
 
 from __future__ import annotations
@@ -76,6 +77,52 @@ class LedgerRow:
         """The row by column (values as typed; `Ledger.append` writes them, result.json keeps them)."""
         return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
 
+    @classmethod
+    def read(cls, cells: Mapping[str, str]) -> LedgerRow:
+        """The row of results.tsv's cells (checked by `row_problem`): an empty cell, or `nan`, is None; pairs
+        are dicts (numbers for env_scores and seed_scores, text for extras); a legacy empty decision is
+        `pending`."""
+        values: dict[str, Any] = {}
+        for f in dataclasses.fields(cls):
+            cell = cells.get(f.name, "")
+            kind = str(f.type)
+            if kind == "float | None":
+                values[f.name] = _number(cell)
+            elif kind == "int | None":
+                values[f.name] = None if (n := _number(cell)) is None else int(n)
+            elif f.name == "extras":
+                values[f.name] = parse_text_pairs(cell)
+            elif kind.startswith("Mapping"):
+                values[f.name] = parse_pairs(cell)
+            else:
+                values[f.name] = cell
+        values["decision"] = values["decision"] or "pending"
+        return cls(**values)
+
+    @classmethod
+    def from_json(cls, saved: Mapping[str, Any]) -> LedgerRow:
+        """The row a trial saved in runs/<id>/result.json (`as_dict`), read as `read` reads results.tsv's:
+        its cells, as the ledger would write them."""
+        line = {f.name: format_cell(f.name, saved.get(f.name)) for f in dataclasses.fields(cls)}
+        return cls.read(line)
+
+    @property
+    def seed_list(self) -> list[str]:
+        """The training seeds, as recorded."""
+        return [s.strip() for s in self.seeds.split(",") if s.strip()]
+
+    def per_seed_scores(self) -> list[float]:
+        """Per-training-seed eval_scores; a one-seed row without seed_scores gives [eval_score]."""
+        if self.seed_scores:
+            return list(self.seed_scores.values())
+        one = self.eval_score is not None and len(self.seed_list) <= 1
+        return [self.eval_score] if one and self.eval_score is not None else []
+
+    @property
+    def scored(self) -> bool:
+        """An ok trial with an eval_score: one that can be compared, kept or plotted."""
+        return self.status == "ok" and self.eval_score is not None
+
 
 def _header(version: int) -> list[str]:
     return [f.name for f in dataclasses.fields(LedgerRow) if f.metadata.get("since", 1) <= version]
@@ -114,6 +161,11 @@ def _pair_value(v: Any) -> str:
     return clean(str(v)).replace(" ", "_")
 
 
+def parse_text_pairs(cell: str) -> dict[str, str]:
+    """A k=v pairs cell as text (as `format_pairs` writes it: separated by spaces)."""
+    return {k: v for k, sep, v in (part.partition("=") for part in cell.split()) if sep and k}
+
+
 def parse_pairs(cell: str) -> dict[str, float]:
     """Numbers of a k=v pairs cell (separated by spaces or commas); entries without a number are skipped."""
     out: dict[str, float] = {}
@@ -143,23 +195,19 @@ def format_cell(column: str, value: Any) -> str:
     return clean(value)
 
 
-def as_float(row: Mapping[str, str], column: str) -> float | None:
-    """A numeric cell as float; None when empty or not a number."""
+def _number(cell: str) -> float | None:
+    """A numeric cell as float; None when empty, `nan` or not a number."""
     try:
-        v = float(row.get(column, "") or "nan")
+        v = float(cell or "nan")
     except ValueError:
         return None
     return None if math.isnan(v) else v
 
 
-def row_seed_scores(row: Mapping[str, str]) -> list[float]:
-    """Per-training-seed eval_scores of a row; a one-seed row without seed_scores gives [eval_score]."""
-    scores = list(parse_pairs(row.get("seed_scores", "")).values())
-    if scores:
-        return scores
-    score = as_float(row, "eval_score")
-    seeds = [s for s in row.get("seeds", "").split(",") if s.strip()]
-    return [score] if score is not None and len(seeds) <= 1 else []
+def as_float(row: Mapping[str, str], column: str) -> float | None:
+    """A numeric cell of a side table's row (confirmed.tsv, fidelity.tsv) as float; None when empty or not a
+    number."""
+    return _number(row.get(column, ""))
 
 
 def _number_problem(value: str) -> str | None:

@@ -17,6 +17,7 @@ from autorl.io import inputs, paths
 from autorl.io.jsonl import eval_rows_problem, read_jsonl
 from autorl.record import stats
 from autorl.record.outcome import SeedOutcome
+from autorl.record.row import LedgerRow
 
 TREND_KEYS = ("loss", "mismatch_kl", "approx_kl", "entropy")  # shown where the backend logs them
 
@@ -285,32 +286,28 @@ def trial_health(
 class TrialView:
     run_id: str
     run_dir: Path
-    row: dict[str, Any]  # the trial's ledger row (result.json)
+    row: LedgerRow  # the trial's ledger row (as its result.json saved it)
     summary: dict[str, str]  # summary.txt
     seeds: list[SeedView]
     reference: TrialView | None = None
 
     @classmethod
     def load(cls, run_dir: Path, with_reference: bool = True) -> TrialView:
-        row = inputs.read_json_object(run_dir / "result.json")
+        row = LedgerRow.from_json(inputs.read_json_object(run_dir / "result.json"))
         summary = {}
         if (run_dir / "summary.txt").is_file():
             for line in (run_dir / "summary.txt").read_text().splitlines():
                 key, sep, value = line.partition(": ")
                 if sep:
                     summary[key] = value
-        view = cls(str(row.get("run_id", run_dir.name)), run_dir, row, summary, load_seeds(run_dir))
-        ref = row.get("reference_run")
+        view = cls(row.run_id or run_dir.name, run_dir, row, summary, load_seeds(run_dir))
+        ref = row.reference_run
         if with_reference and ref and (paths.runs_dir() / ref).is_dir():
             view.reference = cls.load(paths.runs_dir() / ref, with_reference=False)
         return view
 
-    def number(self, key: str) -> float | None:
-        return _number(self.row.get(key))
-
     def env_scores(self) -> dict[str, float]:
-        scores = self.row.get("env_scores")
-        return {k: float(v) for k, v in scores.items()} if isinstance(scores, dict) else {}
+        return dict(self.row.env_scores or {})
 
     def flags(self, training_budget: float | None = None) -> list[Flag]:
-        return health_flags(self.seeds, self.number("eval_score"), self.number("base_score"), training_budget)
+        return health_flags(self.seeds, self.row.eval_score, self.row.base_score, training_budget)

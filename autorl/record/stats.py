@@ -29,7 +29,7 @@ import numpy as np
 from scipy import stats as sps
 
 from autorl.record.context import ResearchContext
-from autorl.record.row import row_seed_scores
+from autorl.record.row import LedgerRow
 
 ALPHA = 0.05  # one-sided test level of the verdict
 N_BOOT = 2000  # bootstrap replicates for the CI (enough for 2 decimals of a 95% interval)
@@ -235,7 +235,7 @@ class NoiseFloor:
 
 
 def noise_floor(
-    ledger_rows: Iterable[Mapping[str, str]],
+    ledger_rows: Iterable[LedgerRow],
     context: ResearchContext | None = None,
     prior_sd: float | None = None,
     prior_df: float = PRIOR_DF,
@@ -250,14 +250,14 @@ def noise_floor(
     groups: dict[str, list[float]] = defaultdict(list)
     runs: dict[str, int] = defaultdict(int)
     for r in ledger_rows:
-        if r.get("status") != "ok" or not r.get("config_hash"):
+        if r.status != "ok" or not r.config_hash:
             continue
         if context is not None and not context.holds(r):
             continue
-        scores = row_seed_scores(r)
+        scores = r.per_seed_scores()
         if scores:
-            groups[r["config_hash"]].extend(scores)
-            runs[r["config_hash"]] += 1
+            groups[r.config_hash].extend(scores)
+            runs[r.config_hash] += 1
     nf = NoiseFloor(DEFAULT_SEED_SD if prior_sd is None else prior_sd, prior_df)
     for key, scores in groups.items():
         if len(scores) >= 2:

@@ -9,11 +9,12 @@ say which cores were busy when.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from autorl.io import paths
 from autorl.record.outcome import seed_outcomes
+from autorl.record.row import LedgerRow
 
 
 @dataclass(frozen=True)
@@ -50,17 +51,15 @@ class Throughput:
         }
 
 
-def measure(
-    rows: Sequence[Mapping[str, str]], since: float, until: float, cores: int | None = None
-) -> Throughput:
+def measure(rows: Sequence[LedgerRow], since: float, until: float, cores: int | None = None) -> Throughput:
     """The trials among `rows` (their run directories under runs/) in the stretch [since, until] (epoch
     seconds): the `ok` ones count as decisions, each seed's held cores are clipped to the stretch."""
     cores = cores or len(os.sched_getaffinity(0))
     decisions = seeds = 0
     held = 0.0
     for row in rows:
-        outcomes = seed_outcomes(paths.runs_dir() / row["run_id"])
-        if row.get("status") == "ok":
+        outcomes = seed_outcomes(paths.runs_dir() / row.run_id)
+        if row.status == "ok":
             decisions += 1
             seeds += sum(o.status == "ok" for o in outcomes)
         for o in outcomes:

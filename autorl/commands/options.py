@@ -1,5 +1,7 @@
 """run.py's flags, typed: `RunOptions`, each flag declared once as a field (its type carries the range check,
-its help and metavar); run.py's parser is built from these fields and a trial passes the object on whole."""
+its help and metavar); run.py's parser is built from these fields. The command resolves them (the config
+path, the research context's budget and seeds) and hands the engine what a trial needs of them:
+`RunOptions.request()`, a `TrialRequest`."""
 
 from __future__ import annotations
 
@@ -8,6 +10,7 @@ from pathlib import Path
 
 from autorl.engine.process import BudgetSpec
 from autorl.engine.track import track_names
+from autorl.engine.trial_types import RAY_START_TIMEOUT_S, TrialRequest
 from autorl.io.cliargs import (
     MAX_SEEDS,
     QUICK_BUDGET_S,
@@ -62,7 +65,7 @@ class RunOptions:
     )
     ray: str | None = ray_flag()  # Ray address ("local" starts one); None: the local pool
     ray_start_timeout: float = flag(  # a broken venv on a node must not hang the trial
-        60.0,
+        RAY_START_TIMEOUT_S,
         "seconds for each Ray node's first worker to start (1..3600)",
         type=float_in(1, 3600, low_open=False),
     )
@@ -82,19 +85,35 @@ class RunOptions:
     backend: str = flag("auto", "llm track backend", choices=("auto", "embedded", "prime-rl"))
     allow_dirty_harness: bool = flag(False, "run although harness files are modified")
     hang_timeout: float = flag(
-        300.0, "seconds without output = hung (1..86400)", type=float_in(1, 86400, low_open=False)
+        BudgetSpec.hang_s, "seconds without output = hung (1..86400)", type=float_in(1, 86400, low_open=False)
     )
     startup_cap: float = flag(
-        900.0,
+        BudgetSpec.startup_cap_s,
         "max seconds of start-up before training (1..86400)",
         type=float_in(1, 86400, low_open=False),
     )
     grace: float = flag(
-        30.0, "seconds between SIGTERM and SIGKILL (0.5..3600)", type=float_in(0.5, 3600, low_open=False)
+        BudgetSpec.grace_s,
+        "seconds between SIGTERM and SIGKILL (0.5..3600)",
+        type=float_in(0.5, 3600, low_open=False),
     )
 
-    def budget_spec(self) -> BudgetSpec:
-        assert self.budget is not None, "the budget is resolved before any seed runs (trial.context_defaults)"
-        return BudgetSpec(
+    def request(self) -> TrialRequest:
+        """What the engine needs of these flags, once the command resolved the budget and the seeds
+        (autorl.commands.trial.context_defaults)."""
+        assert self.budget is not None and self.seeds is not None, "resolved by trial.context_defaults"
+        budget = BudgetSpec(
             budget_s=self.budget, startup_cap_s=self.startup_cap, hang_s=self.hang_timeout, grace_s=self.grace
+        )
+        return TrialRequest(
+            budget=budget,
+            seeds=self.seeds,
+            parallel=self.parallel,
+            ray=self.ray,
+            ray_start_timeout=self.ray_start_timeout,
+            all_seeds=self.all_seeds,
+            no_abort=self.no_abort,
+            quick=self.quick,
+            description=self.description,
+            rerun=self.rerun,
         )
