@@ -125,11 +125,14 @@ def collect(args: argparse.Namespace) -> None:
 class Pool:
     """The seeds of one config: each seed's eval rows, from the trials the ledger's rows name."""
 
-    def __init__(self, rows: list[dict[str, str]], seeds: list[list[dict]] | None = None) -> None:
+    def __init__(self, rows: list[Any], seeds: list[list[dict]] | None = None) -> None:
+        """`rows`: the pool's ledger rows (LedgerRow), or a pool file's header row (its context's cells)."""
         from autorl.io import paths
         from autorl.record.ledger import reference_rows
+        from autorl.record.row import LedgerRow
 
-        self.ledger_row = rows[0]
+        first = rows[0]
+        self.ledger_row = first if isinstance(first, LedgerRow) else LedgerRow.from_json(first)
         self.seeds: list[list[dict]] = seeds if seeds is not None else []
         for row in rows if seeds is None else []:
             by_seed: dict[object, list[dict]] = {}
@@ -148,16 +151,15 @@ class Pool:
         )
 
 
-def reference_noise(ref_rows: list[dict], row: dict[str, str], prior: float) -> Any:
-    """The noise floor of a ledger holding the reference trial alone: `row` its context's cells (a pool's
-    ledger row), its seed scores those of `ref_rows`."""
+def reference_noise(ref_rows: list[dict], row: Any, prior: float) -> Any:
+    """The noise floor of a ledger holding the reference trial alone: `row` its ledger row (a LedgerRow: the
+    pool's), its seed scores those of `ref_rows`."""
     import dataclasses
 
     from autorl.record import stats
     from autorl.record.context import ResearchContext
-    from autorl.record.row import LedgerRow
 
-    ledger_row = dataclasses.replace(LedgerRow.from_json(row), seed_scores=stats.seed_scores(ref_rows))
+    ledger_row = dataclasses.replace(row, seed_scores=stats.seed_scores(ref_rows))
     return stats.noise_floor([ledger_row], ResearchContext.of(ledger_row), prior_sd=prior)
 
 
@@ -214,10 +216,13 @@ def export(args: argparse.Namespace) -> None:
     """The pools as one gzipped JSON-lines file: a header line per pool (its context), then one line per
     eval row (the completion dropped): what `analyze --pool-file` reads, so a study's figures can be
     recomputed from a committed file."""
+    from autorl.record.row import format_cell
+
     pools = load_pools(args.track, args.a_run)
     with gzip.open(args.out, "wt", encoding="utf-8") as f:
         for name, pool in pools.items():
-            f.write(json.dumps({"pool": name, "row": {k: pool.ledger_row[k] for k in CONTEXT_KEYS}}) + "\n")
+            cells = {k: format_cell(k, getattr(pool.ledger_row, k)) for k in CONTEXT_KEYS}
+            f.write(json.dumps({"pool": name, "row": cells}) + "\n")
             for k, seed in enumerate(pool.seeds):
                 for r in seed:
                     keep = {c: r[c] for c in ("env", "example_id", "sample", "score")}
@@ -241,11 +246,11 @@ def read_pool_file(path: Path) -> dict[str, Pool]:
 def load_pools(track: str, a_runs: list[str]) -> dict[str, Pool]:
     from autorl.record.ledger import Ledger
 
-    rows = [r for r in Ledger(_root() / "results.tsv").rows() if r["track"] == track and r["status"] == "ok"]
+    rows = [r for r in Ledger(_root() / "results.tsv").rows() if r.track == track and r.status == "ok"]
     pools = {}
     for name in (POOL_A, POOL_B):
-        mine = [r for r in rows if r["description"] == name or (name == POOL_A and r["run_id"] in a_runs)]
-        if len({r["config_hash"] for r in mine}) > 1:
+        mine = [r for r in rows if r.description == name or (name == POOL_A and r.run_id in a_runs)]
+        if len({r.config_hash for r in mine}) > 1:
             raise SystemExit(f"{name}: trials of more than one config")
         if mine:
             pools[name] = Pool(mine)

@@ -204,11 +204,11 @@ class Pool:
     seeds: list[Seed]
 
     @property
-    def ledger_row(self) -> dict[str, str]:
+    def ledger_row(self) -> LedgerRow:
         """The ledger row a reference drawn from this pool is recorded under (the noise floor's context)."""
         base = {"track": self.header.get("track", ""), "eval_hash": "", "harness_hash": "", "budget": ""}
         base |= {"status": "ok", "config_hash": self.header.get("config_hash") or self.name}
-        return {**base, **(self.header.get("context") or {})}
+        return LedgerRow.from_json({**base, **(self.header.get("context") or {})})
 
     def medians(self) -> tuple[float, float]:
         """(training seconds, overhead seconds) of its median seed; training 1 when none is known (the wall
@@ -254,7 +254,7 @@ def relabel(seeds: list[Seed], first: int) -> list[list[dict[str, Any]]]:
     return [[{**r, "seed": first + k} for r in s.rows] for k, s in enumerate(seeds)]
 
 
-def reference_noise(ref_rows: list[dict[str, Any]], row: dict[str, str], prior: float) -> stats.NoiseFloor:
+def reference_noise(ref_rows: list[dict[str, Any]], row: LedgerRow, prior: float) -> stats.NoiseFloor:
     """The noise floor as aa_pool.decide builds it: a ledger holding the reference trial alone."""
     return aa_pool.reference_noise(ref_rows, row, prior)
 
@@ -333,7 +333,7 @@ def with_abort(
 
 
 def replay_pair(
-    ref: list[Seed], cand: list[Seed], ledger_row: dict[str, str], medians: tuple[float, float], s: Setting
+    ref: list[Seed], cand: list[Seed], ledger_row: LedgerRow, medians: tuple[float, float], s: Setting
 ) -> tuple[Ending, list[Ending]]:
     """One pair: (its ending without the abort, its ending with the abort at each margin). The comparisons are
     cached per completed waves: the abort's verdicts reuse the plain rule's."""

@@ -23,6 +23,7 @@ from autorl.engine import process
 from autorl.llm.track import LLMTrack
 from autorl.record import runview, stats
 from autorl.record.ledger import Ledger
+from autorl.record.row import LedgerRow
 
 REPO = Path(__file__).resolve().parent.parent
 SHIPPED_CLASSIC = REPO / "classic.toml"
@@ -159,9 +160,9 @@ def test_tried_says_which_keys_were_changed_together(root):
         (root / "runs" / run_id / "config.toml").write_text(text)
     row = {"verdict": "inconclusive", "delta": "0.01", "decision": "discard"}
     rows = [
-        {"run_id": "base", "reference_run": "", **row},
-        {"run_id": "lr", "reference_run": "base", **row},
-        {"run_id": "both", "reference_run": "base", **row},
+        LedgerRow.read({"run_id": "base", "reference_run": "", **row}),
+        LedgerRow.read({"run_id": "lr", "reference_run": "base", **row}),
+        LedgerRow.read({"run_id": "both", "reference_run": "base", **row}),
     ]
     by_key = {t["key"]: t["tries"] for t in status.tried(rows)}
     assert [x["with"] for x in by_key["trainer.optim.lr"]] == [[], ["orchestrator.group_size"]]
@@ -629,17 +630,19 @@ def test_progress_labels_stay_inside_the_figure_at_any_ledger_length(n):
     from autorl.commands import report
 
     rows = [
-        {
-            "run_id": f"r{i}",
-            "track": "llm",
-            "status": "ok",
-            "decision": "keep",
-            "eval_score": f"{0.1 + 0.8 * i / max(n - 1, 1):.4f}",
-            "eval_ci_low": f"{0.05 + 0.8 * i / max(n - 1, 1):.4f}",
-            "eval_ci_high": f"{0.15 + 0.8 * i / max(n - 1, 1):.4f}",
-            "base_score": "0.1",
-            "description": f"trial {i}: " + "a long hypothesis about the learning rate " * 5,
-        }
+        LedgerRow.read(
+            {
+                "run_id": f"r{i}",
+                "track": "llm",
+                "status": "ok",
+                "decision": "keep",
+                "eval_score": f"{0.1 + 0.8 * i / max(n - 1, 1):.4f}",
+                "eval_ci_low": f"{0.05 + 0.8 * i / max(n - 1, 1):.4f}",
+                "eval_ci_high": f"{0.15 + 0.8 * i / max(n - 1, 1):.4f}",
+                "base_score": "0.1",
+                "description": f"trial {i}: " + "a long hypothesis about the learning rate " * 5,
+            }
+        )
         for i in range(n)
     ]
     fig = report.figure(rows)

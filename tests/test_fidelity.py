@@ -237,7 +237,7 @@ def test_a_config_that_stops_itself_is_named_in_the_summary(tmp_path, monkeypatc
     def config(run_id: str, short: list[int], long: list[int], stop: str = "exited") -> fidelity.Config:
         seeds(tmp_path / "runs" / run_id, short, "exited")
         long_dirs = seeds(tmp_path / run_id, long, stop)
-        return fidelity.Config("kept", {"run_id": run_id}, None, [[]] * len(long), long_dirs)
+        return fidelity.Config("kept", LedgerRow(run_id=run_id), None, [[]] * len(long), long_dirs)
 
     why = fidelity.trained_no_longer(config("capped", [800, 800], [800, 800, 800]))
     assert why is not None and "stopped themselves after 800 steps at most, its trial's after 800" in why

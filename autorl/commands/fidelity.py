@@ -224,7 +224,7 @@ def new_plan(
         raise RetrainError(
             f"--budget {long_budget:g}: the long budget must exceed the context's {context.budget:g} s"
         )
-    chosen = choose([dict(r) for r in context.rows(rows)], n_configs)
+    chosen = choose(context.rows(rows), n_configs)
     if len(chosen) < 2:
         raise RetrainError("the context has one config: ranking needs at least two (run some trials first)")
     fid = f"fidelity-{datetime.now().strftime('%Y%m%d-%H%M%S')}-{context.track}"

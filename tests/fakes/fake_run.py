@@ -97,9 +97,9 @@ def main() -> int:
         config_hash=hashlib.sha256(text.encode()).hexdigest()[:12],
         description=args.description,
     )
-    ref_rows = read_jsonl(paths.runs_dir() / reference["run_id"] / "eval.jsonl") if reference else []
+    ref_rows = read_jsonl(paths.runs_dir() / reference.run_id / "eval.jsonl") if reference else []
     prior = get_track(args.track).seed_sd_prior
-    stopped = abort_text("seed 1", n, seed.rungs[0], reference["run_id"]) if aborted else ""
+    stopped = abort_text("seed 1", n, seed.rungs[0], reference.run_id) if aborted else ""
     noise = stats.noise_floor(rows, ctx.context, prior_sd=prior)
     result = conclude(
         ctx, Trained(results=[seed], stopped_early=stopped), Reference(rows, reference, ref_rows, noise)
