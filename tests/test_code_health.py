@@ -75,6 +75,35 @@ def test_the_complexity_rule_finds_a_complex_function(tmp_path):
     assert run.returncode == 1 and "C901 `f` is too complex (14 > 12)" in run.stdout
 
 
+def test_the_package_type_checks(tmp_path):
+    """mypy over the whole autorl/ package with pyproject.toml's [tool.mypy] (the pydantic plugin, every
+    module): a config's type flows from its track's loader (Track[C]) through the engine, which reads it as a
+    TrialConfig, into its backend (Backend[C])."""
+    mypy = Path(sys.executable).with_name("mypy")
+    run = subprocess.run([str(mypy), "--cache-dir", str(tmp_path)], cwd=REPO, capture_output=True, text=True)
+    assert run.returncode == 0 and "Success: no issues found" in run.stdout, run.stdout[-6000:] + run.stderr
+
+
+def test_the_type_check_finds_a_config_passed_where_another_is_expected(tmp_path):
+    """The check above can fail: with the project's settings, the classic track's config handed to an LLM
+    backend is an error, and so is a config without what the engine reads of every config."""
+    (tmp_path / "m.py").write_text(
+        "from pathlib import Path\n"
+        "from autorl.classic.config import load_classic_config\n"
+        "from autorl.engine.slots import plan\n"
+        "from autorl.llm.embedded.backend import EmbeddedBackend\n"
+        "cfg = load_classic_config(Path('classic.toml'))\n"
+        "EmbeddedBackend().launch(cfg, Path('.'), 0)\n"
+        "plan(EmbeddedBackend(), object(), seeds=1)\n"
+    )
+    mypy = Path(sys.executable).with_name("mypy")
+    cmd = [str(mypy), "--config-file", str(REPO / "pyproject.toml"), "--cache-dir", str(tmp_path / "cache")]
+    run = subprocess.run([*cmd, str(tmp_path / "m.py")], cwd=REPO, capture_output=True, text=True)
+    assert run.returncode == 1, run.stdout
+    assert 'Argument 1 to "launch" of "EmbeddedBackend" has incompatible type "LoadedClassicConfig"' in run.stdout
+    assert 'Argument 2 to "plan" has incompatible type "object"; expected "TrialConfig"' in run.stdout
+
+
 # ---- the package's shape: module sizes and import cycles ------------------------------------------------
 
 MAX_MODULE_LINES = 600

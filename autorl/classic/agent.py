@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, cast
 
 import torch
 from torch import nn
@@ -115,10 +115,11 @@ class MLP(nn.Module):
         self.activation = ACTIVATIONS[arch["activation"]]
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        for i, layer in enumerate(self.hidden):
+        for i, module in enumerate(self.hidden):
+            layer = cast(nn.Linear, module)
             x = F.linear(x, layer.weight, layer.bias)
             if self.norms is not None:
-                norm = self.norms[i]
+                norm = cast(nn.LayerNorm, self.norms[i])
                 x = F.layer_norm(x, norm.normalized_shape, norm.weight, norm.bias, norm.eps)
             x = self.activation(x)
         return F.linear(x, self.head.weight, self.head.bias)
@@ -135,7 +136,7 @@ class MLP(nn.Module):
             weight = torch.stack([layer.weight.detach() for layer in layers]).transpose(1, 2)
             return weight, torch.stack([layer.bias.detach() for layer in layers]).unsqueeze(1)
 
-        hidden = [stack([m.hidden[i] for m in mlps]) for i in range(len(mlps[0].hidden))]
+        hidden = [stack([cast(nn.Linear, m.hidden[i]) for m in mlps]) for i in range(len(mlps[0].hidden))]
         head, activation = stack([m.head for m in mlps]), mlps[0].activation
 
         def forward(x: torch.Tensor) -> torch.Tensor:

@@ -13,7 +13,7 @@ import json
 import statistics
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from autorl.classic.evaluate import (
     EVAL_EPISODES,
@@ -32,6 +32,9 @@ from autorl.io import paths
 from autorl.io.jsonl import read_jsonl
 from autorl.io.machine import Machine, cpu_ids
 
+if TYPE_CHECKING:
+    from autorl.classic.config import LoadedClassicConfig
+
 FINAL_EVAL = "final_eval.jsonl"  # in the seed's directory: the final policy's 100 episodes (not scored)
 
 # One thread per process: small MLPs run fastest single-threaded, and torch's thread pool would otherwise
@@ -49,14 +52,16 @@ def _seeds_text(seeds: int | list[int]) -> str:
     return f"{seeds[0]}..{seeds[-1]}"
 
 
-class ClassicBackend(Backend):
+class ClassicBackend(Backend["LoadedClassicConfig"]):
     name = "classic"
     scores_rungs = True
 
-    def check(self, cfg: Any) -> None:
+    def check(self, cfg: LoadedClassicConfig) -> None:
         """Everything classic.toml can express is runnable; validation already happened in the loader."""
 
-    def resolve(self, cfg: Any, run_dir: Path, seed: int, slot: Slot = WHOLE_MACHINE) -> dict[str, Any]:
+    def resolve(
+        self, cfg: LoadedClassicConfig, run_dir: Path, seed: int, slot: Slot = WHOLE_MACHINE
+    ) -> dict[str, Any]:
         env_id = cfg.model.env_id
         return {
             "track": "classic",
@@ -77,13 +82,15 @@ class ClassicBackend(Backend):
             },
         }
 
-    def launch(self, cfg: Any, run_dir: Path, seed: int, slot: Slot = WHOLE_MACHINE) -> Launch:
+    def launch(
+        self, cfg: LoadedClassicConfig, run_dir: Path, seed: int, slot: Slot = WHOLE_MACHINE
+    ) -> Launch:
         # resolved.json: written by the runner
         argv = ChildArgs(run_dir / "resolved.json", run_dir, seed).argv("autorl.classic.train")
         # The child runs the config's torch_threads; plan_slots gave the slot that many cores.
         return Launch(argv=argv, cwd=paths.repo_root(), env=dict(CHILD_ENV), cpus=slot.cpus, warm=WARM)
 
-    def plan_slots(self, cfg: Any, machine: Machine) -> list[Slot]:
+    def plan_slots(self, cfg: LoadedClassicConfig, machine: Machine) -> list[Slot]:
         """One seed per `torch_threads` cores (one core by default), each pinned to its own cores."""
         cores, per_seed = cpu_ids(machine), cfg.model.torch_threads
         n = max(1, len(cores) // per_seed)
@@ -92,7 +99,7 @@ class ClassicBackend(Backend):
             for i in range(n)
         ]
 
-    def collect(self, cfg: Any, run_dir: Path) -> Collected:
+    def collect(self, cfg: LoadedClassicConfig, run_dir: Path) -> Collected:
         state_path = run_dir / "train_state.json"
         weights = run_dir / "weights"
         if not state_path.exists() or not (weights / "policy.pt").exists():
@@ -123,7 +130,7 @@ class ClassicBackend(Backend):
 
     def eval_command(
         self,
-        cfg: Any,
+        cfg: LoadedClassicConfig,
         weights_dir: Path | None,
         out_path: Path,
         slot: Slot = WHOLE_MACHINE,
@@ -147,7 +154,7 @@ class ClassicBackend(Backend):
         return Launch(argv=argv, cwd=paths.repo_root(), env=dict(CHILD_ENV), cpus=slot.cpus, warm=WARM)
 
     def summary_extras(
-        self, cfg: Any, collected: list[Collected], eval_rows: list[dict[str, Any]]
+        self, cfg: LoadedClassicConfig, collected: list[Collected], eval_rows: list[dict[str, Any]]
     ) -> dict[str, str]:
         """From each seed's final_eval.jsonl (the final policy's episodes); the score rows are the curve's."""
         final_rows = []

@@ -27,11 +27,14 @@ import time
 from collections.abc import Callable
 from contextlib import closing
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from autorl.io import atomic
+
+if TYPE_CHECKING:
+    from autorl.classic.config import LoadedClassicConfig
 
 # bump when the evaluation changes: results stop being comparable. 3: the final policy's CartPole episodes run
 # on the numpy-vectorised env (start states from one RNG seeded EVAL_SEED), like the in-training evaluation.
@@ -104,9 +107,10 @@ def due_eval(env_id: str, env_steps: int, batch: int, horizon: int | None = None
 ActFn = Callable[[np.ndarray], np.ndarray]
 
 
-def eval_hash(cfg: Any = None, env_id: str | None = None) -> str:
-    """Identifies the evaluation set: results are comparable only under the same hash."""
-    env = env_id or cfg.model.env_id
+def eval_hash(cfg: LoadedClassicConfig | None = None, env_id: str | None = None) -> str:
+    """Identifies the evaluation set (of `cfg`'s env, or `env_id`): results are comparable only under the same
+    hash."""
+    env = env_id or (cfg.model.env_id if cfg is not None else "")
     revision = [TRAIN_EVAL_REVISION[env]] if env in TRAIN_EVAL_REVISION else []  # none: the hash as before
     spec = json.dumps(
         [

@@ -19,7 +19,7 @@ import math
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import gymnasium as gym
 import numpy as np
@@ -139,11 +139,13 @@ class PPO:
         self.envs = make_vec_env(cfg.env_id, cfg.num_envs)
         space = self.envs.single_action_space
         self.discrete = isinstance(space, gym.spaces.Discrete)
-        obs_dim = int(np.prod(self.envs.single_observation_space.shape))
-        act_dim = int(space.n) if self.discrete else int(np.prod(space.shape))
-        # Continuous actions are sampled unbounded and clipped to the box only when sent to the env.
-        self.act_low = None if self.discrete else space.low.astype(np.float32)
-        self.act_high = None if self.discrete else space.high.astype(np.float32)
+        obs_dim = int(np.prod(self.envs.single_observation_space.shape or ()))
+        if isinstance(space, gym.spaces.Discrete):
+            act_dim, self.act_low, self.act_high = int(space.n), None, None
+        else:  # a Box: actions are sampled unbounded and clipped to it only when sent to the env
+            box = cast(gym.spaces.Box, space)
+            act_dim = int(np.prod(box.shape))
+            self.act_low, self.act_high = box.low.astype(np.float32), box.high.astype(np.float32)
         self.agent = Agent(agent_arch(cfg, obs_dim, act_dim, self.discrete))
         self.params = list(self.agent.parameters())
         # fused: one kernel for all parameters (CPU fused Adam is ~1.5x faster on these tiny tensors)
@@ -214,6 +216,7 @@ class PPO:
             finished = self._rollout(state, stop)
             if finished is None:
                 return
+            assert state.next_value is not None  # a rollout that finished sets it
             batch = self._batch(self._advantages(state.next_value))
             t1 = time.perf_counter()
             losses = self._optimise(batch)
@@ -418,7 +421,7 @@ def load_policy(path: str, env: gym.vector.VectorEnv) -> Callable[[np.ndarray], 
     agent = Agent(state["arch"])
     agent.load_state_dict(state["state_dict"])
     agent.eval()
-    space = env.single_action_space
     if agent.discrete:
         return make_act_fn(agent, state["obs_norm"], True)
-    return make_act_fn(agent, state["obs_norm"], False, space.low, space.high)
+    box = cast(gym.spaces.Box, env.single_action_space)
+    return make_act_fn(agent, state["obs_norm"], False, box.low, box.high)

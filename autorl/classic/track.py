@@ -4,11 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from autorl.classic.evaluate import SCORE_STEPS
 from autorl.engine.backend import Backend
+from autorl.engine.track import Track
 from autorl.io.machine import Machine
+
+if TYPE_CHECKING:
+    from autorl.classic.config import LoadedClassicConfig
 
 # The score is a normalised area under the learning curve (0..1). Seed-to-seed sd measured on CartPole
 # (docs/classic.md): 0.109 for the shipped classic.toml (12 seeds, score 0.68), 0.022-0.097 for seven
@@ -30,7 +34,7 @@ class ClassicTrack:
     # Rungs at a quarter and half of the score's horizon. The abort is off: on real curves no margin stopped
     # most dead ideas without stopping a late winner (one no better than the shipped config at a quarter of
     # the horizon, far ahead at its end) too (docs/statistics.md, "Early abort").
-    rungs = (0.25, 0.5)
+    rungs: tuple[float, ...] = (0.25, 0.5)
     abort_margin: float | None = None
     budget_note = (
         "a cap per seed: the score covers a fixed env-step horizon ("
@@ -41,15 +45,15 @@ class ClassicTrack:
     def backend_name(self, requested: str, machine: Machine | None) -> str:
         return "classic"
 
-    def load_config(self, path: Path, backend_name: str, prepared_model: str | None) -> Any:
+    def load_config(self, path: Path, backend_name: str, prepared_model: str | None) -> LoadedClassicConfig:
         from autorl.classic.config import load_classic_config
 
         return load_classic_config(path)
 
-    def data_problems(self, cfg: Any) -> list[str]:
+    def data_problems(self, cfg: LoadedClassicConfig) -> list[str]:
         return []  # gymnasium's tasks read no data
 
-    def make_backend(self, backend_name: str) -> Backend:
+    def make_backend(self, backend_name: str) -> Backend[LoadedClassicConfig]:
         from autorl.classic.backend import ClassicBackend
 
         return ClassicBackend()
@@ -60,20 +64,22 @@ class ClassicTrack:
     def prepare(self, config_path: Path) -> Machine:
         raise NotImplementedError("the classic track needs no preparation")
 
-    def eval_hash(self, cfg: Any) -> str:
+    def eval_hash(self, cfg: LoadedClassicConfig) -> str:
         from autorl.classic.evaluate import eval_hash
 
         return eval_hash(cfg)
 
-    def base_model_id(self, cfg: Any) -> str:
+    def base_model_id(self, cfg: LoadedClassicConfig) -> str:
         return "random-policy"
 
-    def score_range(self, cfg: Any) -> tuple[float, float]:
+    def score_range(self, cfg: LoadedClassicConfig | None) -> tuple[float, float]:
         from autorl.classic.evaluate import SCORE_RANGE
 
         return SCORE_RANGE
 
-    def lengthen(self, cfg: Any, factor: float, along_s: Sequence[float] = ()) -> Any:
+    def lengthen(
+        self, cfg: LoadedClassicConfig, factor: float, along_s: Sequence[float] = ()
+    ) -> LoadedClassicConfig:
         """The score covers `factor` x the env steps (CartPole: 50k -> 200k at 4x), graded on the same grid
         and points: what a user who trains for longer gets from this config. The config is unchanged (its
         total_env_steps and lr schedule are its own: a config that stops sooner keeps its last value).
@@ -84,7 +90,7 @@ class ClassicTrack:
 
         return dataclasses.replace(cfg, score_env_steps=round(SCORE_STEPS[cfg.model.env_id] * factor))
 
-    def with_rungs(self, cfg: Any, budget_s: float) -> Any:
+    def with_rungs(self, cfg: LoadedClassicConfig, budget_s: float) -> LoadedClassicConfig:
         """The rungs at their env steps of the score's horizon (the budget is a cap here, not the run)."""
         import dataclasses
 
@@ -103,4 +109,4 @@ class ClassicTrack:
         return [r for r in rows if grid_step(r) <= fraction * horizon + 1e-9]
 
 
-TRACK = ClassicTrack()
+TRACK: Track[LoadedClassicConfig] = ClassicTrack()

@@ -200,7 +200,7 @@ class ClassicRun:
             self.take_eval(0, 0, 0.0, None)
         with open(self.run_dir / "metrics.jsonl", "a") as metrics:
             update, env_steps = self.train(metrics)
-            taken = [d.env_steps for d in self.due] or [e[1] for e in self.state.evals]
+            taken: list[float] = [d.env_steps for d in self.due] or [e[1] for e in self.state.evals]
             if not taken or taken[-1] != env_steps:  # stopped early: the policy now
                 self.take_eval(update, env_steps, self.clock.seconds(), None)
             self.run_evals()

@@ -99,7 +99,7 @@ def parse(argv: list[str] | None) -> tuple[str, Any]:
     """The subcommand and its options object (a bad value exits 2 with argparse's usage line)."""
     parser = build_parser()
     args = parser.parse_args(argv)
-    opts = from_args(COMMANDS[args.command][0], args)
+    opts: Any = from_args(COMMANDS[args.command][0], args)
     if isinstance(opts, LedgerOptions) and (opts.action == "append") != (opts.result_json is not None):
         parser.error("`autorl ledger append` takes the result.json to append; check and repair take none")
     return args.command, opts

@@ -186,7 +186,7 @@ def _model_default(value: BaseModel, none: str) -> str:
     except ValueError:  # the table has required keys: all of it differs
         plain = {}
     changed = {k: v for k, v in value.model_dump().items() if k != "type" and plain.get(k, ...) != v}
-    parts = [f"type = {json.dumps(value.type)}"] if "type" in type(value).model_fields else []
+    parts = [f"type = {json.dumps(value.model_dump()['type'])}"] if "type" in type(value).model_fields else []
     parts += [f"{k} = {_toml(v, none)}" for k, v in changed.items()]
     return "{" + ", ".join(parts) + "}" if parts else "the defaults below"
 
@@ -212,7 +212,7 @@ def _toml(value: Any, none: str) -> str:
     return str(value)
 
 
-def _num(value: float) -> str:
+def _num(value: Any) -> str:
     """A bound, compactly: 1e-06, 0.5, 1, 10000, 1_048_576."""
     if isinstance(value, float) and not value.is_integer():
         return repr(value)

@@ -70,9 +70,10 @@ def choose(
     else:
         if not rows:
             raise ConfirmError("no trials yet: nothing to confirm")
-        candidate = best_kept(rows, ResearchContext.of(rows[-1]))
-        if candidate is None or candidate.decision != "keep":
+        best = best_kept(rows, ResearchContext.of(rows[-1]))
+        if best is None or best.decision != "keep":
             raise ConfirmError("nothing kept yet under the latest trial's context: nothing to confirm")
+        candidate = best
     context = ResearchContext.of(candidate)
     if context.budget is None:
         raise ConfirmError(f"trial {candidate.run_id} has no budget recorded: re-run it to confirm it")

@@ -29,6 +29,7 @@ import numpy as np
 from scipy import stats as sps
 
 from autorl.engine import warm
+from autorl.engine.backend import TrialConfig
 from autorl.engine.retrain import RetrainError, recorded_config, retrain_plan, run_jobs, same_harness
 from autorl.engine.seed import SeedResult
 from autorl.io import atomic, inputs, paths
@@ -195,7 +196,7 @@ class Config:
 
     role: str
     row: LedgerRow
-    cfg: Any
+    cfg: TrialConfig
     long_rows: list[list[dict[str, Any]]]  # per seed that finished
     long_dirs: list[Path]  # those seeds' directories, in the same order
 
@@ -275,15 +276,16 @@ def _configs(plan: Plan, rows: list[LedgerRow]) -> tuple[list[Config], Any, Any]
     if missing := [run_id for _, run_id in plan.configs if run_id not in by_id]:
         raise RetrainError(f"results.tsv has no row for {', '.join(missing)}: this fidelity run cannot go on")
     the_track = get_track(plan.context.track)
-    chosen = [Config(role, by_id[run_id], None, [], []) for role, run_id in plan.configs]
-    same_harness(chosen[0].row, "re-trained")
-    backends = {c.row.backend for c in chosen}
+    roles = [(role, by_id[run_id]) for role, run_id in plan.configs]
+    same_harness(roles[0][1], "re-trained")
+    backends = {row.backend for _, row in roles}
     if len(backends) > 1:
         raise RetrainError(f"the context's configs ran on several backends ({', '.join(sorted(backends))})")
     along_s = [fraction * plan.long_budget for fraction in budget_fractions(plan.factor)[:-1]]
-    for c in chosen:
-        loaded = recorded_config(c.row, the_track, f"{c.role} trial")
-        c.cfg = the_track.lengthen(loaded, plan.factor, along_s)
+    chosen = []
+    for role, row in roles:
+        loaded = recorded_config(row, the_track, f"{role} trial")
+        chosen.append(Config(role, row, the_track.lengthen(loaded, plan.factor, along_s), [], []))
     return chosen, the_track.make_backend(backends.pop()), the_track
 
 
@@ -291,7 +293,7 @@ def _pending(plan: Plan, chosen: list[Config]) -> list[Any]:
     """The seeds still to run (autorl.engine.pool.SeedJob); the finished ones' rows go to their config."""
     from autorl.engine.pool import SeedJob
 
-    jobs = []
+    jobs: list[SeedJob] = []
     for c in chosen:
         for k, seed in enumerate(plan.seeds):
             seed_dir = plan.seed_dir(c.row.run_id, k)
@@ -413,7 +415,7 @@ def _conclude(ledger: Ledger, plan: Plan, chosen: list[Config], the_track: Any, 
             record |= _holds(comparison)
             verdicts.append((c.row.run_id, comparison, record["holds"]))
         records.append(record)
-    summary = {
+    summary: dict[str, Any] = {
         "spearman_rho": ranks["rho"],
         "rho_ci": [low, high],
         "kendall_tau": ranks["tau"],

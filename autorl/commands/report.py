@@ -64,7 +64,7 @@ def figure(rows: Sequence[LedgerRow]) -> Figure:
     xs = list(range(1, len(rows) + 1))
     scores = [r.eval_score for r in rows]
     ok = [(x, s, r) for x, s, r in zip(xs, scores, rows, strict=True) if s is not None and r.status == "ok"]
-    groups = {
+    groups: dict[str, dict[str, Any]] = {
         "keep": dict(color="tab:green", s=70, zorder=4, label="kept"),
         "discard": dict(color="0.6", s=30, zorder=3, label="discarded"),
         "pending": dict(color="tab:blue", s=30, zorder=3, label="pending"),

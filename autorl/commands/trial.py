@@ -16,7 +16,7 @@ from typing import Any
 
 from autorl.commands.options import RunOptions
 from autorl.engine import warm
-from autorl.engine.backend import Backend
+from autorl.engine.backend import Backend, TrialConfig
 from autorl.engine.console import EXIT_CRASH, EXIT_OK, EXIT_SIGNAL, invalid, print_summary, say
 from autorl.engine.track import Track, get_track
 from autorl.engine.trial_run import run_trial
@@ -123,7 +123,7 @@ def _validated(opts: RunOptions) -> tuple[RunOptions, Setup, Machine | None]:
     return opts, Setup(opts.request(), config_path, track, backend_name, backend, cfg, root), machine
 
 
-def context_defaults(opts: RunOptions, track: Track, cfg: Any) -> RunOptions:
+def context_defaults(opts: RunOptions, track: Track[Any], cfg: TrialConfig) -> RunOptions:
     """The budget and seeds not given on the command line, from the research context: the track's latest
     baseline on this eval set (a trial compares only under its budget), else the defaults. A --budget other
     than the baseline's needs --new-context. Parallelism stays `auto` unless given: on the same machine it is
@@ -160,7 +160,7 @@ class Baseline:
     seeds: int | None
 
 
-def context_baseline(track: Track, cfg: Any) -> Baseline | None:
+def context_baseline(track: Track[Any], cfg: TrialConfig) -> Baseline | None:
     """The latest ok baseline of `track` on this config's eval set in results.tsv; None when there is none
     (or the eval set cannot be read here: the trial's own checks say why)."""
     from autorl.io.inputs import InputError

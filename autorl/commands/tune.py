@@ -108,12 +108,13 @@ class ParamSpec(BaseModel):
         ranged = self.low is not None or self.high is not None
         if self.choices is not None and ranged:
             raise FieldProblem("choices", "or `low` and `high`, not both")
-        if self.choices is None and (self.low is None or self.high is None):
-            raise FieldProblem("", "needs `choices` or `low` and `high`")
-        if self.choices is None and not self.low < self.high:
-            raise FieldProblem("low", f"needs low < high (got {self.low} and {self.high})")
-        if self.log and self.choices is None and self.low <= 0:
-            raise FieldProblem("low", "needs low > 0 for a log range (log = true)")
+        if self.choices is None:
+            if self.low is None or self.high is None:
+                raise FieldProblem("", "needs `choices` or `low` and `high`")
+            if not self.low < self.high:
+                raise FieldProblem("low", f"needs low < high (got {self.low} and {self.high})")
+            if self.log and self.low <= 0:
+                raise FieldProblem("low", "needs low > 0 for a log range (log = true)")
         if self.step is not None and self.kind != "int":
             raise FieldProblem("step", "is for an integer range (`low` and `high` both integers)")
         return self
@@ -161,6 +162,12 @@ class Param:
     choices: list[Any] = field(default_factory=list)
     multiple_of: str | None = None
 
+    @property
+    def bounds(self) -> tuple[float, float]:
+        """(low, high) of a range parameter (its validation made sure both are there)."""
+        assert self.low is not None and self.high is not None, "a categorical parameter has no range"
+        return self.low, self.high
+
 
 def load_space(path: Path) -> list[Param]:
     """Read and validate space.toml like every config (autorl.io.tomlcheck.load_toml): unknown keys, types and
@@ -182,9 +189,11 @@ def suggest(trial: optuna.Trial, params: list[Param]) -> dict[str, Any]:
         if p.kind == "categorical":
             values[p.name] = trial.suggest_categorical(p.name, p.choices)
         elif p.kind == "int":
-            values[p.name] = trial.suggest_int(p.name, int(p.low), int(p.high), step=p.step or 1, log=p.log)
+            low, high = p.bounds
+            values[p.name] = trial.suggest_int(p.name, int(low), int(high), step=p.step or 1, log=p.log)
         else:
-            values[p.name] = trial.suggest_float(p.name, float(p.low), float(p.high), log=p.log)
+            low, high = p.bounds
+            values[p.name] = trial.suggest_float(p.name, float(low), float(high), log=p.log)
     for p in params:
         if p.multiple_of is not None:
             m = int(values[p.multiple_of])
@@ -232,7 +241,7 @@ def current_values(text: str, params: list[Param]) -> dict[str, Any]:
         if p.kind == "categorical" and node in p.choices:
             out[p.name] = node
         elif p.kind != "categorical" and isinstance(node, (int, float)) and not isinstance(node, bool):
-            if p.low <= node <= p.high:
+            if p.bounds[0] <= node <= p.bounds[1]:
                 out[p.name] = node
     return out
 

@@ -1,7 +1,9 @@
 """The contract between the trial runner and a training backend (embedded, prime-rl, classic).
 
-Every backend subclasses `Backend` explicitly; the optional members (`preflight`, `availability_note`,
-`summary_extras`, `plan_slots`) have defaults here, so the runner calls them without probing.
+Every backend subclasses `Backend[its track's config type]` explicitly; the optional members (`preflight`,
+`availability_note`, `summary_extras`, `plan_slots`) have defaults here, so the runner calls them without
+probing. The engine reads a config through `TrialConfig` only; each track and its backends keep their own
+config type (autorl.llm.config.LoadedConfig, autorl.classic.config.LoadedClassicConfig).
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, Self
+from typing import TYPE_CHECKING, Any, Protocol, Self, TypeVar
 
 from autorl.engine import progress
 from autorl.io.cliargs import add_flags, flag, from_args
@@ -122,7 +124,25 @@ class Slot:
 WHOLE_MACHINE = Slot()  # one seed at a time, nothing pinned
 
 
-class Backend(Protocol):
+class TrialConfig(Protocol):
+    """What the engine reads of any track's validated config: the file, its text and its hash. The rest is
+    its track's and its backends' own (they are typed over it: `Track[C]`, `Backend[C]`)."""
+
+    @property
+    def path(self) -> Path: ...
+
+    @property
+    def text(self) -> str: ...
+
+    @property
+    def config_hash(self) -> str: ...
+
+
+C = TypeVar("C", bound=TrialConfig)  # a track's config type
+C_contra = TypeVar("C_contra", bound=TrialConfig, contravariant=True)  # what a backend takes
+
+
+class Backend(Protocol[C_contra]):
     """One per backend; instances are cheap, picklable and hold no state between trials."""
 
     name: str
@@ -130,24 +150,24 @@ class Backend(Protocol):
     # early abort needs them; prime-rl's processes have no such pause.
     scores_rungs: bool = False
 
-    def check(self, cfg: Any) -> None:
+    def check(self, cfg: C_contra) -> None:
         """Raise autorl.io.tomlcheck.ConfigError for anything this backend cannot honour (named by key)."""
 
-    def resolve(self, cfg: Any, run_dir: Path, seed: int, slot: Slot = WHOLE_MACHINE) -> dict[str, Any]:
+    def resolve(self, cfg: C_contra, run_dir: Path, seed: int, slot: Slot = WHOLE_MACHINE) -> dict[str, Any]:
         """The config the child runs with (printed by --dry-run; the runner writes it as resolved.json)."""
         ...
 
-    def launch(self, cfg: Any, run_dir: Path, seed: int, slot: Slot = WHOLE_MACHINE) -> Launch:
+    def launch(self, cfg: C_contra, run_dir: Path, seed: int, slot: Slot = WHOLE_MACHINE) -> Launch:
         """Write what the child needs into run_dir (resolved.json is there) and say how to start it."""
         ...
 
-    def collect(self, cfg: Any, run_dir: Path) -> Collected:
+    def collect(self, cfg: C_contra, run_dir: Path) -> Collected:
         """After the child ended: pick the latest complete weights, count steps, attribute a crash."""
         ...
 
     def eval_command(
         self,
-        cfg: Any,
+        cfg: C_contra,
         weights_dir: Path | None,
         out_path: Path,
         slot: Slot = WHOLE_MACHINE,
@@ -160,17 +180,18 @@ class Backend(Protocol):
 
     def preflight(self) -> None:
         """Raise (with the reason) when this backend cannot run here at all; called before anything starts."""
+        return None
 
     def availability_note(self) -> str | None:
         """A line for --dry-run when the backend could not run here (e.g. prime-rl not found)."""
         return None
 
     def summary_extras(
-        self, cfg: Any, collected: list[Collected], eval_rows: list[dict[str, Any]]
+        self, cfg: C_contra, collected: list[Collected], eval_rows: list[dict[str, Any]]
     ) -> dict[str, str]:
         """Backend-specific `key: value` lines for the summary (also the ledger's `extras` column)."""
         return {}
 
-    def plan_slots(self, cfg: Any, machine: Machine) -> list[Slot]:
+    def plan_slots(self, cfg: C_contra, machine: Machine) -> list[Slot]:
         """The slots this machine has for one seed of `cfg`: how many seeds can run side by side."""
         return [Slot()]

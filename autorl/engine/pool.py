@@ -13,9 +13,8 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
-from autorl.engine.backend import Backend
+from autorl.engine.backend import Backend, TrialConfig
 from autorl.engine.live import LiveView
 from autorl.engine.process import BudgetSpec, Stop
 from autorl.engine.seed import Judge, SeedResult, run_seed
@@ -27,8 +26,14 @@ class SeedJob:
     index: int  # position among the trial's seeds
     seed: int
     dir: Path
-    cfg: Any = None  # None: the pool's config (autorl confirm runs two configs in one pool)
+    cfg: TrialConfig | None = None  # None: the pool's config (autorl confirm runs two configs in one pool)
     split: str = "eval"  # the eval split ("test" for autorl confirm)
+
+    def config(self, pool_cfg: TrialConfig | None) -> TrialConfig:
+        """The config this seed trains: its own, else the pool's."""
+        cfg = pool_cfg if self.cfg is None else self.cfg
+        assert cfg is not None, "a job without its own config runs in a pool that has one"
+        return cfg
 
 
 AfterWave = Callable[[list[SeedResult]], str]  # -> "" to go on, else why the trial stops adding seeds
@@ -44,7 +49,7 @@ class PoolRun:
     """What running a trial's seeds needs, the same for the local pool and for Ray."""
 
     backend: Backend
-    cfg: Any  # the config of every job without its own
+    cfg: TrialConfig | None  # the config of every job without its own
     jobs: list[SeedJob]
     spec: BudgetSpec
     plan: Plan  # the slots and how many seeds run at once
@@ -70,7 +75,7 @@ def run_local(run: PoolRun, view: LiveView) -> tuple[list[SeedResult], str]:
                 pool.submit(
                     run_seed,
                     run.backend,
-                    run.cfg if job.cfg is None else job.cfg,
+                    job.config(run.cfg),
                     job.seed,
                     job.index,
                     job.dir,

@@ -22,7 +22,7 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TextIO
+from typing import IO, Any
 
 import psutil
 
@@ -266,7 +266,7 @@ class _Output:
     blocks on a full pipe); the loop takes each line, appends it to the log and keeps the tail and the time
     of the last output (the hang timer)."""
 
-    def __init__(self, stream: TextIO, log: TextIO) -> None:
+    def __init__(self, stream: IO[str], log: IO[str]) -> None:
         self.log = log
         self.lines: queue.Queue[str | None] = queue.Queue()
         self.tail: deque[str] = deque(maxlen=LOG_TAIL_LINES)
@@ -275,7 +275,7 @@ class _Output:
         self.thread = threading.Thread(target=self._read, args=(stream,), daemon=True)
         self.thread.start()
 
-    def _read(self, stream: TextIO) -> None:
+    def _read(self, stream: IO[str]) -> None:
         for line in iter(stream.readline, ""):
             self.lines.put(line)
         self.lines.put(None)

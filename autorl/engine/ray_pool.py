@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from autorl.engine.backend import Backend, Slot
+from autorl.engine.backend import Backend, Slot, TrialConfig
 from autorl.engine.pool import PoolRun, Report, SeedJob, waves
 from autorl.engine.process import BudgetSpec, Stop, kill_marked
 from autorl.engine.seed import Judge, SeedResult, run_seed
@@ -103,7 +103,7 @@ def node_probe() -> dict[str, str]:
 def seed_task(
     expected_harness: str,
     backend: Backend,
-    cfg: Any,
+    cfg: TrialConfig,
     job: SeedJob,
     rel_dir: str,
     spec: BudgetSpec,
@@ -122,9 +122,8 @@ def seed_task(
             f"runs {expected_harness}: check out the same commit on every node"
         )
     seed_dir = paths.runs_dir() / rel_dir
-    own_cfg = cfg if job.cfg is None else job.cfg
     result = run_seed(
-        backend, own_cfg, job.seed, job.index, seed_dir, spec, slot, split=job.split, judge=judge
+        backend, job.config(cfg), job.seed, job.index, seed_dir, spec, slot, split=job.split, judge=judge
     )
     return result, small_files(seed_dir), socket.gethostname()
 
@@ -240,7 +239,7 @@ def _auth_fix(addr: str, source: str | None) -> str:
 
 def _check_gcs(ray: Any, addr: str, stop: Stop, seconds: float) -> None:
     """Ask the cluster's GCS directly: fails fast on a wrong token, where ray.init retries for 20 s."""
-    from ray._raylet import GcsClient
+    from ray._raylet import GcsClient  # type: ignore[attr-defined]  # compiled: no stub names it
     from ray.exceptions import AuthenticationError
 
     def ask() -> None:

@@ -83,11 +83,11 @@ class TrialResult:
 
     @property
     def training_seconds(self) -> float:
-        return sum(s.child.training_seconds for s in self.done)
+        return sum(s.child.training_seconds for s in self.done if s.child is not None)
 
     @property
     def startup_seconds(self) -> float:
-        return sum(s.child.startup_seconds for s in self.done)
+        return sum(s.child.startup_seconds for s in self.done if s.child is not None)
 
     @property
     def eval_seconds(self) -> float:

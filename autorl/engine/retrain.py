@@ -12,7 +12,9 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from autorl.engine import warm
+from autorl.engine.backend import TrialConfig
 from autorl.engine.seed import SeedResult
+from autorl.engine.track import Track
 from autorl.io import paths
 from autorl.record.row import LedgerRow
 
@@ -21,7 +23,7 @@ class RetrainError(Exception):
     """A recorded config cannot be re-trained (or the command cannot start): exit 2, nothing run."""
 
 
-def recorded_config(row: LedgerRow, track: Any, role: str) -> Any:
+def recorded_config(row: LedgerRow, track: Track[Any], role: str) -> TrialConfig:
     """The validated config of the trial `row` (its runs/<id>/config.toml), for the backend it ran on."""
     from autorl.io.machine import load_machine
     from autorl.io.tomlcheck import ConfigError
@@ -49,7 +51,7 @@ def same_harness(row: LedgerRow, what: str) -> None:
         )
 
 
-def retrain_plan(backend: Any, cfg: Any, budget: float, seeds: int, ray: str | None) -> Any:
+def retrain_plan(backend: Any, cfg: TrialConfig, budget: float, seeds: int, ray: str | None) -> Any:
     """The slot plan (autorl.engine.slots.Plan) of `seeds` seeds at `budget`: the machine's, or Ray's."""
     from autorl.engine.slots import plan
 

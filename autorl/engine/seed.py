@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from autorl.engine import lease
-from autorl.engine.backend import WHOLE_MACHINE, Backend, Collected, Launch, Slot
+from autorl.engine.backend import WHOLE_MACHINE, Backend, Collected, Launch, Slot, TrialConfig
 from autorl.engine.process import BudgetSpec, ChildResult, Stop, run_budgeted
 from autorl.io import atomic
 from autorl.io.jsonl import eval_rows_problem, read_jsonl
@@ -80,7 +80,9 @@ def worst_status(statuses: Iterable[str]) -> str:
     return max(statuses, key=STATUS_RANK.__getitem__, default="interrupted")
 
 
-def write_resolved(backend: Backend, cfg: Any, seed_dir: Path, seed: int, slot: Slot = WHOLE_MACHINE) -> Path:
+def write_resolved(
+    backend: Backend, cfg: TrialConfig, seed_dir: Path, seed: int, slot: Slot = WHOLE_MACHINE
+) -> Path:
     """The fully resolved config the child runs with, on its slot: written here and nowhere else."""
     seed_dir.mkdir(parents=True, exist_ok=True)
     path = seed_dir / "resolved.json"
@@ -133,7 +135,7 @@ class RungScorer:
 
     result: SeedResult
     backend: Backend
-    cfg: Any
+    cfg: TrialConfig
     split: str
     stop: Stop | None
     judge: Judge
@@ -182,7 +184,7 @@ class RungScorer:
 
 def run_seed(
     backend: Backend,
-    cfg: Any,
+    cfg: TrialConfig,
     seed: int,
     index: int,
     seed_dir: Path,
@@ -249,7 +251,7 @@ def write_outcome(result: SeedResult) -> None:
 def train_and_evaluate(
     result: SeedResult,
     backend: Backend,
-    cfg: Any,
+    cfg: TrialConfig,
     spec: BudgetSpec,
     on_event: Callable[[dict[str, Any], float], None] | None,
     stop: Stop | None,
@@ -307,7 +309,7 @@ def train_and_evaluate(
 
 
 def evaluate_along(
-    result: SeedResult, backend: Backend, cfg: Any, budget_s: float, stop: Stop | None, split: str
+    result: SeedResult, backend: Backend, cfg: TrialConfig, budget_s: float, stop: Stop | None, split: str
 ) -> None:
     """The snapshots the trainer kept along the run (`autorl fidelity`'s long seeds), each evaluated as the
     end was, into eval-at-<s>s.jsonl; along.jsonl gets one row per point, the seed's score curve: at_s (the

@@ -9,9 +9,8 @@ in flight.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Any
 
-from autorl.engine.backend import Backend, Slot
+from autorl.engine.backend import Backend, Slot, TrialConfig
 from autorl.io.machine import Machine, load_machine, own_cpu_ids
 
 
@@ -47,7 +46,7 @@ def current_machine() -> Machine:
 
 def plan(
     backend: Backend,
-    cfg: Any,
+    cfg: TrialConfig,
     seeds: int,
     parallel: int | None = None,
     ray: str | None = None,

@@ -13,13 +13,15 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
-from autorl.engine.backend import Backend
+from autorl.engine.backend import Backend, C
 from autorl.io.machine import Machine
 
 TRACK_MODULES = {"llm": "autorl.llm.track", "classic": "autorl.classic.track"}
 
 
-class Track(Protocol):
+class Track(Protocol[C]):
+    """One track, typed over its config (`C`: what `load_config` returns and its backends take)."""
+
     name: str  # the `track` column of the ledger and run.py's --track
     default_config: str  # file name at the repo root
     default_seeds: int  # seeds of a trial when --seeds is not given
@@ -29,16 +31,16 @@ class Track(Protocol):
         """The backend a trial runs on: `requested` unless it is `auto`."""
         ...
 
-    def load_config(self, path: Path, backend_name: str, prepared_model: str | None) -> Any:
+    def load_config(self, path: Path, backend_name: str, prepared_model: str | None) -> C:
         """Validate the config file into typed objects (raises autorl.io.tomlcheck.ConfigError)."""
         ...
 
-    def data_problems(self, cfg: Any) -> list[str]:
+    def data_problems(self, cfg: C) -> list[str]:
         """Why the config's training data can't be read on this machine now, one line each (refused before
         anything runs: a trial never trains and then crashes on missing data)."""
         ...
 
-    def make_backend(self, backend_name: str) -> Backend: ...
+    def make_backend(self, backend_name: str) -> Backend[C]: ...
 
     def prepare_reason(self, machine: Machine | None) -> str | None:
         """Why the machine must be prepared before this trial (None: it need not)."""
@@ -48,11 +50,11 @@ class Track(Protocol):
         """Prepare the machine (raises autorl.llm.prepare.PrepareError)."""
         ...
 
-    def eval_hash(self, cfg: Any) -> str:
+    def eval_hash(self, cfg: C) -> str:
         """Hash of the fixed evaluation: trials are compared only under the same one."""
         ...
 
-    def base_model_id(self, cfg: Any) -> str:
+    def base_model_id(self, cfg: C) -> str:
         """What the untrained starting point is (the base eval's cache key)."""
         ...
 
@@ -80,17 +82,17 @@ class Track(Protocol):
     rungs: tuple[float, ...]
     abort_margin: float | None
 
-    def with_rungs(self, cfg: Any, budget_s: float) -> Any:
+    def with_rungs(self, cfg: C, budget_s: float) -> C:
         """`cfg` as trained with its seeds scored at `rungs` along the run (llm: training seconds of the
         budget; classic: env steps of the score's horizon)."""
         ...
 
-    def score_range(self, cfg: Any) -> tuple[float, float]:
+    def score_range(self, cfg: C | None) -> tuple[float, float]:
         """The lowest and highest eval_score possible (the interval is clipped to it; a reference whose
-        interval touches the top leaves no room to improve)."""
+        interval touches the top leaves no room to improve); None: the track's default config's."""
         ...
 
-    def lengthen(self, cfg: Any, factor: float, along_s: Sequence[float] = ()) -> Any:
+    def lengthen(self, cfg: C, factor: float, along_s: Sequence[float] = ()) -> C:
         """`cfg` as trained `factor` times longer than a trial trains it (`autorl fidelity`, a long confirm):
         where the budget is the wall clock (llm), the config itself; where the score covers a fixed number of
         env steps (classic), the config with a score horizon `factor` times as long. `along_s`: training
@@ -107,7 +109,8 @@ class Track(Protocol):
         ...
 
 
-def get_track(name: str) -> Track:
+def get_track(name: str) -> Track[Any]:
+    """The track `name` (its module imported now: a refusal stays fast), whatever its config type."""
     if name not in TRACK_MODULES:
         raise ValueError(f"unknown track {name!r} (known: {', '.join(TRACK_MODULES)})")
     return importlib.import_module(TRACK_MODULES[name]).TRACK

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from autorl.engine.backend import Backend
+from autorl.engine.backend import Backend, TrialConfig
 from autorl.engine.process import BudgetSpec
 from autorl.engine.seed import SeedResult
 from autorl.engine.track import Track
@@ -48,7 +48,7 @@ class Setup:
     track: Track
     backend_name: str
     backend: Backend
-    cfg: Any
+    cfg: TrialConfig
     root: Path
 
 

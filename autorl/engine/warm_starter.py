@@ -227,8 +227,9 @@ def _become(request: dict[str, Any], out_fd: int, starter_env: dict[str, str]) -
     os.dup2(out_fd, 2)
     os.close(devnull)
     os.close(out_fd)
-    sys.stdout = sys.__stdout__ = open(1, "w", buffering=1, errors="backslashreplace", closefd=False)  # noqa: SIM115
-    sys.stderr = sys.__stderr__ = open(2, "w", buffering=1, errors="backslashreplace", closefd=False)  # noqa: SIM115
+    # the child's own streams, also as the interpreter's originals (what a library restores on exit)
+    sys.stdout = sys.__stdout__ = open(1, "w", buffering=1, errors="backslashreplace", closefd=False)  # type: ignore[misc]  # noqa: SIM115, E501
+    sys.stderr = sys.__stderr__ = open(2, "w", buffering=1, errors="backslashreplace", closefd=False)  # type: ignore[misc]  # noqa: SIM115, E501
     if request["cpus"] and hasattr(os, "sched_setaffinity"):
         os.sched_setaffinity(0, request["cpus"])
     os.chdir(request["cwd"])

@@ -18,7 +18,7 @@ import dataclasses
 import math
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 # Seeds of one trial (run.py --seeds, confirm --seeds): more than any decision needs (power saturates near
 # 16); a typo guard.
@@ -165,6 +165,7 @@ def add_flags(parser: argparse.ArgumentParser, options: type) -> None:
         how: Flag | None = f.metadata.get("flag")
         if how is None:
             continue
+        extra: dict[str, Any]
         if how.positional:
             name, extra = f.name, {"nargs": how.nargs} if how.nargs else {}
         else:
@@ -174,7 +175,7 @@ def add_flags(parser: argparse.ArgumentParser, options: type) -> None:
         if f.default is False:
             parser.add_argument(name, action="store_true", help=how.help, **extra)
             continue
-        given = {"type": how.type, "choices": how.choices, "metavar": how.metavar}
+        given: dict[str, Any] = {"type": how.type, "choices": how.choices, "metavar": how.metavar}
         parser.add_argument(
             name,
             default=f.default,
@@ -189,5 +190,5 @@ T = TypeVar("T")
 
 def from_args(options: type[T], args: argparse.Namespace) -> T:
     """The dataclass `options` from a namespace parsed by a parser that `add_flags` built."""
-    flags = [f.name for f in dataclasses.fields(options) if "flag" in f.metadata]
+    flags = [f.name for f in dataclasses.fields(cast(Any, options)) if "flag" in f.metadata]
     return options(**{name: getattr(args, name) for name in flags})

@@ -42,6 +42,6 @@ class Surviving:
 def survive_lost_reader() -> None:
     """Wrap sys.stdout and sys.stderr (once: run.py's entry calls it)."""
     if not isinstance(sys.stdout, Surviving):
-        sys.stdout = Surviving(sys.stdout)  # type: ignore[assignment]
+        sys.stdout = Surviving(sys.stdout)
     if not isinstance(sys.stderr, Surviving):
-        sys.stderr = Surviving(sys.stderr)  # type: ignore[assignment]
+        sys.stderr = Surviving(sys.stderr)

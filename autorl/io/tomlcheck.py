@@ -48,7 +48,10 @@ class FieldProblem(ValueError):
     """
 
     def __init__(self, *args: str | tuple[str, str]):
-        pairs = [args] if args and isinstance(args[0], str) else list(args)  # (field, message) or pairs
+        if args and isinstance(args[0], str):  # (field, message)
+            pairs = [(args[0], str(args[1]))]
+        else:  # several (field, message) pairs
+            pairs = [p for p in args if isinstance(p, tuple)]
         super().__init__("; ".join(f"{field}: {msg}" for field, msg in pairs))
         self.problems = [(tuple(field.split(".")) if field else (), msg) for field, msg in pairs]
         self.field, self.message = self.problems[0]

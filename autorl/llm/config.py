@@ -144,7 +144,7 @@ def _tasksets(data: dict) -> list[tuple[KeyPath, dict]]:
     node: object = data
     for seg in ("orchestrator", "train", "source"):
         node = node.get(seg) if isinstance(node, dict) else None
-    found = []
+    found: list[tuple[KeyPath, dict]] = []
     for i, source in enumerate(node if isinstance(node, list) else []):
         env = source.get("env") if isinstance(source, dict) else None
         taskset = env.get("taskset") if isinstance(env, dict) else None

@@ -138,7 +138,8 @@ class HFGenerator:
         if not (weights / "config.json").exists() and base_model is not None:
             config = AutoConfig.from_pretrained(base_model)
         dtype = torch.bfloat16 if device == "cuda" else torch.float32
-        self.model = AutoModelForCausalLM.from_pretrained(weights, config=config, dtype=dtype).to(device)
+        model = AutoModelForCausalLM.from_pretrained(weights, config=config, dtype=dtype)
+        self.model = model.to(device)  # type: ignore[arg-type]  # transformers types .to's self oddly
         self.model.eval()
         self.batch_size = HF_BATCH_SIZE_GPU if device == "cuda" else HF_BATCH_SIZE_CPU
         eos = self.model.generation_config.eos_token_id
@@ -251,13 +252,12 @@ def evaluate(
     start = time.perf_counter()
     weights = Path(weights)
     spec = load_eval_spec(spec_path, split)
-    device = resolve_device(device)
-    engine = resolve_engine(engine, device)
+    on = resolve_device(device)
     torch.manual_seed(0)
-    if engine == "vllm":
-        generator: HFGenerator | VLLMGenerator = VLLMGenerator(weights, base_model, device)
+    if resolve_engine(engine, on) == "vllm":
+        generator: HFGenerator | VLLMGenerator = VLLMGenerator(weights, base_model, on)
     else:
-        generator = HFGenerator(weights, base_model, device)
+        generator = HFGenerator(weights, base_model, on)
 
     per_env: dict[str, float] = {}
     num_samples = 0

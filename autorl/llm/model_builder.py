@@ -256,7 +256,7 @@ def greedy_accuracy(
     batch = tokenizer.pad({"input_ids": prompts}, return_tensors="pt")  # left padding
     was_training = model.training
     model.eval()
-    out = model.generate(**batch, generation_config=config)
+    out = model.generate(**batch, generation_config=config)  # type: ignore[misc]  # transformers' self type
     model.train(was_training)
     texts = tokenizer.batch_decode(out[:, batch["input_ids"].shape[1] :], skip_special_tokens=True)
     return sum(env.score(t, p) for t, p in zip(texts, problems, strict=True)) / len(problems)
@@ -407,7 +407,7 @@ def _warm_start(
         done += 1
         if probe and done % PROBE_EVERY == 0:
             probe_accuracy = probe_accuracy_of(model, tokenizer, probe)
-            reached = probe_accuracy >= target
+            reached = target is not None and probe_accuracy >= target
         if progress and (done % 50 == 0 or done == 1 or done == steps or reached):
             shown = "" if probe_accuracy is None else f"  probe {probe_accuracy:.3f}"
             elapsed = time.perf_counter() - start

@@ -164,7 +164,10 @@ def prepare(config: Path, prime_rl_dir: str | None = None, skip_model: bool = Fa
 
         say("installing autorl's environments into prime-rl's environment")
         try:
-            primerl.install_environments(primerl.find_prime_rl(machine.prime_rl["dir"]))
+            found = primerl.find_prime_rl(machine.prime_rl["dir"])
+            if found is None:
+                raise primerl.PrimeRLError(f"no usable prime-rl checkout at {machine.prime_rl['dir']}")
+            primerl.install_environments(found)
         except primerl.PrimeRLError as exc:
             raise PrepareError(
                 f"could not install autorl's environments into prime-rl's venv: {exc}"

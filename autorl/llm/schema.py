@@ -41,8 +41,8 @@ class Strict(BaseModel):
         for name, field in cls.model_fields.items():
             value, default = data.get(name), field.default
             if isinstance(value, dict) and "type" not in value and isinstance(default, BaseModel):
-                if isinstance(getattr(default, "type", None), str):
-                    data[name] = {**value, "type": default.type}
+                if isinstance(kind := getattr(default, "type", None), str):
+                    data[name] = {**value, "type": kind}
         return data
 
 

@@ -5,14 +5,18 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from autorl.engine.backend import Backend
+from autorl.engine.track import Track
 from autorl.io import paths
 from autorl.io.jsonl import read_jsonl
 from autorl.io.machine import Machine
 from autorl.record.outcome import SeedOutcome
 from autorl.record.stats import DEFAULT_SEED_SD
+
+if TYPE_CHECKING:
+    from autorl.llm.config import LoadedConfig
 
 
 class LLMTrack:
@@ -30,7 +34,7 @@ class LLMTrack:
     default_backend = "embedded"
     # Rungs at a quarter and half of the budget; the abort is off by default until real curves at the
     # longer research budgets calibrate its margin (docs/statistics.md, "Early abort").
-    rungs = (0.25, 0.5)
+    rungs: tuple[float, ...] = (0.25, 0.5)
     abort_margin: float | None = None
 
     def backend_name(self, requested: str, machine: Machine | None) -> str:
@@ -38,17 +42,17 @@ class LLMTrack:
             return requested
         return machine.backend if machine else self.default_backend
 
-    def load_config(self, path: Path, backend_name: str, prepared_model: str | None) -> Any:
+    def load_config(self, path: Path, backend_name: str, prepared_model: str | None) -> LoadedConfig:
         from autorl.llm.config import load_train_config
 
         return load_train_config(path, backend=backend_name, prepared_model=prepared_model)
 
-    def data_problems(self, cfg: Any) -> list[str]:
+    def data_problems(self, cfg: LoadedConfig) -> list[str]:
         from autorl.llm.config import data_problems
 
         return data_problems(cfg)
 
-    def make_backend(self, backend_name: str) -> Backend:
+    def make_backend(self, backend_name: str) -> Backend[LoadedConfig]:
         if backend_name == "prime-rl":
             from autorl.llm.primerl.backend import PrimeRLBackend
 
@@ -71,24 +75,24 @@ class LLMTrack:
 
         return prepare(config_path)
 
-    def eval_hash(self, cfg: Any) -> str:
+    def eval_hash(self, cfg: LoadedConfig) -> str:
         from autorl.llm.eval import eval_spec_hash, load_eval_spec
 
         return eval_spec_hash(load_eval_spec(paths.eval_spec_file()))
 
-    def base_model_id(self, cfg: Any) -> str:
+    def base_model_id(self, cfg: LoadedConfig) -> str:
         return cfg.model.model.name
 
-    def score_range(self, cfg: Any) -> tuple[float, float]:
+    def score_range(self, cfg: LoadedConfig | None) -> tuple[float, float]:
         return 0.0, 1.0  # verifier rewards are 0/1
 
-    def lengthen(self, cfg: Any, factor: float, along_s: Sequence[float] = ()) -> Any:
+    def lengthen(self, cfg: LoadedConfig, factor: float, along_s: Sequence[float] = ()) -> LoadedConfig:
         """The budget is the wall clock: the long budget alone trains it longer. `along_s`: the trainer keeps
         its weights when its clock passes each (LoadedConfig.snapshot_s; the embedded backend), evaluated
         after the run into the seed's along.jsonl."""
         return dataclasses.replace(cfg, snapshot_s=tuple(along_s)) if along_s else cfg
 
-    def with_rungs(self, cfg: Any, budget_s: float) -> Any:
+    def with_rungs(self, cfg: LoadedConfig, budget_s: float) -> LoadedConfig:
         """The rungs at their training seconds (LoadedConfig.rungs; the embedded backend scores them)."""
         return dataclasses.replace(cfg, rungs=tuple((f, f * budget_s) for f in self.rungs))
 
@@ -112,4 +116,4 @@ class LLMTrack:
         return read_jsonl(seed_dir / point["eval_file"])
 
 
-TRACK = LLMTrack()
+TRACK: Track[LoadedConfig] = LLMTrack()

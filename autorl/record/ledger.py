@@ -408,9 +408,10 @@ class Ledger:
                 )
             context = ResearchContext.of(row)
             before = best_kept(rows, context)
-            changed = {"decision": decision} | ({"lesson": clean(lesson)} if lesson is not None else {})
-            rows[index] = dataclasses.replace(row, **changed)
-            cells[index] = {**cells[index], **changed}  # the other cells are rewritten as they were read
+            new_lesson = clean(lesson) if lesson is not None else row.lesson
+            rows[index] = dataclasses.replace(row, decision=decision, lesson=new_lesson)
+            # the other cells are rewritten as they were read
+            cells[index] = {**cells[index], "decision": decision, "lesson": new_lesson}
             after = best_kept(rows, context)
             self._replace(cells)
             mark = Mark(

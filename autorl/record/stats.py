@@ -104,9 +104,9 @@ def tabulate(rows: Iterable[Mapping[str, Any]], examples: Mapping[str, Sequence[
         m = np.full((len(seed_list), len(ids)), np.nan)
         for si, seed in enumerate(seed_list):
             for ei, ex in enumerate(ids):
-                cell = sums.get((seed, env, ex))
-                if cell is not None:
-                    m[si, ei] = cell[0] / cell[1]
+                total = sums.get((seed, env, ex))
+                if total is not None:
+                    m[si, ei] = total[0] / total[1]
         matrix[env] = m
     return Table(seed_list, envs, {e: list(examples[e]) for e in envs}, matrix)
 
@@ -162,7 +162,7 @@ def confidence_interval(
     if n_seeds >= 2:
         seed_counts = rng.multinomial(n_seeds, np.full(n_seeds, 1.0 / n_seeds), size=n_boot)
     else:
-        seed_counts = np.ones((n_boot, 1))
+        seed_counts = np.ones((n_boot, 1), dtype=np.int64)
     total = np.zeros(n_boot)
     for env in t.envs:
         m = t.matrix[env]

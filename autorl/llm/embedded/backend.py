@@ -49,6 +49,7 @@ from autorl.llm.schema import GRPOAlgo, LengthPenalty, LossConfig, OptimConfig, 
 
 if TYPE_CHECKING:
     from autorl.io.machine import Machine
+    from autorl.llm.config import LoadedConfig
 
 # What the training and eval children import, once per trial in a warm starter (autorl/engine/warm.py): torch,
 # the torch._dynamo its optimizer pulls in, transformers and the shipped tiny model's architecture (another
@@ -232,7 +233,7 @@ def latest_weights(run_dir: Path) -> Path | None:
     return None
 
 
-class EmbeddedBackend(Backend):
+class EmbeddedBackend(Backend["LoadedConfig"]):
     """The Backend protocol (autorl/engine/backend.py) for the one-process trainer.
 
     ``cfg`` is the LoadedConfig of autorl.llm.config; ``cfg.model`` the validated TrainConfig.
@@ -241,7 +242,7 @@ class EmbeddedBackend(Backend):
     name = "embedded"
     scores_rungs = True
 
-    def check(self, cfg: Any) -> None:
+    def check(self, cfg: LoadedConfig) -> None:
         from autorl.io.tomlcheck import ConfigError
 
         errors, notes = semantic_problems(build_spec(cfg.model))
@@ -250,11 +251,13 @@ class EmbeddedBackend(Backend):
         if errors:
             raise ConfigError("\n".join(f"{Path(str(cfg.path)).name}: {e}" for e in errors))
 
-    def resolve(self, cfg: Any, run_dir: Path, seed: int, slot: Slot = WHOLE_MACHINE) -> dict[str, Any]:
+    def resolve(
+        self, cfg: LoadedConfig, run_dir: Path, seed: int, slot: Slot = WHOLE_MACHINE
+    ) -> dict[str, Any]:
         update = {"snapshot_s": list(cfg.snapshot_s), "rungs": [tuple(r) for r in cfg.rungs]}
         return build_spec(cfg.model).model_copy(update=update).model_dump()
 
-    def launch(self, cfg: Any, run_dir: Path, seed: int, slot: Slot = WHOLE_MACHINE) -> Launch:
+    def launch(self, cfg: LoadedConfig, run_dir: Path, seed: int, slot: Slot = WHOLE_MACHINE) -> Launch:
         run_dir = Path(run_dir)
         # resolved.json: written by the runner; the slot's share of the machine on top
         child = EmbeddedChildArgs(run_dir / "resolved.json", run_dir, seed, slot.threads, slot.gpu_share)
@@ -266,7 +269,7 @@ class EmbeddedBackend(Backend):
             env["CUDA_VISIBLE_DEVICES"] = ",".join(map(str, slot.gpus))
         return Launch(argv=argv, cwd=paths.repo_root(), env=env, cpus=slot.cpus, warm=WARM)
 
-    def collect(self, cfg: Any, run_dir: Path) -> Collected:
+    def collect(self, cfg: LoadedConfig, run_dir: Path) -> Collected:
         rows = read_jsonl(Path(run_dir) / "metrics.jsonl")
         weights = latest_weights(run_dir)
         notes = []
@@ -285,7 +288,7 @@ class EmbeddedBackend(Backend):
 
     def eval_command(
         self,
-        cfg: Any,
+        cfg: LoadedConfig,
         weights_dir: Path | None,
         out_path: Path,
         slot: Slot = WHOLE_MACHINE,
@@ -299,6 +302,6 @@ class EmbeddedBackend(Backend):
             env["CUDA_VISIBLE_DEVICES"] = ",".join(map(str, slot.gpus))
         return Launch(argv=argv, cwd=paths.repo_root(), env=env, cpus=slot.cpus, warm=WARM)
 
-    def plan_slots(self, cfg: Any, machine: Machine) -> list[Slot]:
+    def plan_slots(self, cfg: LoadedConfig, machine: Machine) -> list[Slot]:
         model = resolve_model_path(cfg.model.model.name)
         return plan_slots(read_param_count(model), machine, read_vocab_size(model))

@@ -98,7 +98,7 @@ def shared_prefill(
 
     unique, rows = dedupe(prompts)
     ids, mask = left_pad(unique, pad_id, device)
-    cache = DynamicCache(config=model.config)
+    cache = DynamicCache(config=model.config)  # type: ignore[arg-type]  # a PreTrainedModel's config
     out = model(
         input_ids=ids,
         attention_mask=mask.long(),

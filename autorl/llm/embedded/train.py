@@ -126,9 +126,10 @@ def _policy(spec: RunSpec, device: torch.device) -> tuple[Any, torch.nn.Module]:
     from transformers import AutoModelForCausalLM
 
     tokenizer = load_tokenizer(spec.model_path)
-    model = AutoModelForCausalLM.from_pretrained(
+    loaded = AutoModelForCausalLM.from_pretrained(
         spec.model_path, dtype=torch.float32, attn_implementation=attention_implementation(device)
-    ).to(device)
+    )
+    model = loaded.to(device)  # type: ignore[arg-type]  # transformers types .to's self oddly
     torch.set_num_threads(cpu_threads(spec.num_threads, sum(p.numel() for p in model.parameters())))
     model.train()
     model.config.use_cache = False  # training forwards never need the KV cache
@@ -377,7 +378,7 @@ class Trainer:
         if spec.optim.max_norm is not None:
             grad_norm = float(torch.nn.utils.clip_grad_norm_(params, spec.optim.max_norm))
         else:
-            grad_norm = float(torch.nn.utils.get_total_norm([p.grad for p in params]))
+            grad_norm = float(torch.nn.utils.get_total_norm([p.grad for p in params if p.grad is not None]))
         self.optimizer.step()
         self.optimizer.zero_grad(set_to_none=True)
         self.scheduler.step()
@@ -413,7 +414,7 @@ class Trainer:
     def _write_weights(self, tmp: Path, **marker: Any) -> None:
         """The current weights in Hugging Face format into `tmp`, marked complete last."""
         shutil.rmtree(tmp, ignore_errors=True)
-        self.model.save_pretrained(tmp)
+        self.model.save_pretrained(tmp)  # type: ignore[operator]  # a PreTrainedModel, typed as its Module
         self.tokenizer.save_pretrained(tmp)
         info = {"step": self.step, "seed": self.seed, **marker}
         (tmp / COMPLETE_MARKER).write_text(json.dumps(info) + "\n")

@@ -27,7 +27,7 @@ import time
 import uuid
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import psutil
 
@@ -61,6 +61,9 @@ from autorl.llm.primerl.weights import (
     base_model_dir,
     latest_stable_broadcast,
 )
+
+if TYPE_CHECKING:
+    from autorl.llm.config import LoadedConfig
 
 RENDERED_FILE = "primerl.toml"  # in the seed's run dir: the config `rl` runs with
 LAUNCH_FILE = "primerl-launch.json"  # what collect() needs to know about the launch
@@ -151,7 +154,7 @@ def validate_with_rl(prime: PrimeRL, rendered: Path, env: dict[str, str]) -> Non
         raise ConfigError(f"prime-rl rejected the rendered config {rendered} (`rl --dry-run`):\n{message}")
 
 
-class PrimeRLBackend(Backend):
+class PrimeRLBackend(Backend["LoadedConfig"]):
     """The Backend protocol (autorl/engine/backend.py) for prime-rl's `rl` launcher on 2 GPUs."""
 
     name = "prime-rl"
@@ -169,7 +172,7 @@ class PrimeRLBackend(Backend):
         if locate_prime_rl() is None:
             raise PrimeRLNotFound()
 
-    def check(self, cfg: Any) -> None:
+    def check(self, cfg: LoadedConfig) -> None:
         """Every key of the rendered config must exist in the pinned schema (autorl/llm/primerl_keys.txt).
 
         The config loader already refused harness-owned keys; this catches a key the loader accepts but the
@@ -186,14 +189,16 @@ class PrimeRLBackend(Backend):
                 )
             )
 
-    def resolve(self, cfg: Any, run_dir: Path, seed: int, slot: Slot = WHOLE_MACHINE) -> dict[str, Any]:
+    def resolve(
+        self, cfg: LoadedConfig, run_dir: Path, seed: int, slot: Slot = WHOLE_MACHINE
+    ) -> dict[str, Any]:
         return render(cfg.data, run_dir, seed, slot)
 
-    def plan_slots(self, cfg: Any, machine: Machine) -> list[Slot]:
+    def plan_slots(self, cfg: LoadedConfig, machine: Machine) -> list[Slot]:
         """A GPU pair per seed, k seeds per pair for a small model, distinct ports (see slots.py)."""
         return slots.plan_slots(cfg.data.get("model", {}).get("name"), machine)
 
-    def launch(self, cfg: Any, run_dir: Path, seed: int, slot: Slot = WHOLE_MACHINE) -> Launch:
+    def launch(self, cfg: LoadedConfig, run_dir: Path, seed: int, slot: Slot = WHOLE_MACHINE) -> Launch:
         """The seed's config for its slot (its ports and memory share; the whole machine: as resolve)."""
         prime = locate_prime_rl()
         if prime is None:
@@ -228,7 +233,7 @@ class PrimeRLBackend(Backend):
         follower = PrimeRLFollower(primerl_run_dir(run_dir), run_dir / "metrics.jsonl")
         return Launch(argv=[str(prime.rl), "@", str(rendered)], cwd=prime.dir, env=env, parse_line=follower)
 
-    def collect(self, cfg: Any, run_dir: Path) -> Collected:
+    def collect(self, cfg: LoadedConfig, run_dir: Path) -> Collected:
         run_dir = Path(run_dir)
         prime_dir = primerl_run_dir(run_dir)
         launched = (
@@ -309,7 +314,7 @@ class PrimeRLBackend(Backend):
 
     def eval_command(
         self,
-        cfg: Any,
+        cfg: LoadedConfig,
         weights_dir: Path | None,
         out_path: Path,
         slot: Slot = WHOLE_MACHINE,
@@ -344,6 +349,8 @@ class PrimeRLBackend(Backend):
         }
         return Launch(argv=argv, cwd=paths.repo_root(), env=env)
 
-    def summary_extras(self, cfg: Any, collected: list[Collected], eval_rows: list[dict]) -> dict[str, str]:
+    def summary_extras(
+        self, cfg: LoadedConfig, collected: list[Collected], eval_rows: list[dict]
+    ) -> dict[str, str]:
         steps = [o.extras.get("weights_step") for o in collected if o.extras.get("weights_step") is not None]
         return {"weights_step": ",".join(str(s) for s in steps)} if steps else {}

@@ -111,7 +111,7 @@ def plan_slots(model_name: str | None, machine: Machine) -> list[Slot]:
         k = min(seeds_per_pair(parameters, infer.memory_gb, train.memory_gb) for infer, train in pairs)
         k = max(1, min(k, machine.cpus // (CPUS_PER_SEED * len(pairs))))
     base = inference_port()
-    slots = []
+    slots: list[Slot] = []
     for _ in range(k):
         for infer, train in pairs:
             index = len(slots)
