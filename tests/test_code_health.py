@@ -100,7 +100,8 @@ def test_the_type_check_finds_a_config_passed_where_another_is_expected(tmp_path
     cmd = [str(mypy), "--config-file", str(REPO / "pyproject.toml"), "--cache-dir", str(tmp_path / "cache")]
     run = subprocess.run([*cmd, str(tmp_path / "m.py")], cwd=REPO, capture_output=True, text=True)
     assert run.returncode == 1, run.stdout
-    assert 'Argument 1 to "launch" of "EmbeddedBackend" has incompatible type "LoadedClassicConfig"' in run.stdout
+    wrong_track = 'Argument 1 to "launch" of "EmbeddedBackend" has incompatible type "LoadedClassicConfig"'
+    assert wrong_track in run.stdout
     assert 'Argument 2 to "plan" has incompatible type "object"; expected "TrialConfig"' in run.stdout
 
 

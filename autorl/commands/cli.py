@@ -19,6 +19,7 @@ from typing import Any
 
 from autorl.commands.cli_options import (
     ConfirmOptions,
+    EventsOptions,
     FidelityOptions,
     LedgerOptions,
     LoopOptions,
@@ -78,6 +79,11 @@ COMMANDS: dict[str, tuple[type, str, str]] = {  # name -> (its options, its help
         ReportOptions,
         "progress.png and a markdown table of kept trials",
         "autorl.commands.report:main",
+    ),
+    "events": (
+        EventsOptions,
+        "TensorBoard event files for recorded runs (tensorboard --logdir runs); trials write their own",
+        "autorl.commands.events:main",
     ),
     "ledger": (
         LedgerOptions,

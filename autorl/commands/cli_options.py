@@ -173,6 +173,18 @@ class ReportOptions:
 
 
 @dataclass(frozen=True)
+class EventsOptions:
+    """`autorl events`: TensorBoard event files (runs/<run>/tb/) for recorded runs; trials write their own."""
+
+    runs: tuple[str, ...] = flag(
+        (),
+        "run ids (or unique prefixes) or run directories; default: every trial of results.tsv",
+        positional=True,
+        nargs="*",
+    )
+
+
+@dataclass(frozen=True)
 class LedgerOptions:
     """`autorl ledger`: check, repair or append to results.tsv."""
 

@@ -24,7 +24,7 @@ from autorl.engine.retrain import RetrainError, recorded_config, retrain_plan, r
 from autorl.engine.seed import SeedResult, worst_status
 from autorl.io import paths
 from autorl.io.cliargs import CONFIRM_MAX_SEEDS
-from autorl.record import stats
+from autorl.record import events, stats
 from autorl.record.context import ResearchContext, best_kept
 from autorl.record.ledger import Ledger, LedgerError
 from autorl.record.row import LedgerRow, format_cell
@@ -312,6 +312,7 @@ def record(
     }
     path = CONFIRMED.beside(ledger)
     CONFIRMED.append(path, [row])
+    events.write_quietly(paths.runs_dir() / confirm_id, f"confirm {cand.row.run_id}", say)
     lines = {k: format_cell(k, v) for k, v in row.items() if k != "timestamp"}
     lines["confirmed"] = "yes" if c is not None and c.verdict == "improved" else "no"
     lines["seeds_per_side"] = f"{sized.seeds} ({sized.chosen_by})"

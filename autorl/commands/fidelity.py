@@ -34,7 +34,7 @@ from autorl.engine.retrain import RetrainError, recorded_config, retrain_plan, r
 from autorl.engine.seed import SeedResult
 from autorl.io import atomic, inputs, paths
 from autorl.io.jsonl import eval_rows_problem, read_jsonl
-from autorl.record import stats
+from autorl.record import events, stats
 from autorl.record.context import ResearchContext, is_quick
 from autorl.record.ledger import Ledger
 from autorl.record.outcome import SeedOutcome
@@ -432,6 +432,7 @@ def _conclude(ledger: Ledger, plan: Plan, chosen: list[Config], the_track: Any, 
     record = {**summary, "rho_by_budget": by_budget, "no_longer": no_longer, "fidelity_id": plan.fidelity_id}
     atomic.write_text(plan.dir / "fidelity.json", json.dumps(record) + "\n")
     FIDELITY.append(FIDELITY.beside(ledger), records)
+    events.write_quietly(plan.dir, "fidelity", say)
     if png is not None:
         say(f"wrote {plot(scored, long, png)}")
     lines = {

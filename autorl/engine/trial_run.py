@@ -39,7 +39,7 @@ from autorl.io import atomic, paths
 from autorl.io.harness import commit_short, harness_hash
 from autorl.io.jsonl import eval_rows_problem, read_jsonl
 from autorl.io.tomlcheck import ConfigError
-from autorl.record import claims
+from autorl.record import claims, events
 from autorl.record.context import ResearchContext, is_quick
 from autorl.record.row import AGENT_VAR, LedgerRow
 
@@ -396,4 +396,5 @@ def record(result, ledger, failure: str = "") -> None:
             "with `uv run autorl ledger append`:\n" + row_json
         )
         say(f"results.tsv NOT updated: {exc}\n  {where}")
+    events.write_quietly(run_dir, result.ctx.description, say)  # the seeds' curves for TensorBoard
     print_summary(result.summary_lines(), run_dir)

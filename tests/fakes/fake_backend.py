@@ -74,6 +74,7 @@ for step in range(1, 10**6):
     with open(run_dir / "metrics.jsonl", "a") as f:
         shares = (0.8, 0.6) if mode == "nosignal" else (0.1, 0.05)  # zero-advantage groups, cut completions
         row = {"step": step, "reward_mean": reward, "zero_adv_frac": shares[0], "truncated_frac": shares[1]}
+        row["elapsed_s"] = round(time.monotonic() - started, 4)  # the training clock, as the trainer
         f.write(json.dumps(row) + "\\n")
     if step % 10 == 0 or mode == "ignore_term":
         save()

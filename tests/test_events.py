@@ -1,0 +1,123 @@
+"""TensorBoard event files (issue 52): every trial's seeds, written after the trial from the files the
+backends leave, read back here with TensorBoard's own reader; a tracker that fails costs a warning line,
+never the row; `autorl events` writes them for runs recorded before."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from fakes.fake_backend import FakeBackend
+from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+from autorl.commands import cli, trial
+from autorl.commands.tune import parse_summary
+from autorl.io.jsonl import read_jsonl
+from autorl.llm.track import LLMTrack
+from autorl.record import events, rungs, stats
+from autorl.record.ledger import Ledger
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def read_back(event_dir: Path) -> EventAccumulator:
+    acc = EventAccumulator(str(event_dir), size_guidance={"scalars": 0})  # 0: every point
+    acc.Reload()
+    return acc
+
+
+def test_a_classic_trial_writes_each_seeds_curves_in_both_families_with_its_eval(
+    tmp_path, monkeypatch, capsys
+):
+    """The real classic runner: each seed's metrics against the optimizer step and against the training
+    clock (ms), its final eval score at its last step and its rungs where they were taken; the run's name
+    says the trial, the seed and the description."""
+    monkeypatch.setenv("AUTORL_ROOT", str(tmp_path))
+    argv = ["--track", "classic", "--config", str(REPO / "classic.toml"), "--budget", "600", "--seeds", "2"]
+    assert trial.main([*argv, "--description", "shipped classic.toml"]) == 0
+    run_dir = tmp_path / parse_summary(capsys.readouterr().out)["run_dir"]
+    found = sorted(p.name for p in (run_dir / "tb").iterdir())
+    assert found == ["seed-0_shipped_classic.toml", "seed-1_shipped_classic.toml"]
+    for k, name in enumerate(found):
+        acc, seed_dir = read_back(run_dir / "tb" / name), run_dir / f"seed-{k}"
+        tags = set(acc.Tags()["scalars"])
+        for family in ("step", "time"):
+            assert {
+                f"{family}/{key}" for key in ("reward_mean", "loss", "entropy", "approx_kl", "lr")
+            } <= tags
+            assert f"{family}/eval/score" in tags and f"{family}/rung/score" in tags
+        metrics = read_jsonl(seed_dir / "metrics.jsonl")
+        curve = acc.Scalars("step/entropy")
+        assert [e.step for e in curve] == [r["step"] for r in metrics]  # fewer than MAX_POINTS: every step
+        assert [e.value for e in curve] == pytest.approx([r["entropy"] for r in metrics], rel=1e-6)
+        clock = acc.Scalars("time/entropy")
+        assert [e.step for e in clock] == [round(r["seconds"] * 1000) for r in metrics]
+        (final,) = acc.Scalars("step/eval/score")
+        own = stats.eval_score(read_jsonl(seed_dir / "eval.jsonl"))
+        assert final.step == metrics[-1]["step"] and final.value == pytest.approx(own, rel=1e-6)
+        rung_steps = [e.step for e in acc.Scalars("step/rung/score")]
+        assert rung_steps == [r.step for r in rungs.read(seed_dir)] and len(rung_steps) == 2
+
+
+def test_an_llm_test_double_trial_writes_the_same_names_and_thins_long_curves(root, monkeypatch, capsys):
+    """The LLM runner with the test-double backend (tests/fakes/fake_backend.py writes metrics.jsonl as the
+    trainer does): the step and time families, the final eval; a curve longer than MAX_POINTS is thinned to
+    it, its first and last steps kept."""
+    monkeypatch.setattr(events, "MAX_POINTS", 10)
+    backend = FakeBackend("ok", 0.6, scripts_dir=root)
+    monkeypatch.setattr(LLMTrack, "make_backend", lambda self, name: backend)
+    assert trial.main(["--seeds", "1", "--budget", "0.8", "--description", "lr 3e-5"]) == 0
+    run_dir = root / parse_summary(capsys.readouterr().out)["run_dir"]
+    acc = read_back(run_dir / "tb" / "seed-0_lr_3e-5")
+    metrics = read_jsonl(run_dir / "seed-0" / "metrics.jsonl")
+    assert len(metrics) > 10
+    curve = acc.Scalars("step/reward_mean")
+    assert len(curve) == 10 and (curve[0].step, curve[-1].step) == (1, metrics[-1]["step"])
+    assert [e.step for e in acc.Scalars("time/reward_mean")][-1] == round(metrics[-1]["elapsed_s"] * 1000)
+    assert "time/elapsed_s" not in acc.Tags()["scalars"]  # the clock is the axis, not a curve
+    (final,) = acc.Scalars("step/eval/score")
+    row = Ledger(root / "results.tsv").rows()[-1]
+    assert row.eval_score is not None and final.value == pytest.approx(row.eval_score, abs=1e-6)
+
+
+def test_a_broken_tracker_is_one_warning_and_the_row_is_recorded(root, monkeypatch, capsys):
+    """The event writer fails (a full disk): the trial's row is in results.tsv, its summary printed, exit 0,
+    one warning line said."""
+    import tensorboardX
+
+    def full_disk(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(tensorboardX, "SummaryWriter", full_disk)
+    backend = FakeBackend("ok", 0.6, scripts_dir=root)
+    monkeypatch.setattr(LLMTrack, "make_backend", lambda self, name: backend)
+    assert trial.main(["--seeds", "1", "--budget", "0.5"]) == 0
+    out = capsys.readouterr()
+    warnings = [ln for ln in (out.out + out.err).splitlines() if "TensorBoard events not written" in ln]
+    assert len(warnings) == 1 and "No space left on device" in warnings[0]
+    assert parse_summary(out.out)["status"] == "ok"
+    (row,) = Ledger(root / "results.tsv").rows()
+    assert row.status == "ok" and json.loads((root / "runs" / row.run_id / "result.json").read_text())
+
+
+def test_autorl_events_writes_them_for_recorded_runs_and_refuses_an_unknown_one(root, monkeypatch, capsys):
+    """A run recorded before trials wrote events (its tb/ removed here): `autorl events` writes it again, for
+    every trial of the ledger or the ones named; an unknown run is exit 2."""
+    backend = FakeBackend("ok", 0.6, scripts_dir=root)
+    monkeypatch.setattr(LLMTrack, "make_backend", lambda self, name: backend)
+    assert trial.main(["--seeds", "1", "--budget", "0.5", "--description", "old run"]) == 0
+    (row,) = Ledger(root / "results.tsv").rows()
+    tb = root / "runs" / row.run_id / "tb"
+    before = {p.name for p in tb.iterdir()}
+    for p in tb.rglob("*"):
+        if p.is_file():
+            p.unlink()
+    capsys.readouterr()
+    assert cli.main(["events"]) == 0
+    assert {p.name for p in tb.iterdir()} == before == {"seed-0_old_run"}
+    assert "step/reward_mean" in read_back(tb / "seed-0_old_run").Tags()["scalars"]
+    assert f"1/1 {row.run_id}: 1 seed(s)" in capsys.readouterr().out
+    assert cli.main(["events", row.run_id[:15]]) == 0
+    assert cli.main(["events", "no-such-run"]) == 2
+    assert "no trial with run id 'no-such-run'" in capsys.readouterr().err
