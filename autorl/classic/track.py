@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from autorl.classic.evaluate import SCORE_STEPS
 from autorl.engine.backend import Backend
-from autorl.engine.track import Track
+from autorl.engine.track import ConfigFile, Track
 from autorl.io.machine import Machine
 
 if TYPE_CHECKING:
@@ -57,6 +57,11 @@ class ClassicTrack:
         from autorl.classic.backend import ClassicBackend
 
         return ClassicBackend()
+
+    def config_files(self) -> tuple[ConfigFile, ...]:
+        from autorl.classic.config import REFUSED, ClassicConfig
+
+        return (ConfigFile("classic.toml", ClassicConfig, "unset", REFUSED),)
 
     def prepare_reason(self, machine: Machine | None) -> str | None:
         return None  # nothing to build or download

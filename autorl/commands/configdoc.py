@@ -19,7 +19,7 @@ import json
 import sys
 import types
 import typing
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
@@ -29,6 +29,7 @@ from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 
+from autorl.engine.track import ConfigFile, get_track, track_names
 from autorl.io.tomlcheck import dotted, flatten, key_lines, match_key, nearest_key
 
 REPO = Path(__file__).resolve().parents[2]
@@ -54,49 +55,44 @@ class KeyDoc:
 
 @dataclass(frozen=True)
 class Schema:
-    """A config file and the pydantic model that validates it."""
+    """A config file of a track (autorl.engine.track.ConfigFile: its name, model, refusals) documented."""
 
-    file: str  # the file name at the repo root
-    model: type[BaseModel]
-    none: str  # how a None value is written in the file
-    backends: Callable[[KeyDoc], str] | None = None
-    refused: dict[str, str] | None = None  # the loader's refusals: pattern (`a.*.b`, `key=value`) -> why
+    of: ConfigFile
+
+    @property
+    def file(self) -> str:
+        return self.of.file
+
+    @property
+    def model(self) -> type[BaseModel]:
+        return self.of.model
+
+    @property
+    def refused(self) -> Mapping[str, str]:
+        return self.of.refused
 
     def docs(self) -> list[KeyDoc]:
-        rows = list(_model_docs(self.model, (), "", "", self.none))
-        if self.backends is None:
+        rows = list(_model_docs(self.model, (), "", "", self.of.none))
+        if not self.of.only_backend:
             return rows
         return [replace(row, backends=self.backends(row)) for row in rows]
 
-
-def llm_backends(row: KeyDoc) -> str:
-    """`prime-rl` for a key the embedded backend refuses (llm.config.EMBEDDED_UNSUPPORTED), else `both`."""
-    from autorl.llm.config import EMBEDDED_UNSUPPORTED
-
-    for pattern in EMBEDDED_UNSUPPORTED:
-        key, _, value = pattern.partition("=")
-        if value:
-            if row.union == key.rsplit(".", 1)[0] and row.variant == value:
-                return "prime-rl"
-        elif row.key == key or row.key.startswith(key + "."):
-            return "prime-rl"
-    return "both"
+    def backends(self, row: KeyDoc) -> str:
+        """`only_backend` for a key only it takes (the track's ConfigFile.only_keys), else `both`."""
+        for pattern in self.of.only_keys:
+            key, _, value = pattern.partition("=")
+            if value:
+                if row.union == key.rsplit(".", 1)[0] and row.variant == value:
+                    return self.of.only_backend
+            elif row.key == key or row.key.startswith(key + "."):
+                return self.of.only_backend
+        return "both"
 
 
 def schemas(track: str | None = None) -> list[Schema]:
-    """The schemas of a track's files (llm: train.toml and eval.toml; classic: classic.toml), or all."""
-    from autorl.classic import config as classic
-    from autorl.llm import config as llm
-    from autorl.llm.evalspec import EvalSpec
-
-    by_track = {
-        "llm": [
-            Schema("train.toml", llm.TrainConfig, '"None"', llm_backends, llm.REFUSED),
-            Schema("eval.toml", EvalSpec, "unset"),
-        ],
-        "classic": [Schema("classic.toml", classic.ClassicConfig, "unset", refused=classic.REFUSED)],
-    }
-    return by_track[track] if track else [s for t in ("llm", "classic") for s in by_track[t]]
+    """The schemas of a track's files (each track declares them: Track.config_files), or every track's."""
+    names = [track] if track else track_names()
+    return [Schema(f) for name in names for f in get_track(name).config_files()]
 
 
 # ---- walking the models ------------------------------------------------------------------------------------
@@ -275,9 +271,9 @@ def shipped(file: str, none: str) -> dict[str, str]:
 def render_schema(schema: Schema) -> str:
     """One schema's reference: a table per table of the file (the top level, then `[a.b]`, ...)."""
     rows = schema.docs()
-    ships = shipped(schema.file, schema.none)
+    ships = shipped(schema.file, schema.of.none)
     columns = ["key", "type", "default", "shipped", "range", "meaning"] + (
-        ["backends"] if schema.backends else []
+        ["backends"] if schema.of.only_backend else []
     )
     out = [f"### `{schema.file}`", ""]
     sections: dict[str, list[KeyDoc]] = {}
@@ -295,7 +291,7 @@ def render_schema(schema: Schema) -> str:
                 row.range,
                 row.meaning,
             ]
-            cells += [row.backends] if schema.backends else []
+            cells += [row.backends] if schema.of.only_backend else []
             out.append("| " + " | ".join(_cell(c) for c in cells) + " |")
         out.append("")
     return "\n".join(out)

@@ -32,7 +32,7 @@ class RunOptions:
     config: Path | None = flag(  # None: the track's default config file
         None, "config file (default train.toml; classic.toml)", type=config_path
     )
-    track: str = flag("llm", "llm or classic (PPO)", choices=tuple(track_names()))
+    track: str = flag("llm", "the track: " + ", ".join(track_names()), choices=tuple(track_names()))
     budget: float | None = flag(  # None: the budget of the track's baseline (its research context), else 600
         None,
         "training seconds per seed (default: the track's baseline's, else 600)",

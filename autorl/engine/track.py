@@ -9,7 +9,8 @@ comparing names. Each track module is imported only when asked for, so a refusal
 from __future__ import annotations
 
 import importlib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -17,6 +18,19 @@ from autorl.engine.backend import Backend, C
 from autorl.io.machine import Machine
 
 TRACK_MODULES = {"llm": "autorl.llm.track", "classic": "autorl.classic.track"}
+
+
+@dataclass(frozen=True)
+class ConfigFile:
+    """One file of a track's config, as the key reference (docs/config.md, run.py --explain) documents it."""
+
+    file: str  # the file name at the repo root
+    model: type  # the pydantic model that validates it (each field's docstring is its meaning)
+    none: str  # how the file writes a None value
+    refused: Mapping[str, str] = field(default_factory=dict)  # the loader's refusals: pattern -> why
+    # Keys (patterns, `a.b` or `a.b=variant`) that only `only_backend` takes; the others take every key.
+    only_keys: tuple[str, ...] = ()
+    only_backend: str = ""
 
 
 class Track(Protocol[C]):
@@ -98,6 +112,10 @@ class Track(Protocol[C]):
         env steps (classic), the config with a score horizon `factor` times as long. `along_s`: training
         seconds at which the run is also scored (llm: snapshots of the weights; classic: its curve already
         scores every grid point)."""
+        ...
+
+    def config_files(self) -> tuple[ConfigFile, ...]:
+        """The files of this track's config, for the key reference (the schemas are imported now)."""
         ...
 
     def rows_at(

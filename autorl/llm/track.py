@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from autorl.engine.backend import Backend
-from autorl.engine.track import Track
+from autorl.engine.track import ConfigFile, Track
 from autorl.io import paths
 from autorl.io.jsonl import read_jsonl
 from autorl.io.machine import Machine
@@ -60,6 +60,13 @@ class LLMTrack:
         from autorl.llm.embedded.backend import EmbeddedBackend
 
         return EmbeddedBackend()
+
+    def config_files(self) -> tuple[ConfigFile, ...]:
+        from autorl.llm.config import EMBEDDED_UNSUPPORTED, REFUSED, TrainConfig
+        from autorl.llm.evalspec import EvalSpec
+
+        train = ConfigFile("train.toml", TrainConfig, '"None"', REFUSED, EMBEDDED_UNSUPPORTED, "prime-rl")
+        return train, ConfigFile("eval.toml", EvalSpec, "unset")
 
     def prepare_reason(self, machine: Machine | None) -> str | None:
         from autorl.llm.prepare import builtin_model_outdated

@@ -126,10 +126,9 @@ def _policy(spec: RunSpec, device: torch.device) -> tuple[Any, torch.nn.Module]:
     from transformers import AutoModelForCausalLM
 
     tokenizer = load_tokenizer(spec.model_path)
-    loaded = AutoModelForCausalLM.from_pretrained(
+    model = AutoModelForCausalLM.from_pretrained(
         spec.model_path, dtype=torch.float32, attn_implementation=attention_implementation(device)
-    )
-    model = loaded.to(device)  # type: ignore[arg-type]  # transformers types .to's self oddly
+    ).to(device)  # type: ignore[arg-type]  # transformers types .to's self oddly
     torch.set_num_threads(cpu_threads(spec.num_threads, sum(p.numel() for p in model.parameters())))
     model.train()
     model.config.use_cache = False  # training forwards never need the KV cache
