@@ -121,3 +121,90 @@ def test_autorl_events_writes_them_for_recorded_runs_and_refuses_an_unknown_one(
     assert cli.main(["events", row.run_id[:15]]) == 0
     assert cli.main(["events", "no-such-run"]) == 2
     assert "no trial with run id 'no-such-run'" in capsys.readouterr().err
+
+
+# ---- W&B ---------------------------------------------------------------------------------------------------
+
+
+def wandb_records(path: Path) -> list:
+    """The records of an offline W&B run file (run-*.wandb: W&B's 7-byte header, then records framed as in a
+    LevelDB log, 32 KiB blocks, each a wandb_internal_pb2.Record)."""
+    import struct
+
+    from wandb.proto import wandb_internal_pb2
+
+    data, pos, chunk, out = path.read_bytes(), 7, b"", []
+    while pos + 7 <= len(data):
+        if 32768 - pos % 32768 < 7:  # a block's tail too short for a header is padding
+            pos += 32768 - pos % 32768
+            continue
+        _, length, kind = struct.unpack("<IHB", data[pos : pos + 7])
+        chunk, pos = chunk + data[pos + 7 : pos + 7 + length], pos + 7 + length
+        if kind in (1, 4):  # a full record, or a record's last fragment
+            record = wandb_internal_pb2.Record()
+            record.ParseFromString(chunk)
+            out.append(record)
+            chunk = b""
+    return out
+
+
+def test_wandb_offline_writes_a_run_per_seed_and_one_for_the_trial_inside_the_run_dir(
+    root, monkeypatch, capsys, tmp_path_factory
+):
+    """AUTORL_WANDB=1 without a key: offline runs in runs/<run>/wandb, one per seed (its metrics, its config,
+    its eval score) and one for the trial (verdict, delta, p), grouped by research context; nothing written
+    outside the run directory (an empty HOME stays empty); the summary says how to sync them."""
+    home = tmp_path_factory.mktemp("home")
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("AUTORL_WANDB", "1")
+    monkeypatch.setenv("AUTORL_WANDB_PROJECT", "autorl-test")
+    for name in ("WANDB_API_KEY", "WANDB_MODE", "WANDB_DIR", "WANDB_CONFIG_DIR", "WANDB_CACHE_DIR"):
+        monkeypatch.delenv(name, raising=False)
+    backend = FakeBackend("ok", 0.6, scripts_dir=root)
+    monkeypatch.setattr(LLMTrack, "make_backend", lambda self, name: backend)
+    assert trial.main(["--seeds", "2", "--budget", "0.5", "--description", "wandb try"]) == 0
+    out = capsys.readouterr().out
+    (row,) = Ledger(root / "results.tsv").rows()
+    where = root / "runs" / row.run_id / "wandb"
+    assert f"W&B: 3 run(s) written offline in {where}; upload them with: wandb sync" in out
+    runs = {}
+    for path in where.glob("offline-run-*/run-*.wandb"):
+        records = wandb_records(path)
+        (meta,) = [r.run for r in records if r.WhichOneof("record_type") == "run"]
+        summary = {
+            item.key: json.loads(item.value_json)
+            for r in records
+            if r.WhichOneof("record_type") == "summary"
+            for item in r.summary.update
+            if item.key
+        }
+        history = [r for r in records if r.WhichOneof("record_type") == "history"]
+        config = {item.key: json.loads(item.value_json) for item in meta.config.update}
+        runs[meta.display_name] = (meta, summary, history, config)
+    assert set(runs) == {row.run_id, f"{row.run_id} seed-0", f"{row.run_id} seed-1"}
+    meta, summary, history, config = runs[row.run_id]
+    assert meta.project == "autorl-test" and meta.run_group.startswith("llm ")
+    assert summary["verdict"] == "baseline" and summary["eval_score"] == pytest.approx(row.eval_score)
+    assert config["autorl/description"] == "wandb try" and config["model.name"] == "tiny-test-model"
+    meta, summary, history, config = runs[f"{row.run_id} seed-0"]
+    metrics = read_jsonl(root / "runs" / row.run_id / "seed-0" / "metrics.jsonl")
+    assert len(history) == len(metrics) and "eval/score" in summary
+    assert list(home.iterdir()) == []
+
+
+def test_a_broken_wandb_is_one_warning_and_the_row_is_recorded(root, monkeypatch, capsys):
+    import wandb
+
+    def refused(*args, **kwargs):
+        raise RuntimeError("api_key not configured (no-tty)\nmore lines")
+
+    monkeypatch.setenv("AUTORL_WANDB", "1")
+    monkeypatch.setattr(wandb, "init", refused)
+    backend = FakeBackend("ok", 0.6, scripts_dir=root)
+    monkeypatch.setattr(LLMTrack, "make_backend", lambda self, name: backend)
+    assert trial.main(["--seeds", "1", "--budget", "0.5"]) == 0
+    out = capsys.readouterr().out
+    assert [ln for ln in out.splitlines() if "W&B" in ln] == [
+        "[trial] warning: W&B runs not written (RuntimeError: api_key not configured (no-tty)"
+    ]
+    assert Ledger(root / "results.tsv").rows()[-1].status == "ok"

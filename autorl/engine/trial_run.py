@@ -39,7 +39,7 @@ from autorl.io import atomic, paths
 from autorl.io.harness import commit_short, harness_hash
 from autorl.io.jsonl import eval_rows_problem, read_jsonl
 from autorl.io.tomlcheck import ConfigError
-from autorl.record import claims, events
+from autorl.record import claims, events, wandb_log
 from autorl.record.context import ResearchContext, is_quick
 from autorl.record.row import AGENT_VAR, LedgerRow
 
@@ -397,4 +397,5 @@ def record(result, ledger, failure: str = "") -> None:
         )
         say(f"results.tsv NOT updated: {exc}\n  {where}")
     events.write_quietly(run_dir, result.ctx.description, say)  # the seeds' curves for TensorBoard
+    wandb_log.write_quietly(run_dir, LedgerRow.from_json(row), say)  # and for W&B, when asked
     print_summary(result.summary_lines(), run_dir)

@@ -17,6 +17,7 @@ from typing import Any
 
 from autorl.engine.backend import WHOLE_MACHINE, Slot
 from autorl.io import paths
+from autorl.record import wandb_log
 
 OUTPUT_SUBDIR = "primerl"  # prime-rl's output_dir, inside the seed's run dir
 RUN_NAME = "autorl"  # fixed run.name: prime-rl writes to <output_dir>/<run.name>
@@ -36,11 +37,6 @@ PORT_STRIDE = 100  # slot i's base port: AUTORL_PRIMERL_PORT + PORT_STRIDE * i
 ROLLOUT_TRANSPORT_OFFSET = 10
 ENV_SERVER_OFFSET = 20
 VLLM_MEMORY_UTILIZATION = 0.9  # prime-rl's (vLLM's) default share of the inference GPU for one engine
-
-
-def wandb_enabled() -> bool:
-    """W&B stays off unless the user turns it on outside train.toml (the agent cannot)."""
-    return os.environ.get("AUTORL_WANDB", "") == "1"
 
 
 def inference_port() -> int:
@@ -119,9 +115,9 @@ def render(data: dict[str, Any], run_dir: Path, seed: int, slot: Slot = WHOLE_MA
     cfg["weight_broadcast"] = {"type": "filesystem"}
 
     monitors: dict[str, Any] = {"file": {"path": "metrics.jsonl"}}
-    if wandb_enabled():
+    if wandb_log.enabled():
         monitors["wandb"] = {
-            "project": os.environ.get("AUTORL_WANDB_PROJECT", "autorl"),
+            "project": wandb_log.project(),
             "name": f"{run_dir.parent.name}/{run_dir.name}",
         }
     cfg["monitors"] = monitors
