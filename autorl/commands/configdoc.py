@@ -300,7 +300,7 @@ def render_schema(schema: Schema) -> str:
 def render() -> str:
     """The whole generated reference (what sits between the markers in docs/config.md)."""
     intro = (
-        "Generated from the schemas' field docstrings (autorl/llm/schema.py, autorl/classic/config.py, "
+        "Generated from the schemas' field docstrings (autorl/llm/schema/, autorl/classic/config.py, "
         "autorl/llm/evalspec.py): `*` = any list index or table name; `(type = x)` = the key exists when its "
         "table's `type` is x; default = what a missing key takes; shipped = what the repository's own file "
         "sets (deleting a line turns the shipped value into the default); range = the field's own bounds "

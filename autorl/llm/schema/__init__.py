@@ -1,0 +1,96 @@
+"""train.toml's schema: the subset of prime-rl's `rl` config (pinned: prime-rl 559b447) that autorl
+accepts, one module per config component as prime-rl keeps them: base (the tables' conventions, the
+bounds), trainer, orchestrator, rl (the top level).
+
+`TrainConfig` is the pydantic tree whose field names are exactly prime-rl's keys, with prime-rl's defaults;
+whether a dotted key exists in the pinned schema at all is autorl.llm.primerl_keys'. Refusals and loading
+live in autorl.llm.config. Cheap to import (no torch).
+"""
+
+from autorl.llm.schema.base import MAX_BATCH, MAX_COEF, MAX_GROUP, MAX_SEQ_LEN, MAX_STEPS, Strict
+from autorl.llm.schema.orchestrator import (
+    AdvantageRangeGate,
+    AlgoConfig,
+    CurriculumConfig,
+    DifficultyPool,
+    DifficultyPoolSampler,
+    EchoAlgo,
+    EchoRole,
+    EchoRoles,
+    EnvConfig,
+    GRPOAlgo,
+    LengthPenalty,
+    MaxRLAlgo,
+    OPSDAlgo,
+    OrchestratorConfig,
+    OrchestratorTrainConfig,
+    RAEAlgo,
+    SamplingConfig,
+    SourceConfig,
+    StandardSampler,
+    TasksetConfig,
+)
+from autorl.llm.schema.rl import ModelConfig, TrainConfig
+from autorl.llm.schema.trainer import (
+    ActivationCheckpointConfig,
+    ActivationOffloadingConfig,
+    CompileConfig,
+    ConstantScheduler,
+    CosineScheduler,
+    DefaultLoss,
+    IPOLoss,
+    LinearScheduler,
+    LoRAConfig,
+    LossConfig,
+    OptimConfig,
+    SchedulerConfig,
+    TrainerConfig,
+    TrainerModelConfig,
+    check_scheduler,
+)
+
+__all__ = [
+    "Strict",
+    "MAX_STEPS",
+    "MAX_SEQ_LEN",
+    "MAX_BATCH",
+    "MAX_GROUP",
+    "MAX_COEF",
+    "OptimConfig",
+    "ConstantScheduler",
+    "LinearScheduler",
+    "CosineScheduler",
+    "SchedulerConfig",
+    "check_scheduler",
+    "DefaultLoss",
+    "IPOLoss",
+    "LossConfig",
+    "CompileConfig",
+    "ActivationCheckpointConfig",
+    "ActivationOffloadingConfig",
+    "LoRAConfig",
+    "TrainerModelConfig",
+    "TrainerConfig",
+    "SamplingConfig",
+    "LengthPenalty",
+    "GRPOAlgo",
+    "MaxRLAlgo",
+    "RAEAlgo",
+    "EchoRole",
+    "EchoRoles",
+    "EchoAlgo",
+    "OPSDAlgo",
+    "AlgoConfig",
+    "TasksetConfig",
+    "EnvConfig",
+    "StandardSampler",
+    "DifficultyPool",
+    "DifficultyPoolSampler",
+    "AdvantageRangeGate",
+    "CurriculumConfig",
+    "SourceConfig",
+    "OrchestratorTrainConfig",
+    "OrchestratorConfig",
+    "ModelConfig",
+    "TrainConfig",
+]
