@@ -42,7 +42,7 @@ from autorl.record.ledger import Ledger
 ROOT = Path(__file__).resolve().parent.parent
 PAGES = [ROOT / "README.md", ROOT / "program.md", *sorted((ROOT / "docs").glob("*.md"))]
 # The recorded sessions' pages: their commands are parsed, not run.
-SESSIONS = sorted((ROOT / "docs" / "sessions").glob("*/README.md"))
+SESSIONS = sorted((ROOT / "studies" / "sessions").glob("*/README.md"))
 UV_FLAGS = r"(?:--no-sync |--extra \w+ )*"  # uv run's own flags before the command
 START = re.compile(rf"uv run {UV_FLAGS}(?:run\.py|autorl|prepare\.py|python scripts/\w+\.py)\b")
 PLACEHOLDER = re.compile(r"^[A-Z][A-Z0-9_:]*$")

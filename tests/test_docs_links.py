@@ -1,5 +1,6 @@
-"""Every relative link and image of README.md, program.md and docs/ resolves to a file git holds (a file the
-working tree has but git ignores is missing on a fresh clone: the README's first picture once was)."""
+"""Every relative link and image of README.md, program.md, docs/ and studies/ resolves to a file git holds
+(a file the working tree has but git ignores is missing on a fresh clone: the README's first picture once
+was)."""
 
 from __future__ import annotations
 
@@ -36,18 +37,19 @@ def test_every_relative_link_and_image_of_the_pages_is_a_committed_file():
     pages = [
         "README.md",
         "program.md",
-        *sorted(f for f in files if f.startswith("docs/") and f.endswith(".md")),
+        *sorted(f for f in files if f.startswith(("docs/", "studies/")) and f.endswith(".md")),
     ]
     broken = [b for page in pages for b in broken_links(page, (REPO / page).read_text(), files)]
     assert broken == []
 
 
 def test_a_link_to_a_file_git_does_not_hold_is_found():
-    files = {"README.md", "docs/a.md", "docs/sessions/x/README.md", "docs/sessions/x/session.log"}
-    text = "![chart](progress.png) [log](session.log) [up](../../a.md) [web](https://x.org/y) [here](#top)"
-    assert broken_links("docs/sessions/x/README.md", text, files) == [
-        "docs/sessions/x/README.md: progress.png"
+    files = {"README.md", "docs/a.md", "studies/sessions/x/README.md", "studies/sessions/x/session.log"}
+    text = "![chart](progress.png) [log](session.log) [up](../../../docs/a.md) [web](https://x.org/y)"
+    text += " [here](#top)"
+    assert broken_links("studies/sessions/x/README.md", text, files) == [
+        "studies/sessions/x/README.md: progress.png"
     ]
-    assert broken_links("README.md", "[d](docs/sessions/x) [m](docs/a.md#part) [n](docs/b.md)", files) == [
+    assert broken_links("README.md", "[d](studies/sessions/x) [m](docs/a.md#part) [n](docs/b.md)", files) == [
         "README.md: docs/b.md"
     ]

@@ -48,7 +48,7 @@ def test_modified_harness_file_is_named_and_changes_the_hash(tmp_path):
 # a page, a study's log, a test, a study script, a note at the root: tracked, never read by a trial
 NOT_SCORED_FILES = (
     "docs/statistics.md",
-    "docs/studies/x/pool.log",
+    "studies/x/pool.log",
     "tests/test_x.py",
     "scripts/s.py",
     "NOTES.md",

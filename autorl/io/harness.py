@@ -23,7 +23,7 @@ CODE_DIRS = ("autorl/", "environments/", "tests/")
 MODULE_SUFFIXES = (".py", ".pyc", ".so")  # what `import name` finds in a directory on sys.path
 # Tracked files no trial reads, imports or runs: pages, recorded sessions and studies, tests, study scripts,
 # example configs (a trial's config is hashed by itself), CI. Left out of the harness hash only.
-NOT_SCORED = ("docs/", "tests/", "scripts/", "examples/", ".ci/")
+NOT_SCORED = ("docs/", "studies/", "tests/", "scripts/", "examples/", ".ci/")
 NOT_SCORED_SUFFIXES = (".md",)
 
 

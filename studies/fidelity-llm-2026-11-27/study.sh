@@ -1,5 +1,5 @@
 #!/bin/bash
-# The LLM fidelity study on the re-recorded session docs/sessions/llm-2026-11-27: its configs re-trained at 4x
+# The LLM fidelity study on the re-recorded session studies/sessions/llm-2026-11-27: its configs re-trained at 4x
 # its budget (360 s per seed), 3 fresh seeds per config, 6 configs (the baseline, both keeps, three discards
 # spread over the short scores). A fidelity run re-trains a context's configs only under the harness they ran
 # under: it ran in the session's own clone (/tmp/sess-llm3, at the session's commit bc02282, with its ledger,

@@ -2,10 +2,10 @@
 the looks instead of stats.WORSE_ALPHA: the figures docs/statistics.md ("A lucky reference") gives for 0.05
 (the rule until 2026-11-27) and 0.01.
 
-    python3 -m uv run --no-sync python docs/studies/abort-2026-11-27/worse-level/lucky.py TOTAL   # classic
-    python3 -m uv run --no-sync python docs/studies/abort-2026-11-27/worse-level/lucky.py TOTAL llm  # 90 s pool
+    python3 -m uv run --no-sync python studies/abort-2026-11-27/worse-level/lucky.py TOTAL   # classic
+    python3 -m uv run --no-sync python studies/abort-2026-11-27/worse-level/lucky.py TOTAL llm  # 90 s pool
 
-The LLM track's pool is 2026-11-25's (docs/studies/validity-2026-11-25/llm-pool, 60 seeds of train.toml at
+The LLM track's pool is 2026-11-25's (studies/validity-2026-11-25/llm-pool, 60 seeds of train.toml at
 --budget 90) in abort_replay's format, without rungs (llm90-pools.jsonl.gz, written by to_replay.py).
 """
 
@@ -16,7 +16,7 @@ from autorl.record import stats
 
 total = float(sys.argv[1])
 llm = sys.argv[2:] == ["llm"]
-here = "docs/studies/abort-2026-11-27"
+here = "studies/abort-2026-11-27"
 pool = f"{here}/worse-level/llm90-pools.jsonl.gz" if llm else f"{here}/classic/classic-pools.jsonl.gz"
 stats.worse_alpha = lambda looks: total / max(1, looks)
 stats.WORSE_ALPHA = total

@@ -1,6 +1,6 @@
 #!/bin/bash
 # The classic fidelity study: a short classic session at commit $1 (baseline, repeat, the tuner's first trials
-# as in docs/sessions/classic-2026-11-25b, seed 0), then `autorl fidelity` at 4x the score's horizon.
+# as in studies/sessions/classic-2026-11-25b, seed 0), then `autorl fidelity` at 4x the score's horizon.
 set -x
 C=$1; TRIALS=${2:-10}
 rm -rf /tmp/sess-cf && git clone -q /work/main /tmp/sess-cf && cd /tmp/sess-cf && git checkout -q $C && git log --oneline -1

@@ -2,8 +2,8 @@
 # The early abort replayed on the classic pools (collect.sh's five trials; their seeds in classic-pools.jsonl.gz):
 # judging both rungs (25% and 50% of the horizon), then the rung at 50% alone.
 set -euo pipefail
-cd "$(dirname "$0")/../../../.."
-out=docs/studies/abort-2026-11-27/classic
+cd "$(dirname "$0")/../../.."
+out=studies/abort-2026-11-27/classic
 replay=(python3 -m uv run --no-sync python scripts/abort_replay.py)
 # export: once, from the clone collect.sh trained in
 [ -f $out/classic-pools.jsonl.gz ] || "${replay[@]}" export --root "${1:?the collect.sh clone}" --track classic \

@@ -1,5 +1,5 @@
 #!/bin/bash
-# The LLM fidelity study: the recorded 90 s session docs/sessions/llm-2026-11-26 re-trained at 4x its budget
+# The LLM fidelity study: the recorded 90 s session studies/sessions/llm-2026-11-26 re-trained at 4x its budget
 # (360 s per seed), 3 fresh seeds per config, 6 configs (the baseline, the keep, four discards spread over the
 # short scores). A fidelity run re-trains a context's configs only under the harness they ran under, so it runs
 # at the session's own commit, 4eca9bb, with the session's ledger, marks and each trial's config.toml restored.
@@ -7,7 +7,7 @@
 # (SIGINT after a seed finished: the next seed, just started, is dropped and re-run) while this project's tests
 # ran, and resumed with --resume (study.log has the times).
 set -x
-C=4eca9bb; S=/work/main/docs/sessions/llm-2026-11-26
+C=4eca9bb; S=/work/main/studies/sessions/llm-2026-11-26
 rm -rf /tmp/fid-llm && git clone -q /work/main /tmp/fid-llm && cd /tmp/fid-llm && git checkout -q $C
 git checkout -q -b autorl/2026-11-26-llm-fidelity
 cp $S/results.tsv $S/results-marks.jsonl .

@@ -1,14 +1,14 @@
 """The 2026-11-25 LLM pool (scripts/aa_pool.py's export format) in scripts/abort_replay.py's format, without
 rungs: what lucky.py replays on the LLM track.
 
-    python3 docs/studies/abort-2026-11-27/worse-level/to_replay.py
+    python3 studies/abort-2026-11-27/worse-level/to_replay.py
 """
 
 import gzip
 import json
 
-SRC = "docs/studies/validity-2026-11-25/llm-pool/llm-pool.jsonl.gz"
-OUT = "docs/studies/abort-2026-11-27/worse-level/llm90-pools.jsonl.gz"
+SRC = "studies/validity-2026-11-25/llm-pool/llm-pool.jsonl.gz"
+OUT = "studies/abort-2026-11-27/worse-level/llm90-pools.jsonl.gz"
 rows, seeds = {}, {}
 for line in gzip.open(SRC, "rt"):
     r = json.loads(line)

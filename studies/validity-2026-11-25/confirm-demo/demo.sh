@@ -10,7 +10,7 @@ uv run --no-sync run.py --track classic --description "baseline" > 1-baseline.lo
 uv run --no-sync autorl mark keep --lesson "baseline"
 uv run --no-sync run.py --track classic --all-seeds --description "baseline repeat (noise floor)" > 2-repeat.log 2>&1; echo "exit $? $(t)"
 uv run --no-sync autorl mark discard --lesson "baseline repeat: noise floor"
-git apply docs/sessions/classic-2026-11-25/classic.diff && git commit -qam "the classic session's keep (docs/sessions/classic-2026-11-25/classic.diff)"
+git apply studies/sessions/classic-2026-11-25/classic.diff && git commit -qam "the classic session's keep (studies/sessions/classic-2026-11-25/classic.diff)"
 uv run --no-sync run.py --track classic --description "the classic session's keep" > 3-keep.log 2>&1; echo "exit $? $(t)"
 uv run --no-sync autorl mark keep --lesson "the recorded classic session's keep, re-run"
 uv run --no-sync autorl confirm > confirm.log 2>&1; echo "exit $? $(t)"

@@ -1,0 +1,44 @@
+"""seeds.tsv of the LLM pools: one line per seed of collect.sh's trials in a clone (its results.tsv, each
+seed's outcome.json, rungs.jsonl and eval.jsonl), a seed whose CPU wait says it shared the machine marked.
+
+    uv run python studies/abort-2026-11-27/llm/seeds.py CLONE > studies/abort-2026-11-27/llm/seeds.tsv
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from autorl.io.jsonl import read_jsonl
+from autorl.record import rungs, stats
+from autorl.record.ledger import Ledger
+from autorl.record.outcome import SeedOutcome
+
+# cpu_wait_share above this: the seed shared the machine (quiet seeds: 0.022-0.024; the first attempt's, which
+# trained half the steps beside tests: 0.17-0.73)
+BUSY = 0.1
+COLUMNS = (
+    "run_id description seed_dir status steps training_seconds cpu_wait_share rung_25 rung_50 eval_score"
+)
+COLUMNS += " busy"
+
+
+def main(clone: Path) -> None:
+    print("\t".join(COLUMNS.split()))
+    for row in Ledger(clone / "results.tsv").rows():
+        if not row.description.startswith("pool "):
+            continue
+        for seed_dir in sorted((clone / "runs" / row.run_id).glob("seed-*")):
+            o = SeedOutcome.read(seed_dir)
+            at = {r.fraction: r.eval_score for r in rungs.read(seed_dir)}
+            rows = read_jsonl(seed_dir / "eval.jsonl")
+            end = round(stats.eval_score(rows), 6) if rows else ""
+            wait = o.cpu_wait_share
+            cells = [row.run_id, row.description, seed_dir.name, o.status, o.steps, o.training_seconds, wait]
+            busy = "busy" if wait is not None and wait > BUSY else ""
+            cells += [at.get(0.25, ""), at.get(0.5, ""), end, busy]
+            print("\t".join("" if c is None else str(c) for c in cells))
+
+
+if __name__ == "__main__":
+    main(Path(sys.argv[1]))
