@@ -1,4 +1,4 @@
-"""`autorl swarm` end to end on the classic track: two scripted stand-in agents (autorl/commands/standin.py)
+"""`autorl swarm` end to end on the classic track: two scripted stand-in agents (autorl/agents/standin.py)
 in their own git worktrees of a copy of this repository, one ledger: no idea runs twice, every row says its
 agent, no two seeds ever train on the same core at once (leases), nothing is left behind (claims, STOP
 files, processes), and the summary counts per agent and for the swarm."""
@@ -66,7 +66,7 @@ def test_two_stand_in_agents_share_one_ledger_and_the_cores_honestly(repo):
     train on one core at once, nothing is left in flight; then a swarm stopped mid-trial (stop_mid_trial)."""
     changes = repo / ".autorl" / "changes.toml"
     changes.write_text(CHANGES)
-    agent = f"{sys.executable} -m autorl.commands.standin --changes {changes} --prompt {{prompt}} -- "
+    agent = f"{sys.executable} -m autorl.agents.standin --changes {changes} --prompt {{prompt}} -- "
     agent += " ".join(RUN[2:])  # the budget and seeds (the stand-in adds --track)
     swarm = ["-m", "autorl.commands.cli", "swarm", "--agents", "2", "--agent", agent, "--max-trials", "2"]
     done = run(repo, *swarm)
@@ -117,7 +117,7 @@ def stop_mid_trial(repo: Path) -> None:
 
     changes = repo / ".autorl" / "changes-stop.toml"
     changes.write_text('[[change]]\nkey = "clip_reward"  # no effect: norm_reward is off\nvalue = 5.0\n')
-    agent = f"{sys.executable} -m autorl.commands.standin --changes {changes} --prompt {{prompt}} -- "
+    agent = f"{sys.executable} -m autorl.agents.standin --changes {changes} --prompt {{prompt}} -- "
     agent += "--budget 60 --seeds 1 --new-context"  # trains long enough to be stopped mid-way
     before = len(rows(repo))
     env = {k: v for k, v in os.environ.items() if k not in ("AUTORL_ROOT", "AUTORL_RECORDS", "AUTORL_AGENT")}
@@ -156,7 +156,7 @@ def kill_the_agent_mid_trial(repo: Path) -> None:
 
     changes = repo / ".autorl" / "changes-kill.toml"
     changes.write_text('[[change]]\nkey = "clip_reward"  # no effect: norm_reward is off\nvalue = 7.0\n')
-    argv = [sys.executable, "-m", "autorl.commands.standin", "--changes", str(changes), "--"]
+    argv = [sys.executable, "-m", "autorl.agents.standin", "--changes", str(changes), "--"]
     argv += ["--budget", "3", "--seeds", "1", "--new-context"]
     env = {k: v for k, v in os.environ.items() if k not in ("AUTORL_ROOT", "AUTORL_RECORDS")}
     env["AUTORL_AGENT"] = "agent-9"

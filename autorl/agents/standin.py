@@ -1,8 +1,8 @@
 """A scripted stand-in agent: one trial per invocation, from a list of changes (for tests and demos).
 
-    python -m autorl.commands.standin --changes changes.toml [--track classic] [--prompt P] [-- RUN.PY FLAGS]
+    python -m autorl.agents.standin --changes changes.toml [--track classic] [--prompt P] [-- RUN.PY FLAGS]
 
-(as an agent command: `autorl swarm --agent "python -m autorl.commands.standin --changes F --prompt {prompt}
+(as an agent command: `autorl swarm --agent "python -m autorl.agents.standin --changes F --prompt {prompt}
 -- --budget 2"`: the loop puts its prompt where `{prompt}` is.)
 
 `changes.toml` holds `[[change]]` tables: `key` (a dotted key of the track's config file) and `value` (an
