@@ -53,3 +53,62 @@ def test_a_link_to_a_file_git_does_not_hold_is_found():
     assert broken_links("README.md", "[d](studies/sessions/x) [m](docs/a.md#part) [n](docs/b.md)", files) == [
         "README.md: docs/b.md"
     ]
+
+
+# ---- module names in the pages and the package's docstrings ---------------------------------------------
+
+MODULE_PATH = re.compile(r"\bautorl/[\w/]+\.py")
+DOTTED = re.compile(r"\bautorl(?:\.\w+)+")
+NOT_MODULES = {"autorl.invalid"}  # the stand-in agent's e-mail domain
+
+
+def top_level_names(module: Path) -> set[str]:
+    """What `module` defines or imports at its top level (read, not imported)."""
+    import ast
+
+    names = set()
+    for node in ast.parse(module.read_text()).body:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            names.add(node.name)
+        elif isinstance(node, ast.Assign | ast.AnnAssign):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names |= {t.id for t in targets if isinstance(t, ast.Name)}
+        elif isinstance(node, ast.Import | ast.ImportFrom):
+            names |= {(a.asname or a.name).split(".")[0] for a in node.names}
+    return names
+
+
+def stale_names(text: str, root: Path) -> list[str]:
+    """The `autorl/x/y.py` paths and `autorl.x.y[.name]` names in `text` that no longer exist under `root`: a
+    file or module gone, or a name its module no longer defines."""
+    out = [p for p in MODULE_PATH.findall(text) if not (root / p).is_file()]
+    for dotted in set(DOTTED.findall(text)) - NOT_MODULES:
+        parts = dotted.split(".")
+        for i in range(len(parts), 1, -1):
+            base = root.joinpath(*parts[:i])
+            module = base.with_suffix(".py") if base.with_suffix(".py").is_file() else base / "__init__.py"
+            if module.is_file():
+                if i < len(parts) and parts[i] not in top_level_names(module):
+                    out.append(dotted)
+                break
+        else:
+            out.append(dotted)
+    return sorted(out)
+
+
+def test_every_module_the_pages_and_docstrings_name_still_exists():
+    """The map of who lives where is docs/architecture.md, but pages and docstrings name modules too: every
+    path and dotted name they give (down to the name a module defines) still exists, so a move or a rename
+    that leaves one stale fails here."""
+    files = committed()
+    texts = [f for f in files if f.endswith(".py") and f.startswith("autorl/")]
+    texts += ["README.md", "program.md", *(f for f in files if f.startswith("docs/") and f.endswith(".md"))]
+    stale = {f: found for f in sorted(texts) if (found := stale_names((REPO / f).read_text(), REPO))}
+    assert stale == {}
+
+
+def test_a_stale_module_name_is_found(tmp_path):
+    (tmp_path / "autorl" / "engine").mkdir(parents=True)
+    (tmp_path / "autorl" / "engine" / "seed.py").write_text("def run_seed():\n    pass\n")
+    text = "autorl/engine/seed.py, autorl/engine/gone.py, autorl.engine.seed.run_seed, autorl.engine.seed.old"
+    assert stale_names(text, tmp_path) == ["autorl.engine.seed.old", "autorl/engine/gone.py"]
