@@ -308,6 +308,42 @@ def test_a_trial_stopped_by_a_signal_ends_its_starters_kept_or_new(probe, tmp_pa
     assert new.started is not None and gone(new.pid, within_s=5)
 
 
+def test_a_stop_after_the_seeds_ended_ends_the_starter_they_left_waiting(probe, tmp_path, kept):
+    """A signal that comes after the starters' context closed normally (while the trial concludes or records
+    its row) found the starter already kept for the next trial: `end_kept`, which the trial calls on its way
+    out once stopped, asks it to end, and it does (issue 51: a warm starter outlived a trial's SIGTERM)."""
+    _, starter = one_trial(probe(), tmp_path / "1.log")  # the context closed without a stop: kept
+    assert psutil.pid_exists(starter.pid) and not gone(starter.pid, within_s=1)
+    warm.end_kept()
+    assert gone(starter.pid, within_s=5)
+    warm.end_kept()  # nothing left to end: a no-op
+
+
+def test_a_classic_trial_signalled_while_it_records_leaves_no_starter(tmp_path, monkeypatch, kept):
+    """The real runner on the classic track, its starters kept between trials: SIGTERM arrives while the trial
+    records its row (its seeds done, their starter kept): the trial exits 143 with its row recorded, and the
+    starter it started is gone."""
+    from autorl.commands import trial
+    from autorl.engine import trial_run
+    from autorl.record.ledger import Ledger
+
+    monkeypatch.setenv("AUTORL_ROOT", str(tmp_path))
+    recorded = trial_run.record
+
+    def record_then_a_signal(result, ledger, failure=""):
+        os.kill(os.getpid(), signal.SIGTERM)  # the trial's handler takes it: a stop, after the seeds
+        recorded(result, ledger, failure)
+
+    monkeypatch.setattr(trial_run, "record", record_then_a_signal)
+    before = set(warm._STARTED)
+    repo = Path(__file__).resolve().parent.parent
+    argv = ["--track", "classic", "--config", str(repo / "classic.toml"), "--budget", "600", "--seeds", "1"]
+    assert trial.main(argv) == 143
+    assert Ledger(tmp_path / "results.tsv").rows()[-1].status == "ok"
+    started = [p for p in warm._STARTED if p not in before]
+    assert started and all(gone(p.pid, within_s=10) for p in started)
+
+
 def test_a_kept_starter_whose_directory_is_gone_ends(probe, tmp_path, kept):
     _, starter = one_trial(probe(), tmp_path / "1.log")
     assert psutil.pid_exists(starter.pid)

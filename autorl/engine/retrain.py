@@ -87,4 +87,6 @@ def run_jobs(
         except ConfigError as exc:
             raise RetrainError(str(exc)) from None
         results, _ = run_ray(cluster, run) if cluster is not None else run_local(run, view)
+    if stop:
+        warm.end_kept()  # a signal after the seeds ended: their starters, kept, end too
     return None if stop else results

@@ -148,6 +148,7 @@ class WarmChild:
 
 
 _STARTED: list[subprocess.Popen[bytes]] = []  # starters this process started that may outlive their trial
+_KEPT: set[str] = set()  # the addresses of the starters this process's trials left waiting for the next one
 
 
 class _Starter:
@@ -166,6 +167,7 @@ class _Starter:
         self.started: subprocess.Popen[bytes] | None = None
         self.keep_s = keep_seconds()
         self.reader: threading.Thread | None = None
+        self.address = ""  # the starter's socket (abstract namespace)
         self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         try:
             self._connect(launch)
@@ -179,7 +181,7 @@ class _Starter:
 
     def _connect(self, launch: Launch) -> None:
         env = launch.child_env()
-        address = "\0" + _name(launch, env)
+        address = self.address = "\0" + _name(launch, env)
         for proc in list(_STARTED):  # reap kept starters that have ended since
             if proc.poll() is not None:
                 _STARTED.remove(proc)
@@ -365,6 +367,8 @@ class Starters:
     def close(self, end: bool = False) -> None:
         with self.lock:
             for starter in self.starters.values():
+                if not end and starter.ready.is_set() and starter.error is None:
+                    _KEPT.add(starter.address)  # waiting for the next trial, unless this one is stopped yet
                 starter.close(end)
             self.starters.clear()
 
@@ -388,6 +392,19 @@ def starters(stop: Any = None) -> Iterator[Starters | None]:
     finally:
         _ACTIVE = None
         pool.close(end=bool(stop))
+
+
+def end_kept() -> None:
+    """A stop that came after a trial's seeds were done (while it concluded or recorded, its starters already
+    left waiting for the next trial): ask each of them to end; one ends once its other runners, if any, have
+    left. A trial stopped by a signal leaves no process, whenever the signal came."""
+    while _KEPT:
+        address = _KEPT.pop()
+        with contextlib.suppress(OSError), socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET) as sock:
+            sock.settimeout(2.0)
+            sock.connect(address)  # refused: it has ended already
+            sock.recv(MAX_MESSAGE)  # its greeting: it has taken this runner on
+            send(sock, {"end": True})
 
 
 def fork(launch: Launch, ready_timeout_s: float, give_up: Callable[[], bool]) -> WarmChild | None:
