@@ -253,8 +253,9 @@ def evaluate(
     weights = Path(weights)
     spec = load_eval_spec(spec_path, split)
     on = resolve_device(device)
+    using = resolve_engine(engine, on)
     torch.manual_seed(0)
-    if resolve_engine(engine, on) == "vllm":
+    if using == "vllm":
         generator: HFGenerator | VLLMGenerator = VLLMGenerator(weights, base_model, on)
     else:
         generator = HFGenerator(weights, base_model, on)
@@ -284,8 +285,8 @@ def evaluate(
         "seconds": round(time.perf_counter() - start, 2),
         "num_samples": num_samples,
         "eval_spec_hash": eval_spec_hash(spec, all_examples),
-        "engine": engine,
-        "device": device,
+        "engine": using,  # as resolved: "auto" became hf or vllm, cpu or cuda
+        "device": on,
     }
 
 

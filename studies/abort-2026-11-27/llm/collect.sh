@@ -12,7 +12,7 @@ set -euo pipefail
 commit=$1; dir=$(realpath -m "$2"); rounds=${3:-20}
 here=$(cd "$(dirname "$0")" && pwd)
 mkdir -p "$dir"
-[ -d "$dir/clone" ] || git clone -q "$here/../../../.." "$dir/clone"
+[ -d "$dir/clone" ] || git clone -q "$here/../../.." "$dir/clone"
 cd "$dir/clone"
 git checkout -q "$commit"
 for p in b c d; do cp "$here/$p.toml" "$dir/$p.toml"; done
