@@ -123,9 +123,12 @@ def along_scores(track: Any, seed_dir: Path) -> dict[str, float]:
     return out
 
 
-def seed_records(row: LedgerRow, runs: Path, track: Any) -> tuple[list[dict[str, Any]], list[str]]:
+def seed_records(
+    row: LedgerRow, runs: Path, track: Any, max_wait: float | None = None
+) -> tuple[list[dict[str, Any]], list[str]]:
     """A trial's seeds run to the end, as pool-file lines (without `pool` and `seed`), and notes on those left
-    out. The ledger's `seeds` lists them by position: seed-<k> is the k-th (result.conclude sorts them)."""
+    out: also a seed whose cpu_wait_share is above `max_wait` (it shared the machine: a wall-clock budget
+    bought it less training). The ledger's `seeds` lists them by position: seed-<k> is the k-th."""
     from autorl.record.outcome import SeedOutcome
 
     run_dir, out, notes = runs / row.run_id, [], []
@@ -135,6 +138,12 @@ def seed_records(row: LedgerRow, runs: Path, track: Any) -> tuple[list[dict[str,
         outcome = SeedOutcome.read(seed_dir)
         if outcome.seed is not None and outcome.seed != seed:
             raise SystemExit(f"{seed_dir}: outcome.json says seed {outcome.seed}, the ledger's seeds {seed}")
+        wait = outcome.cpu_wait_share
+        if max_wait is not None and wait is not None and wait > max_wait:
+            notes.append(
+                f"{row.run_id} seed-{k}: left out, cpu_wait_share {wait} > {max_wait} (a busy machine)"
+            )
+            continue
         rows = own_rows(seed_dir)
         if rows is None:
             pooled = pooled_rows(row, runs) if pooled is None else pooled
@@ -176,7 +185,7 @@ def export(args: argparse.Namespace) -> None:
             context = {k: format_cell(k, getattr(mine[0], k)) for k in CONTEXT_KEYS}  # the ledger's cells
             header |= {"fractions": list(track.rungs), "context": context}
             f.write(json.dumps(header) + "\n")
-            found = [seed_records(row, args.root / "runs", track) for row in mine]
+            found = [seed_records(row, args.root / "runs", track, args.max_cpu_wait) for row in mine]
             seeds, notes = [s for got, _ in found for s in got], [n for _, said in found for n in said]
             for k, seed in enumerate(seeds):
                 f.write(json.dumps({"pool": name, "seed": k, **seed}) + "\n")
@@ -598,6 +607,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any] | None:
     ex.add_argument("--pool", action="append", required=True, metavar="NAME=DESCRIPTION_PREFIX")
     ex.add_argument("--track", choices=("llm", "classic"), required=True)
     ex.add_argument("--out", type=Path, required=True)
+    ex.add_argument(
+        "--max-cpu-wait", type=float, default=None, help="leave out seeds whose cpu_wait_share is above this"
+    )
     an = sub.add_parser("analyze", help="pairs decided without the abort and with it at each margin")
     an.add_argument("--pool-file", type=Path, required=True)
     an.add_argument("--reference", required=True, help="the pool references (and A/A candidates) come from")

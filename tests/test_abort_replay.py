@@ -242,7 +242,7 @@ def test_lucky_references_and_the_report_files(pool_file, tmp_path):
     assert png.read_bytes()[:4] == b"\x89PNG"
 
 
-def test_export_reads_the_ledger_and_the_seed_directories(tmp_path):
+def test_export_reads_the_ledger_and_the_seed_directories(tmp_path, capsys):
     """seed-<k> is the k-th seed of the ledger's `seeds`; a seed without its own eval.jsonl takes its rows
     from the run's eval.jsonl (checked against the row's hash); rungs are the curve cut at the fractions."""
     root, run = tmp_path, "20261201-000000-abc"
@@ -268,6 +268,14 @@ def test_export_reads_the_ledger_and_the_seed_directories(tmp_path):
     assert [s.rungs for s in pool.seeds] == [{1: 0.4, 2: 0.4}, {1: 0.2, 2: 0.2}]
     assert [s.training_seconds for s in pool.seeds] == [90.0, 91.0]
     assert [s.overhead_seconds for s in pool.seeds] == [7.0, 7.0]  # start-up + the eval seconds' share
+    # a seed that shared the machine (its CPU wait above --max-cpu-wait) is left out, and said so
+    SeedOutcome(seed=501, training_seconds=91.0, startup_seconds=4.0, cpu_wait_share=0.2).write(
+        root / "runs" / run / "seed-1"
+    )
+    argv = ["export", "--root", str(root), "--pool", "A=pool A", "--track", "classic", "--out", str(out)]
+    ar.main([*argv, "--max-cpu-wait", "0.1"])
+    assert [s.rows for s in ar.read_pool_file(out)["A"].seeds] == rows[:1]
+    assert "seed-1: left out, cpu_wait_share 0.2 > 0.1 (a busy machine)" in capsys.readouterr().out
 
 
 def test_export_takes_an_llm_seeds_rungs_from_rungs_jsonl_else_from_its_snapshots(tmp_path):
