@@ -8,7 +8,7 @@ cd "$(dirname "$0")/../../.."
 out=studies/abort-2026-11-27/llm
 replay=(python3 -m uv run --no-sync python scripts/abort_replay.py)
 [ -f $out/llm-pools.jsonl.gz ] || "${replay[@]}" export --root "${1:?the collect.sh clone}" --track llm \
-  --pool A="pool A" --pool B="pool B" --pool C="pool C" --pool D="pool D" --max-cpu-wait 0.1 \
+  --pool A="pool A" --pool B="pool B" --pool C="pool C" --pool D="pool D" --max-cpu-wait 0.05 \
   --out $out/llm-pools.jsonl.gz
 for rungs in 1,2 2; do
   "${replay[@]}" analyze --pool-file $out/llm-pools.jsonl.gz --track llm --reference A \
