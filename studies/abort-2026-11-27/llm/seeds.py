@@ -14,8 +14,9 @@ from autorl.record import rungs, stats
 from autorl.record.ledger import Ledger
 from autorl.record.outcome import SeedOutcome
 
-# cpu_wait_share above this: the seed shared the machine (quiet seeds 0.019-0.033; one at 0.082 trained 9% fewer
-# steps than its quiet twin in the same trial; the first attempt's, beside tests, 0.17-0.73 and half the steps)
+# cpu_wait_share above this: the seed shared the machine (quiet seeds 0.019-0.033; one at 0.082 trained
+# 9% fewer steps than its quiet twin in the same trial; the first attempt's, beside tests, 0.17-0.73 and
+# half the steps)
 BUSY = 0.05
 COLUMNS = (
     "run_id description seed_dir status steps training_seconds cpu_wait_share rung_25 rung_50 eval_score"
