@@ -39,7 +39,7 @@ from autorl.io import atomic, paths
 from autorl.io.harness import commit_short, harness_hash
 from autorl.io.jsonl import eval_rows_problem, read_jsonl
 from autorl.io.tomlcheck import ConfigError
-from autorl.record import claims, events, wandb_log
+from autorl.record import claims
 from autorl.record.context import ResearchContext, is_quick
 from autorl.record.row import AGENT_VAR, LedgerRow
 
@@ -397,6 +397,8 @@ def record(result, ledger, failure: str = "") -> None:
             "with `uv run autorl ledger append`:\n" + row_json
         )
         say(f"results.tsv NOT updated: {exc}\n  {where}")
+    from autorl.record import events, wandb_log  # here: a refusal before training stays light
+
     events.write_quietly(run_dir, result.ctx.description, say)  # the seeds' curves for TensorBoard
     wandb_log.write_quietly(run_dir, LedgerRow.from_json(row), say)  # and for W&B, when asked
     print_summary(result.summary_lines(), run_dir)
