@@ -22,7 +22,6 @@ from typing import Any
 from autorl.io import inputs
 from autorl.io.jsonl import read_jsonl
 from autorl.io.tomlcheck import flatten
-from autorl.record.events import MAX_POINTS, final_scores, thinned
 from autorl.record.row import LedgerRow
 
 ON_VAR, PROJECT_VAR, DEFAULT_PROJECT = "AUTORL_WANDB", "AUTORL_WANDB_PROJECT", "autorl"
@@ -64,6 +63,8 @@ def write_quietly(run_dir: Path, row: LedgerRow, say: Callable[[str], None]) -> 
 def write_run(run_dir: Path, row: LedgerRow) -> int:
     """The W&B runs of the trial `row` recorded in `run_dir` (its seeds', then its own); how many."""
     import wandb
+
+    from autorl.record.events import MAX_POINTS, final_scores, thinned
 
     config = {k: v for k, v in flatten(inputs.read_toml(run_dir / "config.toml")).items()}
     group = f"{row.track} {row.eval_hash[:8]} {row.harness_hash[:8]} {row.budget or 0:g}s"
