@@ -95,7 +95,7 @@ def figure(rows: Sequence[LedgerRow]) -> Figure:
             label="best kept",
             zorder=1,
         )
-    failed = [(x, r) for x, r in zip(xs, rows, strict=True) if r.status != "ok" or r.eval_score is None]
+    failed = [(x, r) for x, r in zip(xs, rows, strict=True) if not r.scored]
     if failed:
         y0 = min([s for _, s, _ in ok], default=0.0)
         y1 = max([s for _, s, _ in ok], default=1.0)

@@ -192,8 +192,7 @@ def suggest(trial: optuna.Trial, params: list[Param]) -> dict[str, Any]:
             low, high = p.bounds
             values[p.name] = trial.suggest_int(p.name, int(low), int(high), step=p.step or 1, log=p.log)
         else:
-            low, high = p.bounds
-            values[p.name] = trial.suggest_float(p.name, float(low), float(high), log=p.log)
+            values[p.name] = trial.suggest_float(p.name, *map(float, p.bounds), log=p.log)
     for p in params:
         if p.multiple_of is not None:
             m = int(values[p.multiple_of])
@@ -241,7 +240,8 @@ def current_values(text: str, params: list[Param]) -> dict[str, Any]:
         if p.kind == "categorical" and node in p.choices:
             out[p.name] = node
         elif p.kind != "categorical" and isinstance(node, (int, float)) and not isinstance(node, bool):
-            if p.bounds[0] <= node <= p.bounds[1]:
+            low, high = p.bounds
+            if low <= node <= high:
                 out[p.name] = node
     return out
 

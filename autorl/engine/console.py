@@ -8,6 +8,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from autorl.engine import warm
 from autorl.engine.process import Stop
 from autorl.engine.seed import SeedResult
 from autorl.io import atomic
@@ -47,7 +48,9 @@ def report_seed(result: SeedResult) -> None:
 
 
 class Signals:
-    """SIGINT/SIGTERM during a trial: the first stops it gracefully, a second kills every child at once."""
+    """SIGINT/SIGTERM during a trial: the first stops it gracefully, a second kills every child at once. On
+    the way out of a stopped run, the warm starters its seeds left kept for the next run end too, whenever
+    the signal came (warm.end_kept: one that came after the seeds finished found them kept already)."""
 
     def __init__(self, stop: Stop) -> None:
         self.stop = stop
@@ -74,5 +77,7 @@ class Signals:
             print(f"\n[trial] {name} again: killing every process of the trial", file=sys.stderr, flush=True)
 
     def __exit__(self, *exc: object) -> None:
+        if self.stop:
+            warm.end_kept()
         for sig, handler in self.previous.items():
             signal.signal(sig, handler)

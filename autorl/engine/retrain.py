@@ -9,14 +9,17 @@ slots (or as Ray tasks with `ray`), as a trial's seeds run, with a trial's signa
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from autorl.engine import warm
-from autorl.engine.backend import TrialConfig
+from autorl.engine.backend import Backend, TrialConfig
 from autorl.engine.seed import SeedResult
 from autorl.engine.track import Track
 from autorl.io import paths
 from autorl.record.row import LedgerRow
+
+if TYPE_CHECKING:
+    from autorl.engine.slots import Plan
 
 
 class RetrainError(Exception):
@@ -51,7 +54,7 @@ def same_harness(row: LedgerRow, what: str) -> None:
         )
 
 
-def retrain_plan(backend: Any, cfg: TrialConfig, budget: float, seeds: int, ray: str | None) -> Any:
+def retrain_plan(backend: Backend, cfg: TrialConfig, budget: float, seeds: int, ray: str | None) -> Plan:
     """The slot plan (autorl.engine.slots.Plan) of `seeds` seeds at `budget`: the machine's, or Ray's."""
     from autorl.engine.slots import plan
 
@@ -87,6 +90,4 @@ def run_jobs(
         except ConfigError as exc:
             raise RetrainError(str(exc)) from None
         results, _ = run_ray(cluster, run) if cluster is not None else run_local(run, view)
-    if stop:
-        warm.end_kept()  # a signal after the seeds ended: their starters, kept, end too
     return None if stop else results

@@ -92,7 +92,6 @@ def run_trial(setup: Setup) -> int:
             shutil.rmtree(ctx.run_dir, ignore_errors=True)
             return invalid(str(exc))
     if stop:
-        warm.end_kept()  # the signal may have come after the seeds' starters were kept for the next trial
         return EXIT_SIGNAL.get(signal.Signals(stop.signum or signal.SIGINT), 130)
     return EXIT_OK if result.status == "ok" else EXIT_CRASH
 

@@ -115,8 +115,9 @@ class LedgerRow:
         """Per-training-seed eval_scores; a one-seed row without seed_scores gives [eval_score]."""
         if self.seed_scores:
             return list(self.seed_scores.values())
-        one = self.eval_score is not None and len(self.seed_list) <= 1
-        return [self.eval_score] if one and self.eval_score is not None else []
+        if self.eval_score is not None and len(self.seed_list) <= 1:
+            return [self.eval_score]
+        return []
 
     @property
     def scored(self) -> bool:
