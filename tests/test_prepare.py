@@ -122,3 +122,34 @@ def test_prepare_installs_the_shipped_model_without_a_warm_start(
     shutil.rmtree(installed)
     with pytest.raises(prep.PrepareError, match="git checkout models/"):
         prep.prepare(tmp_path / "train.toml")
+
+
+def test_the_bytecode_is_written_once_where_python_writes_none(tmp_path: Path, monkeypatch) -> None:
+    """Where PYTHONDONTWRITEBYTECODE is set and torch has no bytecode, prepare's first step compiles the
+    environment's packages (here a stand-in site-packages holding a `torch` package); then it is a no-op."""
+    import importlib.util
+    import sys
+    import sysconfig
+    from types import SimpleNamespace
+
+    from autorl.io import bytecode
+
+    site = tmp_path / "site-packages"
+    (site / "torch").mkdir(parents=True)
+    init = site / "torch" / "__init__.py"
+    init.write_text("X = 1\n")
+    monkeypatch.setattr(sysconfig, "get_paths", lambda: {"purelib": str(site)})
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name: SimpleNamespace(origin=str(init)))
+    said: list[str] = []
+    monkeypatch.setattr(sys, "dont_write_bytecode", False)
+    bytecode.compile_once(said.append)  # Python writes its own bytecode: nothing to do
+    assert said == [] and not Path(importlib.util.cache_from_source(str(init))).exists()
+
+    monkeypatch.setattr(sys, "dont_write_bytecode", True)
+    assert bytecode.missing()
+    bytecode.compile_once(said.append)
+    assert len(said) == 1 and "PYTHONDONTWRITEBYTECODE" in said[0]
+    assert Path(importlib.util.cache_from_source(str(init))).exists()
+    assert not bytecode.missing()
+    bytecode.compile_once(said.append)
+    assert len(said) == 1

@@ -10,7 +10,7 @@ import os
 import sys
 from pathlib import Path
 
-from autorl.io import paths
+from autorl.io import bytecode, paths
 from autorl.io.machine import Machine, inspect, save_machine
 from autorl.io.tomlcheck import ConfigError
 from autorl.llm.config import load_train_config
@@ -118,6 +118,7 @@ def find_prime_rl(explicit: str | None) -> dict | None:
 
 def prepare(config: Path, prime_rl_dir: str | None = None, skip_model: bool = False) -> Machine:
     say(f"python {sys.version.split()[0]}, repo {paths.repo_root()}")
+    bytecode.compile_once(say)
     prime_rl = find_prime_rl(prime_rl_dir or os.environ.get("PRIME_RL_DIR"))
     if prime_rl_dir and prime_rl is None:  # asked for by name: not a fallback to the embedded backend
         raise ConfigError(
