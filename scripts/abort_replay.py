@@ -244,6 +244,22 @@ def read_pool_file(path: Path) -> dict[str, Pool]:
     return {name: Pool(name, headers.get(name, {}), seeds.get(name, [])) for name in {**headers, **seeds}}
 
 
+def read_pool_files(paths: list[Path]) -> dict[str, Pool]:
+    """The pools of several export files, a pool named in more than one the union of its seeds (of one
+    config: the same name with another config_hash is refused)."""
+    pools: dict[str, Pool] = {}
+    for path in paths:
+        for name, pool in read_pool_file(path).items():
+            if (had := pools.get(name)) is None:
+                pools[name] = pool
+                continue
+            if had.header.get("config_hash") != pool.header.get("config_hash"):
+                raise SystemExit(f"pool {name}: another config in {path} than in the files before it")
+            had.seeds += pool.seeds
+            had.header["run_ids"] = [*had.header.get("run_ids", []), *pool.header.get("run_ids", [])]
+    return pools
+
+
 def pool_means(pool: Pool, fractions: tuple[float, ...]) -> str:
     """The pool's mean score at each rung and at the end, over its seeds (sd in brackets)."""
     parts = []
@@ -557,7 +573,8 @@ def replay(args: argparse.Namespace, pools: dict[str, Pool], s: Setting, n: int)
 def check_pools(args: argparse.Namespace, pools: dict[str, Pool], n: int) -> None:
     for name in [args.reference, *args.candidates]:
         if name not in pools:
-            raise SystemExit(f"no pool {name!r} in {args.pool_file} (it has {sorted(pools)})")
+            files = ", ".join(map(str, args.pool_file))
+            raise SystemExit(f"no pool {name!r} in {files} (they have {sorted(pools)})")
         if (track := pools[name].header.get("track")) not in (None, args.track):
             raise SystemExit(f"pool {name} is of the {track} track, not {args.track}")
         if len(pools[name].seeds) < n * (2 if name == args.reference else 1):
@@ -568,7 +585,7 @@ def analyze(args: argparse.Namespace) -> dict[str, Any]:
     from autorl.engine.track import get_track
 
     t0, track = time.monotonic(), get_track(args.track)
-    pools, n = read_pool_file(args.pool_file), args.seeds or track.default_seeds
+    pools, n = read_pool_files(args.pool_file), args.seeds or track.default_seeds
     check_pools(args, pools, n)
     margins = tuple(float(m) for m in args.margins.split(",") if m.strip())
     judged = (
@@ -611,7 +628,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any] | None:
         "--max-cpu-wait", type=float, default=None, help="leave out seeds whose cpu_wait_share is above this"
     )
     an = sub.add_parser("analyze", help="pairs decided without the abort and with it at each margin")
-    an.add_argument("--pool-file", type=Path, required=True)
+    an.add_argument("--pool-file", type=Path, action="append", required=True, help="an export (repeatable)")
     an.add_argument("--reference", required=True, help="the pool references (and A/A candidates) come from")
     an.add_argument("--candidates", nargs="*", default=[], help="pools of candidate seeds (A/B pairs)")
     an.add_argument("--track", choices=("llm", "classic"), required=True)

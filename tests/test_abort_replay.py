@@ -312,3 +312,22 @@ def test_export_takes_an_llm_seeds_rungs_from_rungs_jsonl_else_from_its_snapshot
     assert [s.rungs for s in pool.seeds] == [{1: 0.1, 2: 0.2}, {1: 0.2}]  # a failed snapshot: no score there
     assert pool.seeds[0].rows == [{k: r[k] for k in ("env", "example_id", "sample", "score")} for r in rows]
     assert [s.overhead_seconds for s in pool.seeds] == [30.0, 30.0]  # the ledger recorded no eval seconds
+
+
+def test_pools_split_over_two_exports_merge_by_name_and_another_config_is_refused(pool_file, tmp_path):
+    """A pool collected in two clones (two exports) is read as one: its seeds in order, its run ids joined;
+    a pool of the same name whose config differs is refused rather than mixed."""
+    whole = ar.read_pool_file(pool_file)
+    a = [s.rows for s in whole["A"].seeds]
+    first = write_pools(tmp_path / "1.jsonl.gz", {"A": a[:25], "L": [s.rows for s in whole["L"].seeds]})
+    second = write_pools(tmp_path / "2.jsonl.gz", {"A": a[25:]})
+    merged = ar.read_pool_files([first, second])
+    assert [s.rows for s in merged["A"].seeds] == a and len(merged["L"].seeds) == len(whole["L"].seeds)
+    assert [s.rungs for s in merged["A"].seeds] == [s.rungs for s in whole["A"].seeds]
+    other = write_pools(tmp_path / "3.jsonl.gz", {"B": a[25:]})
+    with gzip.open(other, "rt") as f:
+        text = f.read().replace('"pool": "B"', '"pool": "A"')
+    with gzip.open(other, "wt") as f:
+        f.write(text)  # pool A again, with config_hash "B": another config under the same name
+    with pytest.raises(SystemExit, match="pool A: another config"):
+        ar.read_pool_files([first, other])

@@ -37,6 +37,7 @@ from autorl.llm.embedded.backend import (
     latest_weights,
 )
 from autorl.llm.embedded.generation import HFSampler
+from autorl.llm.embedded.logprobs import completion_logprobs
 from autorl.llm.embedded.train import Sample, Trainer
 
 # ---------------------------------------------------------------------------------------------- fixtures
@@ -181,7 +182,7 @@ def test_trainer_divides_logits_by_the_sample_temperature(tiny_model, tmp_path):
     for temperature in (0.7, 1.5):
         s = Sample(prompt, completion, [0.0] * 3, 1.0, 1.0, temperature, 0, "count", False)
         with torch.no_grad():
-            logpi, *_ = trainer._forward_logprobs([(s, 3)])
+            logpi, *_ = completion_logprobs(trainer.model, [(s, 3)], trainer.pad_id, trainer.device)
         expected = torch.log_softmax(logits / temperature, -1).gather(-1, torch.tensor(completion)[:, None])[
             :, 0
         ]
@@ -492,7 +493,7 @@ def test_shared_prompt_forward_equals_a_full_forward_per_row(tiny_model, tmp_pat
     trainer = make_trainer(tiny_model, tmp_path)
     batch = trainer.sample_batch()
     rows = [(s, len(s.completion_ids)) for s in batch]
-    logpi, _, _, mask = trainer._forward_logprobs(rows)
+    logpi, _, _, mask = completion_logprobs(trainer.model, rows, trainer.pad_id, trainer.device)
     logpi[mask].sum().backward()
     shared_grads = [p.grad.clone() for p in trainer.model.parameters()]
     trainer.model.zero_grad()

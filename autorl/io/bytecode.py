@@ -10,6 +10,7 @@ import compileall
 import importlib.util
 import sys
 import sysconfig
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 
@@ -30,4 +31,6 @@ def compile_once(say: Callable[[str], None]) -> None:
         return
     site = sysconfig.get_paths()["purelib"]
     say(f"PYTHONDONTWRITEBYTECODE is set and {site} has no bytecode: writing it once (~30 s on 2 cores)")
-    compileall.compile_dir(site, quiet=1, workers=0)
+    with warnings.catch_warnings():  # packages' own SyntaxWarnings and test files for newer Pythons: not ours
+        warnings.simplefilter("ignore")
+        compileall.compile_dir(site, quiet=2, workers=0)

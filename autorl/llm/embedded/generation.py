@@ -84,34 +84,39 @@ def dedupe(seqs: Sequence[Sequence[int]]) -> tuple[list[list[int]], list[int]]:
 
 
 def shared_prefill(
-    model: torch.nn.Module, prompts: Sequence[Sequence[int]], pad_id: int, device: torch.device
+    model: torch.nn.Module,
+    prompts: Sequence[Sequence[int]],
+    pad_id: int,
+    device: torch.device,
+    hidden: bool = False,
 ) -> tuple[Tensor, object, Tensor, Tensor]:
     """Run each distinct prompt once and fan its KV cache out to every row that uses it.
 
     A GRPO batch holds ``group_size`` copies of each prompt, so this divides the prompt compute by the group
     size, for sampling and for the trainer's forward alike (gradients flow back through the fan-out into the
     one prompt forward: the result equals a full forward per row up to float rounding).
-    Returns (logits at each row's last prompt position [R, V], the cache, the rows' prompt mask [R, P],
-    the rows' prompt lengths [R]).
+    Returns (logits at each row's last prompt position [R, V], or with ``hidden`` the decoder's hidden state
+    there [R, H] (no LM head run), the cache, the rows' prompt mask [R, P], the rows' prompt lengths [R]).
     """
     from transformers import DynamicCache
 
     unique, rows = dedupe(prompts)
     ids, mask = left_pad(unique, pad_id, device)
     cache = DynamicCache(config=model.config)  # type: ignore[arg-type]  # a PreTrainedModel's config
-    out = model(
-        input_ids=ids,
-        attention_mask=mask.long(),
-        position_ids=positions(mask),
-        past_key_values=cache,
-        use_cache=True,
-        logits_to_keep=1,
-    )
+    inputs = {"input_ids": ids, "attention_mask": mask.long(), "position_ids": positions(mask)}
+    if hidden:
+        last = model.get_decoder()(**inputs, past_key_values=cache, use_cache=True).last_hidden_state  # type: ignore[operator]
+    else:
+        last = model(**inputs, past_key_values=cache, use_cache=True, logits_to_keep=1).logits
     row_index = torch.tensor(rows, dtype=torch.long, device=device)
     if len(unique) != len(rows) or rows != list(range(len(rows))):
         cache.batch_select_indices(row_index)
     row_mask = mask[row_index]
-    return out.logits[:, -1][row_index], cache, row_mask, row_mask.long().sum(-1)
+    return last[:, -1][row_index], cache, row_mask, row_mask.long().sum(-1)
+
+
+# One decode step: the tokens just sampled [B, 1], their index t among the new ones -> the next logits [B, V]
+Decode = Callable[[Tensor, int], Tensor]
 
 
 class HFSampler:
@@ -124,6 +129,28 @@ class HFSampler:
 
     def sync_weights(self, model: torch.nn.Module) -> None:
         """Nothing to do: sampling uses the training model itself."""
+
+    def start(
+        self, prompts: Sequence[Sequence[int]], max_new_tokens: int, device: torch.device
+    ) -> tuple[Tensor, Decode, Tensor]:
+        """The prompts' prefill: (the logits that predict new token 0 [B, V], the decode step, the prompt
+        mask [B, P]). Here a ``DynamicCache`` that grows by a token a step."""
+        logits, cache, prompt_mask, prompt_lens = shared_prefill(self.model, prompts, self.pad_id, device)
+        attn, next_pos = prompt_mask.long(), prompt_lens.unsqueeze(-1)
+
+        def decode(tok: Tensor, t: int) -> Tensor:
+            nonlocal attn
+            attn = torch.cat([attn, torch.ones((attn.shape[0], 1), dtype=attn.dtype, device=device)], dim=1)
+            out = self.model(
+                input_ids=tok,
+                attention_mask=attn,
+                position_ids=next_pos + t,
+                past_key_values=cache,
+                use_cache=True,
+            )
+            return out.logits[:, -1]
+
+        return logits, decode, prompt_mask
 
     @torch.no_grad()
     def sample(
@@ -142,10 +169,8 @@ class HFSampler:
         try:
             batch = len(prompts)
             eos = self.eos_ids.to(device)
-            logits, cache, prompt_mask, prompt_lens = shared_prefill(model, prompts, self.pad_id, device)
+            logits, decode, prompt_mask = self.start(prompts, max_new_tokens, device)
             prompt_ids, _ = left_pad(prompts, self.pad_id, device)
-            attn = prompt_mask.long()
-            next_pos = prompt_lens.unsqueeze(-1)
             tokens = torch.full((batch, max_new_tokens), self.pad_id, dtype=torch.long, device=device)
             logps = torch.zeros((batch, max_new_tokens), dtype=torch.float32, device=device)
             sampled = torch.zeros((batch, max_new_tokens), dtype=torch.bool, device=device)
@@ -164,16 +189,7 @@ class HFSampler:
                 steps = t + 1
                 if bool(finished.all()) or t == max_new_tokens - 1:
                     break
-                attn = torch.cat([attn, torch.ones((batch, 1), dtype=attn.dtype, device=device)], dim=1)
-                out = model(
-                    input_ids=tokens[:, t : t + 1],
-                    attention_mask=attn,
-                    position_ids=next_pos,
-                    past_key_values=cache,
-                    use_cache=True,
-                )
-                logits = out.logits[:, -1]
-                next_pos = next_pos + 1
+                logits = decode(tokens[:, t : t + 1], t)
             last = sampled[:, :steps].long().sum(-1) - 1
             ended_with_eos = torch.isin(tokens[torch.arange(batch, device=device), last.clamp(min=0)], eos)
             return Rollouts(

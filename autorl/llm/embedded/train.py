@@ -76,7 +76,8 @@ from autorl.io.machine import own_cpu_ids, peak_rss_gb
 from autorl.llm.embedded import grpo
 from autorl.llm.embedded.backend import COMPLETE_MARKER, EmbeddedChildArgs, RunSpec, snapshot_dir
 from autorl.llm.embedded.batches import Batches, BatchPlan, Sample, default_env_loader
-from autorl.llm.embedded.generation import HFSampler, VLLMSampler, shared_prefill, vllm_available
+from autorl.llm.embedded.generation import HFSampler, VLLMSampler, vllm_available
+from autorl.llm.embedded.logprobs import completion_logprobs
 from autorl.llm.embedded.sampler_process import ProcessSampler
 from autorl.llm.embedded.scheduler import build_scheduler
 from autorl.llm.embedded.slots import CPU_MICRO_BATCH_TOKENS, GPU_MICRO_BATCH_TOKENS, SMALL_MODEL_PARAMS
@@ -298,46 +299,6 @@ class Trainer:
             chunks.append(current)
         return chunks
 
-    def _forward_logprobs(self, rows: list[tuple[Sample, int]]) -> tuple[torch.Tensor, ...]:
-        """Trainer logprobs of the kept completion tokens, from ``log_softmax(logits / T)``.
-
-        Each distinct prompt is run once and its KV cache fanned out to its rows (shared_prefill); the
-        completions then run in one forward on top of it. Same values as a full forward per row.
-        """
-        dev = self.device
-        width = max(1, max(keep for _, keep in rows))
-        comp = torch.full((len(rows), width), self.pad_id, dtype=torch.long)
-        mask = torch.zeros((len(rows), width), dtype=torch.bool)
-        logmu = torch.zeros((len(rows), width), dtype=torch.float32)
-        for i, (s, keep) in enumerate(rows):
-            comp[i, :keep] = torch.tensor(s.completion_ids[:keep], dtype=torch.long)
-            mask[i, :keep] = True
-            logmu[i, :keep] = torch.tensor(s.logprobs[:keep], dtype=torch.float32)
-        comp, mask, logmu = comp.to(dev), mask.to(dev), logmu.to(dev)
-        temps = torch.tensor([s.temperature for s, _ in rows], dtype=torch.float32, device=dev)
-        adv = torch.tensor([s.advantage for s, _ in rows], dtype=torch.float32, device=dev)
-
-        with self._autocast():
-            first, cache, prompt_mask, prompt_lens = shared_prefill(
-                self.model, [s.prompt_ids for s, _ in rows], self.pad_id, dev
-            )
-            logits = first.unsqueeze(1)  # predicts completion token 0
-            if width > 1:
-                # Completion tokens 0..width-2 predict tokens 1..width-1.
-                attn = torch.cat([prompt_mask, mask[:, :-1]], dim=1).long()
-                pos = prompt_lens.unsqueeze(-1) + torch.arange(width - 1, device=dev)
-                out = self.model(
-                    input_ids=comp[:, :-1],
-                    attention_mask=attn,
-                    position_ids=pos,
-                    past_key_values=cache,
-                    use_cache=True,
-                )
-                logits = torch.cat([logits, out.logits], dim=1)
-        logits = logits.float() / temps[:, None, None]
-        logpi = logits.gather(-1, comp.unsqueeze(-1)).squeeze(-1) - torch.logsumexp(logits, dim=-1)
-        return logpi, logmu, adv, mask
-
     def train_step(self, batch: list[Sample]) -> dict[str, Any] | None:
         """One optimizer step on ``batch``; None when a stop request arrived before the update.
 
@@ -363,7 +324,9 @@ class Trainer:
             if self.stop_requested:
                 self.optimizer.zero_grad(set_to_none=True)
                 return None
-            logpi, logmu, adv, mask = self._forward_logprobs(chunk)
+            logpi, logmu, adv, mask = completion_logprobs(
+                self.model, chunk, self.pad_id, self.device, self._autocast()
+            )
             loss_sum, m = grpo.token_loss(logpi, logmu, adv, mask, spec.loss)
             loss = grpo.step_loss_share(loss_sum, num_rl_tokens)  # global token mean over the step batch
             loss.backward()

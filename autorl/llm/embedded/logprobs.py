@@ -1,0 +1,150 @@
+"""The trainer's log-probs of the sampled completion tokens, ``log_softmax(logits / T)`` at each token,
+without a full-vocabulary fp32 copy of a micro-batch's logits.
+
+The plain way (``completion_logprobs(..., chunk_bytes=None)``: the model's logits for every position, made
+fp32, divided by T, then ``logsumexp``) holds several [rows, positions, vocab] tensors at once, and autograd
+keeps them for the backward: on the Qwen3-0.6B shape (vocab 151,936) that is most of a training step's peak.
+The chunked way takes the decoder's hidden states at the RL tokens only (``mask``) and applies the LM head a
+chunk of tokens at a time in ``ChunkedLogprob``, which keeps only each token's log-normaliser and recomputes a
+chunk's logits in the backward (as prime-rl's trainer does with its chunked LM head; and as a fused linear
+cross-entropy does). The loss and its gradient are the plain way's up to float rounding
+(tests/test_logprobs.py). It applies where the head is a plain linear layer with no bias, no scale and no
+soft-capping (``plain_head``); other models take the plain way.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any
+
+import torch
+from torch import Tensor
+
+from autorl.llm.embedded.batches import Sample
+from autorl.llm.embedded.generation import shared_prefill
+
+# A chunk's fp32 logits are at most this many bytes (its tokens x vocab x 4); 32 MiB is 55 tokens of the
+# Qwen3-0.6B shape's vocab, the whole micro-batch of the shipped tiny model.
+CHUNK_BYTES = 32 * 2**20
+HEAD_CHANGERS = ("final_logit_softcapping", "logit_scale")  # config keys that change logits after the head
+
+
+def plain_head(model: torch.nn.Module) -> torch.nn.Linear | None:
+    """The model's LM head when its logits are exactly ``hidden @ head.weight.T`` (and its decoder is
+    reachable as ``get_decoder()``); None otherwise."""
+    get_head = getattr(model, "get_output_embeddings", None)
+    head = get_head() if callable(get_head) else None
+    config = getattr(model, "config", None)
+    scaled = any(getattr(config, k, None) not in (None, 1.0) for k in HEAD_CHANGERS)
+    if not isinstance(head, torch.nn.Linear) or head.bias is not None or scaled:
+        return None
+    return head if hasattr(model, "get_decoder") else None
+
+
+def _logits(hidden: Tensor, weight: Tensor, inv_temp: Tensor) -> Tensor:
+    """A chunk's logits over T, in fp32 at least, from its hidden states (the matmul in their dtype, as
+    autocast does)."""
+    z = torch.nn.functional.linear(hidden, weight.to(hidden.dtype))
+    return z.to(torch.promote_types(z.dtype, torch.float32)) * inv_temp[:, None]
+
+
+class ChunkedLogprob(torch.autograd.Function):
+    """``log_softmax(hidden @ weight.T / T)[target]`` per token, a chunk of tokens at a time; the backward
+    recomputes each chunk's logits from the saved hidden states and log-normalisers."""
+
+    @staticmethod
+    def forward(
+        ctx: Any, hidden: Tensor, weight: Tensor, target: Tensor, inv_temp: Tensor, chunk: int
+    ) -> Tensor:
+        wide = torch.promote_types(hidden.dtype, torch.float32)
+        out = torch.empty(hidden.shape[0], dtype=wide, device=hidden.device)
+        lse = torch.empty_like(out)
+        for s in range(0, hidden.shape[0], chunk):
+            z = _logits(hidden[s : s + chunk], weight, inv_temp[s : s + chunk])
+            lse[s : s + chunk] = torch.logsumexp(z, dim=-1)
+            out[s : s + chunk] = z.gather(-1, target[s : s + chunk, None])[:, 0] - lse[s : s + chunk]
+        ctx.save_for_backward(hidden, weight, target, inv_temp, lse)
+        ctx.chunk = chunk
+        return out
+
+    @staticmethod
+    def backward(ctx: Any, grad: Tensor) -> tuple[Tensor | None, ...]:
+        hidden, weight, target, inv_temp, lse = ctx.saved_tensors
+        need_h, need_w = ctx.needs_input_grad[:2]
+        grad_h = torch.empty_like(hidden) if need_h else None
+        wide = torch.promote_types(weight.dtype, torch.float32)
+        grad_w = torch.zeros(weight.shape, dtype=wide, device=weight.device) if need_w else None
+        w = weight.to(hidden.dtype)
+        for s in range(0, hidden.shape[0], ctx.chunk):
+            h, t, it = hidden[s : s + ctx.chunk], target[s : s + ctx.chunk], inv_temp[s : s + ctx.chunk]
+            # d logp / d z = onehot(target) - softmax(z); then through z = (h @ w.T) / T
+            z = _logits(h, weight, it)
+            g = grad[s : s + ctx.chunk, None].to(z.dtype)
+            dz = torch.exp(z - lse[s : s + ctx.chunk, None]).mul_(-g)
+            dz.scatter_add_(-1, t[:, None], g).mul_(it[:, None])
+            dz = dz.to(hidden.dtype)
+            if grad_h is not None:
+                grad_h[s : s + ctx.chunk] = dz @ w
+            if grad_w is not None:
+                grad_w += (dz.T @ h).to(wide)
+        return grad_h, None if grad_w is None else grad_w.to(weight.dtype), None, None, None
+
+
+def pack(rows: list[tuple[Sample, int]], pad_id: int, device: torch.device) -> tuple[Tensor, ...]:
+    """The rows' kept completion tokens [R, W] (pad elsewhere), their mask, their sampling logprobs, each
+    row's temperature [R] and advantage [R], on ``device``."""
+    width = max(1, max(keep for _, keep in rows))
+    comp = torch.full((len(rows), width), pad_id, dtype=torch.long)
+    mask = torch.zeros((len(rows), width), dtype=torch.bool)
+    logmu = torch.zeros((len(rows), width), dtype=torch.float32)
+    for i, (s, keep) in enumerate(rows):
+        comp[i, :keep] = torch.tensor(s.completion_ids[:keep], dtype=torch.long)
+        mask[i, :keep] = True
+        logmu[i, :keep] = torch.tensor(s.logprobs[:keep], dtype=torch.float32)
+    temps = torch.tensor([s.temperature for s, _ in rows], dtype=torch.float32)
+    adv = torch.tensor([s.advantage for s, _ in rows], dtype=torch.float32)
+    return tuple(x.to(device) for x in (comp, mask, logmu, temps, adv))
+
+
+def completion_logprobs(
+    model: torch.nn.Module,
+    rows: list[tuple[Sample, int]],
+    pad_id: int,
+    device: torch.device,
+    autocast: contextlib.AbstractContextManager | None = None,
+    chunk_bytes: int | None = CHUNK_BYTES,
+) -> tuple[Tensor, ...]:
+    """(logpi, logmu, adv, mask): the trainer's logprobs of the rows' kept completion tokens [R, W] (0 off the
+    mask), the sampling ones, the advantages [R] and the mask.
+
+    Each distinct prompt is run once and its KV cache fanned out to its rows (shared_prefill); the completions
+    then run in one forward on top of it. ``chunk_bytes`` None (or a head that is not plain) computes every
+    position's full logits, the reference the chunked way is tested against."""
+    comp, mask, logmu, temps, adv = pack(rows, pad_id, device)
+    head = plain_head(model) if chunk_bytes is not None else None
+    with autocast or contextlib.nullcontext():
+        first, cache, prompt_mask, prompt_lens = shared_prefill(
+            model, [s.prompt_ids for s, _ in rows], pad_id, device, hidden=head is not None
+        )
+        out = first.unsqueeze(1)  # predicts completion token 0
+        if comp.shape[1] > 1:
+            # Completion tokens 0..W-2 predict tokens 1..W-1.
+            step = model.get_decoder() if head is not None else model  # type: ignore[operator]
+            more = step(
+                input_ids=comp[:, :-1],
+                attention_mask=torch.cat([prompt_mask, mask[:, :-1]], dim=1).long(),
+                position_ids=prompt_lens.unsqueeze(-1) + torch.arange(comp.shape[1] - 1, device=device),
+                past_key_values=cache,
+                use_cache=True,
+            )
+            out = torch.cat([out, more.last_hidden_state if head is not None else more.logits], dim=1)
+        if head is not None:
+            assert chunk_bytes is not None
+            chunk = max(1, chunk_bytes // (4 * head.weight.shape[0]))
+            inv_temp = (1.0 / temps)[:, None].expand_as(mask)[mask]
+            picked = ChunkedLogprob.apply(out[mask], head.weight, comp[mask], inv_temp, chunk)
+            logpi = torch.zeros(mask.shape, dtype=picked.dtype, device=device).masked_scatter(mask, picked)
+            return logpi, logmu, adv, mask
+    logits = out.float() / temps[:, None, None]
+    logpi = logits.gather(-1, comp.unsqueeze(-1)).squeeze(-1) - torch.logsumexp(logits, dim=-1)
+    return logpi, logmu, adv, mask

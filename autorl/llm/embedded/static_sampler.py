@@ -1,0 +1,66 @@
+"""``StaticSampler``: HFSampler's sampling (the same loop, draws and logprobs) on a preallocated KV cache, its
+decode step optionally compiled once (issue 50 item 1).
+
+HFSampler's ``DynamicCache`` grows by one token a step (a concatenation per layer) and its attention mask by
+one column, so no two steps have the same shapes. Here the prompts' prefill (shared_prefill, each distinct
+prompt once) is copied into a transformers ``StaticCache`` of ``prompt width + max_new_tokens`` positions and
+the attention mask is preallocated at that width, so every decode step of a call has the same shapes and
+writes the cache in place: what ``torch.compile`` needs to capture the step once (``compiled``; on a GPU its
+CUDA graphs replay it). Compile time is start-up: paid at the first call of each batch shape, once per
+process. Which one a seed uses is the trainer's choice (train.py); scripts/bench_sampler.py times them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+from torch import Tensor
+
+from autorl.llm.embedded.generation import Decode, HFSampler, shared_prefill
+
+
+class StaticSampler(HFSampler):
+    """Temperature sampling on a preallocated KV cache (see the module docstring)."""
+
+    def __init__(self, model: torch.nn.Module, pad_id: int, eos_ids: Sequence[int], compiled: bool = False):
+        super().__init__(model, pad_id, eos_ids)
+        self.compiled = compiled
+        self._step: Any = torch.compile(self._forward, dynamic=False) if compiled else self._forward
+
+    def _forward(self, tok: Tensor, attn: Tensor, pos: Tensor, cache_position: Tensor, cache: Any) -> Tensor:
+        out = self.model(
+            input_ids=tok,
+            attention_mask=attn,
+            position_ids=pos,
+            cache_position=cache_position,
+            past_key_values=cache,
+            use_cache=True,
+        )
+        return out.logits[:, -1]
+
+    def start(
+        self, prompts: Sequence[Sequence[int]], max_new_tokens: int, device: torch.device
+    ) -> tuple[Tensor, Decode, Tensor]:
+        from transformers import StaticCache
+
+        logits, grown, prompt_mask, prompt_lens = shared_prefill(self.model, prompts, self.pad_id, device)
+        batch, width = prompt_mask.shape
+        cache = StaticCache(config=self.model.config, max_cache_len=width + max_new_tokens)  # type: ignore[arg-type]
+        layers: list[Any] = list(cache.layers)  # StaticLayer: keys, values, cumulative_length
+        for layer, prefilled in zip(layers, grown.layers, strict=True):  # type: ignore[attr-defined]
+            layer.lazy_initialization(prefilled.keys, prefilled.values)
+            layer.keys[:, :, :width].copy_(prefilled.keys)
+            layer.values[:, :, :width].copy_(prefilled.values)
+            layer.cumulative_length.fill_(width)
+        attn = torch.zeros((batch, width + max_new_tokens), dtype=torch.long, device=device)
+        attn[:, :width] = prompt_mask.long()
+        next_pos = prompt_lens.unsqueeze(-1)
+
+        def decode(tok: Tensor, t: int) -> Tensor:
+            attn[:, width + t] = 1  # the token fed now sits at position width + t of the cache
+            where = torch.tensor([width + t], device=device)
+            return self._step(tok, attn, next_pos + t, where, cache)
+
+        return logits, decode, prompt_mask

@@ -1,0 +1,137 @@
+"""What one training step of the Qwen3-0.6B shape holds on the CPU above its fixed state (weights, gradients,
+AdamW's state), with the trainer's log-probs the plain way (every position's full-vocabulary logits, fp32) and
+chunked (autorl/llm/embedded/logprobs.py), at the same micro-batch (issue 50 item 2).
+
+Each measurement is its own process: build the model from its config (random weights, fp32), take one step on
+a one-token batch so that the gradients and AdamW's state exist (the fixed state; gradients zeroed, not
+freed), read the resident memory, then take the measured step (the trainer's log-probs, the GRPO loss, its
+backward, the optimizer step) while a thread samples the resident memory every millisecond. Printed: the
+peak above the fixed state, per way, in rounds that alternate the order, then the medians and their ratio.
+
+    uv run python scripts/bench_logprobs_memory.py [--rounds 2] [--rows 8] [--completion 128] [--prompt 32]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+
+def qwen3_shape() -> dict:
+    """Qwen3-0.6B's config shape, from its one home (scripts/gpu_proof.py)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("gpu_proof", REPO / "scripts" / "gpu_proof.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["gpu_proof"] = module  # its dataclasses look their module up
+    spec.loader.exec_module(module)
+    return dict(module.QWEN3_06B)
+
+
+def rows(n: int, prompt: int, completion: int, vocab: int, seed: int = 0) -> list:
+    """n rows of one prompt (a GRPO group) with full-length completions, random tokens."""
+    import torch
+
+    from autorl.llm.embedded.batches import Sample
+
+    g = torch.Generator().manual_seed(seed)
+    p = torch.randint(2, vocab, (prompt,), generator=g).tolist()
+    out = []
+    for i in range(n):
+        ids = torch.randint(2, vocab, (completion,), generator=g).tolist()
+        out.append((Sample(p, ids, [-1.0] * completion, 1.0, 0.5 - i % 2, 1.0, 0, "s", False), completion))
+    return out
+
+
+def measure(way: str, n: int, prompt: int, completion: int, threads: int) -> dict:
+    """One process's measurement (see the module docstring)."""
+    import psutil
+    import torch
+    from transformers import Qwen3Config, Qwen3ForCausalLM
+
+    from autorl.llm.embedded import grpo
+    from autorl.llm.embedded.logprobs import completion_logprobs
+    from autorl.llm.schema import DefaultLoss
+
+    torch.set_num_threads(threads)
+    torch.manual_seed(0)
+    shape = qwen3_shape()
+    model = Qwen3ForCausalLM(Qwen3Config(**shape, dtype="float32"))
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-6)
+    cpu, chunk = torch.device("cpu"), None if way == "plain" else 32 * 2**20
+
+    def step(batch: list) -> None:
+        logpi, logmu, adv, mask = completion_logprobs(model, batch, 0, cpu, chunk_bytes=chunk)
+        loss_sum, _ = grpo.token_loss(logpi, logmu, adv, mask, DefaultLoss())
+        grpo.step_loss_share(loss_sum, int(mask.sum())).backward()
+        opt.step()
+        opt.zero_grad(set_to_none=False)
+
+    step(rows(1, 1, 1, shape["vocab_size"], seed=1))  # the gradients and AdamW's state now exist
+    proc = psutil.Process()
+    fixed = proc.memory_info().rss
+    peak, done = [fixed], threading.Event()
+
+    def sample() -> None:
+        while not done.is_set():
+            peak[0] = max(peak[0], proc.memory_info().rss)
+            time.sleep(0.001)
+
+    watcher = threading.Thread(target=sample, daemon=True)
+    watcher.start()
+    t0 = time.perf_counter()
+    step(rows(n, prompt, completion, shape["vocab_size"]))
+    seconds = time.perf_counter() - t0
+    done.set()
+    watcher.join()
+    gib = 2**30
+    return {"way": way, "fixed_gib": fixed / gib, "above_gib": (peak[0] - fixed) / gib, "step_s": seconds}
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--rounds", type=int, default=2)
+    p.add_argument("--rows", type=int, default=8, help="rows of the micro-batch (one prompt's group)")
+    p.add_argument("--prompt", type=int, default=32, help="prompt tokens")
+    p.add_argument("--completion", type=int, default=128, help="completion tokens a row")
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--one", choices=("plain", "chunked"), help=argparse.SUPPRESS)  # a child's way
+    a = p.parse_args()
+    if a.one:
+        print(json.dumps(measure(a.one, a.rows, a.prompt, a.completion, a.threads)), flush=True)
+        return
+    tokens = a.rows * a.completion
+    batch = f"{a.rows} rows x {a.completion} completion tokens + a {a.prompt}-token prompt ({tokens} RL)"
+    print(f"Qwen3-0.6B shape, fp32, {a.threads} threads: micro-batch {batch}", flush=True)
+    got: dict[str, list[dict]] = {"plain": [], "chunked": []}
+    for r in range(a.rounds):
+        for way in ("plain", "chunked") if r % 2 == 0 else ("chunked", "plain"):
+            argv = [sys.executable, __file__, "--one", way, "--rows", str(a.rows), "--prompt", str(a.prompt)]
+            argv += ["--completion", str(a.completion), "--threads", str(a.threads)]
+            out = json.loads(subprocess.run(argv, check=True, capture_output=True, text=True).stdout)
+            got[way].append(out)
+            print(
+                f"round {r + 1} {way:7s}: fixed state {out['fixed_gib']:.2f} GiB, step peak above it "
+                f"{out['above_gib']:.2f} GiB, step {out['step_s']:.1f} s",
+                flush=True,
+            )
+    med = {w: statistics.median(x["above_gib"] for x in v) for w, v in got.items()}
+    secs = {w: statistics.median(x["step_s"] for x in v) for w, v in got.items()}
+    ratio = med["chunked"] / med["plain"]
+    print(f"median peak above the fixed state: plain {med['plain']:.2f}, chunked {med['chunked']:.2f} GiB")
+    plain_s, chunked_s = secs["plain"], secs["chunked"]
+    print(f"chunked/plain {ratio:.2f}; median step: plain {plain_s:.1f} s, chunked {chunked_s:.1f} s")
+
+
+if __name__ == "__main__":
+    main()

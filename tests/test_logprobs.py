@@ -1,0 +1,89 @@
+"""The trainer's log-probs with the LM head applied a chunk of tokens at a time
+(autorl/llm/embedded/logprobs.py) against the plain full-vocabulary way: the same log-probs, GRPO loss and
+gradients, on the tiny model (fp32, CPU), with prompts of mixed lengths, rows cut short of their completion,
+mixed temperatures and chunks that split rows."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+from transformers import AutoModelForCausalLM
+
+from autorl.llm.embedded import grpo
+from autorl.llm.embedded.batches import Sample
+from autorl.llm.embedded.logprobs import ChunkedLogprob, completion_logprobs, plain_head
+from autorl.llm.schema import DefaultLoss
+
+PAD = 0
+
+
+def rows(vocab: int) -> list[tuple[Sample, int]]:
+    """Two groups (prompts of 3 and 6 tokens) of 3 rows each; completions of 1-7 tokens, some cut short."""
+    g = torch.Generator().manual_seed(3)
+
+    def ids(n: int) -> list[int]:
+        return torch.randint(2, vocab, (n,), generator=g).tolist()
+
+    out = []
+    for prompt, temp in ((ids(3), 0.7), (ids(6), 1.3)):
+        for n, keep, adv in ((7, 7, 0.5), (4, 2, -0.25), (1, 1, -0.25)):
+            logmu = (-torch.rand(n, generator=g) * 3).tolist()
+            out.append((Sample(prompt, ids(n), logmu, 1.0, adv, temp, 0, "s", False), keep))
+    return out
+
+
+@pytest.fixture(scope="module")
+def model(tiny_model: Path) -> torch.nn.Module:
+    torch.manual_seed(0)
+    return AutoModelForCausalLM.from_pretrained(tiny_model, dtype=torch.float32)
+
+
+def loss_and_grads(model: torch.nn.Module, batch: list[tuple[Sample, int]], chunk_bytes: int | None):
+    model.zero_grad(set_to_none=True)
+    cpu = torch.device("cpu")
+    logpi, logmu, adv, mask = completion_logprobs(model, batch, PAD, cpu, chunk_bytes=chunk_bytes)
+    loss_sum, _ = grpo.token_loss(logpi, logmu, adv, mask, DefaultLoss())
+    loss = grpo.step_loss_share(loss_sum, int(mask.sum()))
+    loss.backward()
+    return logpi.detach(), mask, loss.detach(), {n: p.grad.clone() for n, p in model.named_parameters()}
+
+
+def test_chunked_logprobs_loss_and_gradients_equal_the_full_vocabulary_ones(model):
+    vocab = model.get_output_embeddings().weight.shape[0]
+    assert plain_head(model) is not None  # the tiny Qwen2 (tied embeddings) takes the chunked way
+    batch = rows(vocab)
+    lp_full, mask, loss_full, grads_full = loss_and_grads(model, batch, None)
+    for tokens_a_chunk in (1, 3, 1000):  # a token a chunk, chunks across rows, everything in one
+        lp, mask2, loss, grads = loss_and_grads(model, batch, 4 * vocab * tokens_a_chunk)
+        assert torch.equal(mask, mask2) and int(mask.sum()) == 2 * (7 + 2 + 1)
+        torch.testing.assert_close(lp[mask], lp_full[mask], atol=1e-5, rtol=1e-5)
+        assert torch.all(lp[~mask] == 0)
+        torch.testing.assert_close(loss, loss_full, atol=1e-5, rtol=1e-5)
+        for name, g in grads_full.items():
+            torch.testing.assert_close(grads[name], g, atol=1e-5, rtol=1e-4, msg=name)
+
+
+def test_the_chunked_head_has_the_gradient_torch_computes():
+    """The autograd function against torch's own log_softmax on random tensors (gradcheck in float64)."""
+    g = torch.Generator().manual_seed(0)
+    hidden = torch.randn(5, 4, dtype=torch.float64, generator=g, requires_grad=True)
+    weight = torch.randn(7, 4, dtype=torch.float64, generator=g, requires_grad=True)
+    target = torch.tensor([0, 6, 3, 3, 1])
+    inv_temp = torch.tensor([1.0, 0.5, 2.0, 1.0, 1.5], dtype=torch.float64)
+
+    def chunked(h, w):
+        return ChunkedLogprob.apply(h, w, target, inv_temp, 2)
+
+    assert torch.autograd.gradcheck(chunked, (hidden, weight))
+    plain = torch.log_softmax((hidden @ weight.T) * inv_temp[:, None], -1).gather(-1, target[:, None])[:, 0]
+    torch.testing.assert_close(chunked(hidden, weight).double(), plain, atol=1e-6, rtol=1e-6)
+
+
+def test_a_head_that_changes_the_logits_takes_the_plain_way(model, monkeypatch):
+    """Soft-capped or scaled logits are not `hidden @ weight.T`: such a model is not chunked."""
+    monkeypatch.setattr(model.config, "final_logit_softcapping", 30.0, raising=False)
+    assert plain_head(model) is None
+    monkeypatch.setattr(model.config, "final_logit_softcapping", None, raising=False)
+    assert plain_head(model) is not None

@@ -1,0 +1,61 @@
+"""StaticSampler (autorl/llm/embedded/static_sampler.py) against HFSampler on the tiny model (fp32, CPU): from
+the same generator state it draws the same tokens with the same logprobs, and those are the model's own
+(a full forward per row), with prompts of mixed lengths, rows that stop at an EOS mid-batch and rows cut by
+the token limit."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+from transformers import AutoModelForCausalLM
+
+from autorl.llm.embedded.generation import HFSampler
+from autorl.llm.embedded.static_sampler import StaticSampler
+
+PAD = 0
+
+
+@pytest.fixture(scope="module")
+def model(tiny_model: Path) -> torch.nn.Module:
+    return AutoModelForCausalLM.from_pretrained(tiny_model, dtype=torch.float32)
+
+
+def prompts(vocab: int) -> list[list[int]]:
+    g = torch.Generator().manual_seed(5)
+    lens = (3, 7, 7, 1, 5, 3)
+    return [torch.randint(2, vocab, (n,), generator=g).tolist() for n in lens]
+
+
+def test_the_static_cache_draws_what_the_growing_one_draws(model):
+    vocab = model.config.vocab_size
+    eos = list(range(2, 2 + vocab // 12))  # a twelfth of the vocabulary ends a row: EOS mid-batch
+    batch = prompts(vocab)
+    for temperature in (0.7, 1.3):
+        got = []
+        for sampler in (HFSampler(model, PAD, eos), StaticSampler(model, PAD, eos)):
+            got.append(sampler.sample(batch, temperature, 9, torch.Generator().manual_seed(11)))
+        hf, static = got
+        assert hf is not None and static is not None
+        assert torch.equal(hf.completion_ids, static.completion_ids)
+        assert torch.equal(hf.completion_mask, static.completion_mask)
+        assert torch.equal(hf.truncated, static.truncated)
+        torch.testing.assert_close(static.logprobs, hf.logprobs, atol=1e-5, rtol=1e-5)
+        lens = static.completion_lens.tolist()
+        assert min(lens) < 9 and max(lens) == 9 and static.truncated.any() and not static.truncated.all()
+        for row, p in enumerate(batch):  # the model's own logprobs after temperature
+            ids = static.completion_token_lists()[row]
+            with torch.no_grad():
+                logits = model(input_ids=torch.tensor([p + ids])).logits[0, len(p) - 1 : -1]
+            own = torch.log_softmax(logits / temperature, -1).gather(-1, torch.tensor(ids)[:, None])[:, 0]
+            torch.testing.assert_close(static.logprobs[row, : len(ids)], own, atol=1e-4, rtol=1e-4)
+
+
+def test_a_stop_request_returns_nothing_and_leaves_the_model_training(model):
+    sampler = StaticSampler(model, PAD, [1])
+    calls = iter(range(100))
+    model.train()
+    batch = prompts(model.config.vocab_size)
+    out = sampler.sample(batch, 1.0, 9, torch.Generator(), lambda: next(calls) == 3)
+    assert out is None and model.training
