@@ -59,3 +59,20 @@ def test_a_stop_request_returns_nothing_and_leaves_the_model_training(model):
     batch = prompts(model.config.vocab_size)
     out = sampler.sample(batch, 1.0, 9, torch.Generator(), lambda: next(calls) == 3)
     assert out is None and model.training
+
+
+def test_a_compiled_step_that_fails_falls_back_to_hfsampler_with_one_warning(model, capsys):
+    sampler = StaticSampler(model, PAD, [1], compiled=True)
+
+    def broken(*_):
+        raise RuntimeError("no C++ compiler")
+
+    sampler._step = broken
+    batch = prompts(model.config.vocab_size)
+    first = sampler.sample(batch, 1.0, 5, torch.Generator().manual_seed(2))
+    assert first is not None and first.completion_ids.shape[0] == len(batch) and not sampler.static
+    again = sampler.sample(batch, 1.0, 5, torch.Generator().manual_seed(2))
+    hf = HFSampler(model, PAD, [1]).sample(batch, 1.0, 5, torch.Generator().manual_seed(2))
+    assert again is not None and hf is not None and torch.equal(again.completion_ids, hf.completion_ids)
+    out = capsys.readouterr().out
+    assert out.count("warning: the compiled sampler failed (RuntimeError: no C++ compiler)") == 1

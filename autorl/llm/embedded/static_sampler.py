@@ -18,7 +18,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from autorl.llm.embedded.generation import Decode, HFSampler, shared_prefill
+from autorl.llm.embedded.generation import Decode, HFSampler, Rollouts, shared_prefill
 
 
 class StaticSampler(HFSampler):
@@ -27,7 +27,20 @@ class StaticSampler(HFSampler):
     def __init__(self, model: torch.nn.Module, pad_id: int, eos_ids: Sequence[int], compiled: bool = False):
         super().__init__(model, pad_id, eos_ids)
         self.compiled = compiled
+        self.static = True  # False once a compiled step failed: HFSampler's way from then on
         self._step: Any = torch.compile(self._forward, dynamic=False) if compiled else self._forward
+
+    def sample(self, *args: Any, **kwargs: Any) -> Rollouts | None:
+        """HFSampler.sample on the static cache; if the compiled step fails (a compiler missing, a model
+        torch.compile cannot capture), one warning line and HFSampler's way for the rest of the process."""
+        try:
+            return super().sample(*args, **kwargs)
+        except Exception as exc:
+            if not (self.compiled and self.static):
+                raise
+            self.static = False
+            print(f"warning: the compiled sampler failed ({type(exc).__name__}: {exc}); HFSampler from now")
+            return super().sample(*args, **kwargs)
 
     def _forward(self, tok: Tensor, attn: Tensor, pos: Tensor, cache_position: Tensor, cache: Any) -> Tensor:
         out = self.model(
@@ -43,6 +56,8 @@ class StaticSampler(HFSampler):
     def start(
         self, prompts: Sequence[Sequence[int]], max_new_tokens: int, device: torch.device
     ) -> tuple[Tensor, Decode, Tensor]:
+        if not self.static:
+            return super().start(prompts, max_new_tokens, device)
         from transformers import StaticCache
 
         logits, grown, prompt_mask, prompt_lens = shared_prefill(self.model, prompts, self.pad_id, device)
