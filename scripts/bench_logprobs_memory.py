@@ -4,9 +4,10 @@ chunked (autorl/llm/embedded/logprobs.py), at the same micro-batch (issue 50 ite
 
 Each measurement is its own process: build the model from its config (random weights, fp32), take one step on
 a one-token batch so that the gradients and AdamW's state exist (the fixed state; gradients zeroed, not
-freed), read the resident memory, then take the measured step (the trainer's log-probs, the GRPO loss, its
-backward, the optimizer step) while a thread samples the resident memory every millisecond. Printed: the
-peak above the fixed state, per way, in rounds that alternate the order, then the medians and their ratio.
+freed), read the resident memory, then run the measured micro-batch's log-probs, GRPO loss and backward,
+then the optimizer step (AdamW with foreach, as the trainer builds it), while a thread samples the resident
+memory every millisecond. Printed: each phase's peak above the fixed state, per way, in rounds that
+alternate the order, then the loss phase's medians and their ratio.
 
     uv run python scripts/bench_logprobs_memory.py [--rounds 2] [--rows 8] [--completion 128] [--prompt 32]
 """
@@ -67,35 +68,46 @@ def measure(way: str, n: int, prompt: int, completion: int, threads: int) -> dic
     torch.manual_seed(0)
     shape = qwen3_shape()
     model = Qwen3ForCausalLM(Qwen3Config(**shape, dtype="float32"))
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-6)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-6, foreach=True)  # as the trainer builds it
     cpu, chunk = torch.device("cpu"), None if way == "plain" else 32 * 2**20
 
-    def step(batch: list) -> None:
+    def loss(batch: list) -> None:
         logpi, logmu, adv, mask = completion_logprobs(model, batch, 0, cpu, chunk_bytes=chunk)
         loss_sum, _ = grpo.token_loss(logpi, logmu, adv, mask, DefaultLoss())
         grpo.step_loss_share(loss_sum, int(mask.sum())).backward()
+
+    def update() -> None:
         opt.step()
         opt.zero_grad(set_to_none=False)
 
-    step(rows(1, 1, 1, shape["vocab_size"], seed=1))  # the gradients and AdamW's state now exist
+    loss(rows(1, 1, 1, shape["vocab_size"], seed=1))  # the gradients and AdamW's state now exist
+    update()
     proc = psutil.Process()
     fixed = proc.memory_info().rss
-    peak, done = [fixed], threading.Event()
 
-    def sample() -> None:
-        while not done.is_set():
-            peak[0] = max(peak[0], proc.memory_info().rss)
-            time.sleep(0.001)
+    def peak_of(phase) -> tuple[float, float]:
+        """(the resident peak while `phase` ran, its seconds)"""
+        peak, done = [proc.memory_info().rss], threading.Event()
 
-    watcher = threading.Thread(target=sample, daemon=True)
-    watcher.start()
-    t0 = time.perf_counter()
-    step(rows(n, prompt, completion, shape["vocab_size"]))
-    seconds = time.perf_counter() - t0
-    done.set()
-    watcher.join()
+        def sample() -> None:
+            while not done.is_set():
+                peak[0] = max(peak[0], proc.memory_info().rss)
+                time.sleep(0.001)
+
+        watcher = threading.Thread(target=sample, daemon=True)
+        watcher.start()
+        t0 = time.perf_counter()
+        phase()
+        seconds = time.perf_counter() - t0
+        done.set()
+        watcher.join()
+        return peak[0], seconds
+
+    loss_peak, seconds = peak_of(lambda: loss(rows(n, prompt, completion, shape["vocab_size"])))
+    update_peak, update_s = peak_of(update)
     gib = 2**30
-    return {"way": way, "fixed_gib": fixed / gib, "above_gib": (peak[0] - fixed) / gib, "step_s": seconds}
+    out = {"way": way, "fixed_gib": fixed / gib, "above_gib": (loss_peak - fixed) / gib, "step_s": seconds}
+    return out | {"optimizer_gib": (update_peak - fixed) / gib, "optimizer_s": update_s}
 
 
 def main() -> None:
@@ -121,16 +133,18 @@ def main() -> None:
             out = json.loads(subprocess.run(argv, check=True, capture_output=True, text=True).stdout)
             got[way].append(out)
             print(
-                f"round {r + 1} {way:7s}: fixed state {out['fixed_gib']:.2f} GiB, step peak above it "
-                f"{out['above_gib']:.2f} GiB, step {out['step_s']:.1f} s",
+                f"round {r + 1} {way:7s}: fixed {out['fixed_gib']:.2f} GiB; log-probs, loss, backward "
+                f"{out['above_gib']:.2f} GiB above it in {out['step_s']:.1f} s; AdamW (foreach) "
+                f"{out['optimizer_gib']:.2f} GiB above it in {out['optimizer_s']:.1f} s",
                 flush=True,
             )
     med = {w: statistics.median(x["above_gib"] for x in v) for w, v in got.items()}
     secs = {w: statistics.median(x["step_s"] for x in v) for w, v in got.items()}
     ratio = med["chunked"] / med["plain"]
-    print(f"median peak above the fixed state: plain {med['plain']:.2f}, chunked {med['chunked']:.2f} GiB")
+    plain, chunked = med["plain"], med["chunked"]
+    print(f"median peak of the loss above the fixed state: plain {plain:.2f}, chunked {chunked:.2f} GiB")
     plain_s, chunked_s = secs["plain"], secs["chunked"]
-    print(f"chunked/plain {ratio:.2f}; median step: plain {plain_s:.1f} s, chunked {chunked_s:.1f} s")
+    print(f"chunked/plain {ratio:.2f}; median seconds: plain {plain_s:.1f}, chunked {chunked_s:.1f}")
 
 
 if __name__ == "__main__":

@@ -202,3 +202,23 @@ def test_a_ledger_of_the_earlier_header_is_read_and_upgraded_keeping_every_row(
     ledger.append(row("new-1"))
     assert path.read_text().splitlines()[0].split("\t") == COLUMNS
     assert [r.run_id for r in ledger.rows()] == ["old-1"] * old_rows + ["new-1"]
+
+
+def test_what_an_idea_not_kept_costs_leaves_the_baseline_repeat_out() -> None:
+    """`autorl status`'s cost line: the baseline's noise-floor repeat (its config re-run, `inconclusive`)
+    is not an idea, so before the first real candidate there is no figure; a candidate of another config
+    not kept is one."""
+    from autorl.engine.cost import dead_idea_cost
+
+    common = {"budget": 360.0, "training_seconds": 2160.0}
+    base = LedgerRow.from_json(row("base", 0.66, verdict="baseline", **common))
+    repeat = LedgerRow.from_json(row("rep", 0.66, verdict="inconclusive", reference_run="base", **common))
+    context = ResearchContext.of(base)
+    assert dead_idea_cost([base, repeat], context, 360.0) is None
+    idea = row("idea", 0.6, verdict="inconclusive", reference_run="base", config_hash="other")
+    cost = dead_idea_cost(
+        [base, repeat, LedgerRow.from_json({**idea, "budget": 360.0, "training_seconds": 360.0})],
+        context,
+        360.0,
+    )
+    assert cost is not None and cost["trials"] == 1 and cost["seeds"] == 1.0

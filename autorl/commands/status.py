@@ -19,7 +19,7 @@ from autorl.engine.result import ceiling_note
 from autorl.engine.track import get_track
 from autorl.io import inputs, paths
 from autorl.io.tomlcheck import flatten
-from autorl.record.context import ResearchContext, best_kept, is_quick, kept_config_to_adopt
+from autorl.record.context import ResearchContext, baseline_repeats, best_kept, is_quick, kept_config_to_adopt
 from autorl.record.ledger import Ledger, Mark
 from autorl.record.row import AGENT_VAR, LedgerRow, as_float
 from autorl.record.sidetables import CONFIRMED, FIDELITY
@@ -109,14 +109,6 @@ def context_row(rows: Sequence[LedgerRow], track: str | None = None) -> LedgerRo
     a quick look (run.py --quick belongs to no context)."""
     mine = (r for r in reversed(rows) if track is None or r.track == track)
     return next((r for r in mine if not is_quick(r)), None)
-
-
-def baseline_repeats(same: Sequence[LedgerRow]) -> set[str]:
-    """Run ids of the trials that re-ran the baseline's config (program.md's noise-floor repeat)."""
-    ok = [r for r in same if r.status == "ok"]
-    if not ok or not ok[0].config_hash:
-        return set()
-    return {r.run_id for r in ok[1:] if r.config_hash == ok[0].config_hash}
 
 
 def hidden_hint(rows: Sequence[LedgerRow], shown: ResearchContext) -> str:

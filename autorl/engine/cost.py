@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from autorl.io import paths
-from autorl.record.context import ResearchContext
+from autorl.record.context import ResearchContext, baseline_repeats
 from autorl.record.outcome import SeedOutcome
 from autorl.record.row import LedgerRow
 
@@ -76,8 +76,12 @@ def dead_idea_cost(
     """What an idea that was not kept cost in training, over the context's latest candidates decided other
     than `improved`: the median training seconds, that in seeds' worth (`seed_training`: one seed's median
     training) and the share the early abort ended. None before such a trial or a seed's cost."""
+    same = context.rows(rows)
+    repeats = baseline_repeats(same)  # a repeat of the baseline measures noise: it is no idea
     dead = [
-        r for r in context.rows(rows) if r.status == "ok" and r.reference_run and r.verdict != "improved"
+        r
+        for r in same
+        if r.status == "ok" and r.reference_run and r.verdict != "improved" and r.run_id not in repeats
     ][-COST_TRIALS:]
     spent = [v for r in dead if (v := r.training_seconds) is not None]
     if not spent or seed_training <= 0:

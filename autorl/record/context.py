@@ -53,6 +53,15 @@ def is_quick(row: LedgerRow) -> bool:
     return row.verdict == QUICK
 
 
+def baseline_repeats(same: Sequence[LedgerRow]) -> set[str]:
+    """Run ids of the trials of one context (`same`) that re-ran the baseline's config (program.md's
+    noise-floor repeat): not ideas."""
+    ok = [r for r in same if r.status == "ok"]
+    if not ok or not ok[0].config_hash:
+        return set()
+    return {r.run_id for r in ok[1:] if r.config_hash == ok[0].config_hash}
+
+
 def best_kept(rows: Sequence[LedgerRow], context: ResearchContext) -> LedgerRow | None:
     """The reference a new trial of `context` is compared against.
 

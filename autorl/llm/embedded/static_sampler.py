@@ -5,9 +5,13 @@ HFSampler's ``DynamicCache`` grows by one token a step (a concatenation per laye
 one column, so no two steps have the same shapes. Here the prompts' prefill (shared_prefill, each distinct
 prompt once) is copied into a transformers ``StaticCache`` of ``prompt width + max_new_tokens`` positions and
 the attention mask is preallocated at that width, so every decode step of a call has the same shapes and
-writes the cache in place: what ``torch.compile`` needs to capture the step once (``compiled``; on a GPU its
-CUDA graphs replay it). Compile time is start-up: paid at the first call of each batch shape, once per
-process. Which one a seed uses is the trainer's choice (train.py); scripts/bench_sampler.py times them.
+writes the cache in place: what ``torch.compile`` needs to capture the step (``compiled``, with dynamic
+shapes: one compile, 16 s cold for the tiny model on the 2-core VM, 5 s from inductor's disk cache, serves
+every batch size and prompt width).
+Not the trainer's default yet: scripts/bench_sampler.py measured the compiled step (dynamic shapes) at 1.24x
+HFSampler's tokens/s on one core (1.39x compiled for one fixed shape; docs/verified.md), and the compile
+still lands inside the first training seconds; making it the CPU default needs a warm compile before
+`ready` and a trainer-level measurement (issue 50).
 """
 
 from __future__ import annotations
@@ -28,7 +32,8 @@ class StaticSampler(HFSampler):
         super().__init__(model, pad_id, eos_ids)
         self.compiled = compiled
         self.static = True  # False once a compiled step failed: HFSampler's way from then on
-        self._step: Any = torch.compile(self._forward, dynamic=False) if compiled else self._forward
+        # dynamic shapes: one compile serves every batch (rows and prompt width change from call to call)
+        self._step: Any = torch.compile(self._forward, dynamic=True) if compiled else self._forward
 
     def sample(self, *args: Any, **kwargs: Any) -> Rollouts | None:
         """HFSampler.sample on the static cache; if the compiled step fails (a compiler missing, a model
