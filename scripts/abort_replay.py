@@ -11,9 +11,10 @@
 A seed of a pool trained to the end, so its rung scores are what a live rung would have scored (classic: its
 final curve cut at the rung's fraction of the horizon, `Track.rows_at`, what the training child writes at the
 rung; llm: its recorded rungs.jsonl, else the snapshots of along.jsonl at the rungs' fractions). A pair is a
-reference of --seeds seeds of the --reference pool (its rung scores make `rungs.AbortRule`, its rows the
-noise floor exactly as scripts/aa_pool.py's `decide` builds it) and a candidate of as many other seeds of the
-reference pool (A/A) or of a candidate pool. Each pair is decided twice on the same seeds:
+reference of --reference-seeds (default --seeds) seeds of the --reference pool (its rung scores make
+`rungs.AbortRule`, its rows the noise floor exactly as scripts/aa_pool.py's `decide` builds it) and a
+candidate of --seeds other seeds of the reference pool (A/A) or of a candidate pool. Each pair is
+decided twice on the same seeds:
   * without the abort: scripts/simulate_decisions.py's `decide_rule` (waves of --parallel,
     `stats.early_decision` after each wave but the last, `stats.sequential_verdict` at the look it ended);
   * with the abort at each margin: wave by wave, rung by rung, a candidate seed whose rung score is below
@@ -424,24 +425,32 @@ def replay_pairs(a: Pool, cand_pool: Pool | None, draws: list[tuple[Any, Any]], 
     return Replayed.of([replay_pair(ref, cand, row, medians, s) for ref, cand in sides])
 
 
-def draw(a: Pool, cand_pool: Pool | None, n: int, count: int, rng: np.random.Generator) -> list[tuple]:
-    """`count` pairs: the reference n seeds of a, the candidate n other seeds of a (A/A) or n of cand_pool."""
+def draw(
+    a: Pool, cand_pool: Pool | None, n: int, count: int, rng: np.random.Generator, r: int | None = None
+) -> list[tuple]:
+    """`count` pairs: the reference r (default n) seeds of a, the candidate n other seeds of a (A/A) or n of
+    cand_pool."""
+    r = r or n
     out = []
     for _ in range(count):
         perm = rng.permutation(len(a.seeds))
-        cand = perm[n : 2 * n] if cand_pool is None else rng.permutation(len(cand_pool.seeds))[:n]
-        out.append((perm[:n], cand))
+        cand = perm[r : r + n] if cand_pool is None else rng.permutation(len(cand_pool.seeds))[:n]
+        out.append((perm[:r], cand))
     return out
 
 
-def lucky_draws(a: Pool, n: int, q: float, count: int, rng: np.random.Generator) -> tuple[list, float]:
-    """A/A pairs whose reference is lucky: among ceil(count / q) draws of n seeds of a, those whose mean
-    eval_score (the mean of its seeds' scores) is in the top q; each with n other seeds of a. (pairs, cut)"""
+def lucky_draws(
+    a: Pool, n: int, q: float, count: int, rng: np.random.Generator, r: int | None = None
+) -> tuple[list, float]:
+    """A/A pairs whose reference is lucky: among ceil(count / q) draws of r (default n) seeds of a, those
+    whose mean eval_score (the mean of its seeds' scores) is in the top q; each with n other seeds of a.
+    (pairs, cut)"""
+    r = r or n
     scores = np.array([s.score for s in a.seeds])
-    perms = np.argsort(rng.random((math.ceil(count / q), len(scores))), axis=1)[:, : 2 * n]
-    means = scores[perms[:, :n]].mean(axis=1)
+    perms = np.argsort(rng.random((math.ceil(count / q), len(scores))), axis=1)[:, : r + n]
+    means = scores[perms[:, :r]].mean(axis=1)
     cut = float(np.quantile(means, 1 - q))
-    return [(p[:n], p[n:]) for p in perms[means >= cut][:count]], cut
+    return [(p[:r], p[r:]) for p in perms[means >= cut][:count]], cut
 
 
 # ---------------------------------------------------------------------------------------------------- report
@@ -460,6 +469,8 @@ def error_figures(r: Replayed, j: int) -> dict[str, Any]:
     for verdict in ("improved", "worse"):
         both = {"abort": rate(r.verdict[:, j] == verdict), "none": rate(r.plain_verdict == verdict)}
         figures[f"false_{verdict}"] = both
+    ran, counts = np.unique(r.plain_cost[r.plain_verdict == "worse"], return_counts=True)
+    figures["worse_by_seeds_none"] = {f"{k:g}": int(c) for k, c in zip(ran, counts, strict=True)}
     return figures
 
 
@@ -511,6 +522,10 @@ def print_report(report: dict[str, Any]) -> None:
             f"{margin:>6}  {pct(aa['false_improved'][side]):>6} {pct(aa['false_worse'][side]):>6} "
             f"{pct(aborted):>6} {pct(lucky.get(side)):>6}"
         )
+    for name, fig in (("A/A", first["aa"]), ("A/A against lucky references", first["lucky"])):
+        if fig is not None:  # where the plain rule's false `worse` falls: after how many candidate seeds
+            seen = ", ".join(f"{k}: {c}" for k, c in fig["worse_by_seeds_none"].items()) or "none"
+            print(f"{name}: without the abort, `worse` after (seeds run: pairs) {seen}")
     for kind in [*report["kinds"], "pooled"]:
         dead = first["dead"][kind]
         print(
@@ -561,12 +576,13 @@ def replay(args: argparse.Namespace, pools: dict[str, Pool], s: Setting, n: int)
     """Every kind's pairs (A/A first) and the lucky references' A/A pairs, replayed."""
     rng = np.random.default_rng(args.rng)
     a = pools[args.reference]
-    kinds = {"A/A": replay_pairs(a, None, draw(a, None, n, args.pairs, rng), s)}
+    r = args.reference_seeds
+    kinds = {"A/A": replay_pairs(a, None, draw(a, None, n, args.pairs, rng, r), s)}
     for name in args.candidates:
-        kinds[name] = replay_pairs(a, pools[name], draw(a, pools[name], n, args.pairs, rng), s)
+        kinds[name] = replay_pairs(a, pools[name], draw(a, pools[name], n, args.pairs, rng, r), s)
     if args.lucky <= 0 or args.lucky_pairs <= 0:
         return kinds, None
-    pairs, args.lucky_cut = lucky_draws(a, n, args.lucky, args.lucky_pairs, rng)
+    pairs, args.lucky_cut = lucky_draws(a, n, args.lucky, args.lucky_pairs, rng, r)
     return kinds, replay_pairs(a, None, pairs, s)
 
 
@@ -577,8 +593,9 @@ def check_pools(args: argparse.Namespace, pools: dict[str, Pool], n: int) -> Non
             raise SystemExit(f"no pool {name!r} in {files} (they have {sorted(pools)})")
         if (track := pools[name].header.get("track")) not in (None, args.track):
             raise SystemExit(f"pool {name} is of the {track} track, not {args.track}")
-        if len(pools[name].seeds) < n * (2 if name == args.reference else 1):
-            raise SystemExit(f"pool {name}: {len(pools[name].seeds)} seeds, too few for {n} a side")
+        need = n + (args.reference_seeds or n) if name == args.reference else n
+        if len(pools[name].seeds) < need:
+            raise SystemExit(f"pool {name}: {len(pools[name].seeds)} seeds, too few ({need} needed)")
 
 
 def analyze(args: argparse.Namespace) -> dict[str, Any]:
@@ -595,12 +612,15 @@ def analyze(args: argparse.Namespace) -> dict[str, Any]:
     sizes = ", ".join(f"pool {k} {len(p.seeds)} seeds" for k, p in pools.items())
     looks = stats.looks(n, n, args.parallel)[1]
     setting = f"{n} seeds a side, {args.parallel} at a time ({looks} looks), {args.pairs} pairs a kind"
+    if args.reference_seeds:
+        setting += f", the reference {args.reference_seeds} seeds"
     print(f"[replay] {args.track}: {sizes}; {setting}, margins {list(margins)}", flush=True)
     for name, pool in pools.items():
         print(f"[replay] pool {name}: {pool_means(pool, s.fractions)}", flush=True)
     kinds, lucky = replay(args, pools, s, n)
     report: dict[str, Any] = {"track": args.track, "reference": args.reference, "kinds": list(kinds)}
     report |= {"seeds": n, "parallel": args.parallel, "pairs": args.pairs, "rungs": list(s.fractions)}
+    report["reference_seeds"] = args.reference_seeds or n
     report["judged"] = [s.fractions[k - 1] for k in s.judged]
     report["pools"] = {k: len(p.seeds) for k, p in pools.items()}
     report["medians"] = {k: p.medians() for k, p in pools.items()}  # (training s, overhead s)
@@ -633,6 +653,13 @@ def main(argv: list[str] | None = None) -> dict[str, Any] | None:
     an.add_argument("--candidates", nargs="*", default=[], help="pools of candidate seeds (A/B pairs)")
     an.add_argument("--track", choices=("llm", "classic"), required=True)
     an.add_argument("--seeds", type=int, default=None, help="seeds a side (default: the track's)")
+    an.add_argument(
+        "--reference-seeds",
+        type=int,
+        default=None,
+        help="the reference's seeds (default: --seeds); run.py pools a config's trials, so the baseline "
+        "and its repeat are twice the track's seeds",
+    )
     an.add_argument("--parallel", type=int, required=True, help="seeds at once (a wave)")
     an.add_argument("--pairs", type=int, default=2000, help="pairs drawn per kind")
     an.add_argument("--margins", default=MARGINS, help="comma-separated margins, in seed spreads")

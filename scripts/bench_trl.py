@@ -76,6 +76,9 @@ def bench_embedded(spec, steps: int, warmup: int, seed: int, threads: int, sampl
         "seconds_per_step": seconds / steps,
         "reward_mean": sum(r["reward_mean"] for r in rows) / len(rows),
         "completion_len_mean": sum(r["completion_len_mean"] for r in rows) / len(rows),
+        # the share of a step's seconds spent sampling (that training did not overlap)
+        "gen_share": sum(r["gen_seconds"] for r in rows)
+        / sum(r["gen_seconds"] + r["train_seconds"] for r in rows),
     }
 
 
@@ -175,7 +178,10 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=len(os.sched_getaffinity(0)))
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument(
-        "--sampler", choices=["hf", "hf-process"], default="hf", help="the embedded trainer's sampler"
+        "--sampler",
+        choices=["hf", "hf-process", "hf-static", "hf-graphs"],
+        default="hf",
+        help="the embedded trainer's sampler",
     )
     ap.add_argument(
         "--no-filter",

@@ -18,6 +18,9 @@ Parts (``--parts 1,2,...``; each is isolated: one that fails records its error a
    against a one-seed trial: wall times and decisions per 8-hour night at the default 600 s budget.
 5. eval: the fixed eval on the GPU (bf16) against the CPU (float32) on the same weights: eval_score and the
    share of identical greedy completions.
+6. fast: the embedded trainer's fast path (issue 50; scripts/gpu_fast.py): StaticSampler with CUDA graphs
+   against HFSampler (the same draws, tokens/s, the decode step against the bandwidth limit), the trainer with
+   it against TRL, the chunked log-probs' peak memory. Run it first, alone (``--parts 6``).
 
 Without a CUDA device the kit runs in quick mode (a few steps and seconds per part, a scaled-down model, 20
 eval examples per env); GPU-only measurements are then rows with an explicit skip reason. A node with only
@@ -64,7 +67,7 @@ BUNDLE_PACKAGES = (
     "pydantic pydantic-core annotated-types typing-inspection typing-extensions tomlkit psutil "
     "trl accelerate datasets dill multiprocess xxhash pandas python-dateutil tzdata"
 ).split()
-PARTS = {1: "default", 2: "qwen3", 3: "share", 4: "cpu-trial", 5: "eval"}
+PARTS = {1: "default", 2: "qwen3", 3: "share", 4: "cpu-trial", 5: "eval", 6: "fast"}
 NIGHT_S = 8 * 3600
 DEFAULT_BUDGET_S = 600.0  # run.py's --budget default, the budget a night of decisions is counted at
 # bf16 dense peak FLOP/s by device name (first match wins); --peak-tflops overrides.
@@ -424,13 +427,18 @@ def qwen3_spec(kit: Kit, model: Path):
     return spec.model_copy(update={**update, "sources": sources, "sampler": "hf"})
 
 
-def bench_module():
-    """scripts/bench_trl.py as a module (its bench_embedded and bench_trl)."""
-    spec = importlib.util.spec_from_file_location("bench_trl", REPO / "scripts" / "bench_trl.py")
+def script_module(name: str):
+    """scripts/<name>.py as a module."""
+    spec = importlib.util.spec_from_file_location(name, REPO / "scripts" / f"{name}.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def bench_module():
+    """scripts/bench_trl.py as a module (its bench_embedded and bench_trl)."""
+    return script_module("bench_trl")
 
 
 def measured(fn: Callable[[], dict[str, Any]], cuda: bool, stop) -> dict[str, Any]:
@@ -733,14 +741,20 @@ def attempt(part: int, name: str, fn: Callable[[], Row]) -> Row:
         return Row(part, name, "error", f"{type(exc).__name__}: {exc}")
 
 
+def part_fast(kit: Kit) -> list[Row]:
+    """Part 6: the fast path's rows (scripts/gpu_fast.py; issue 50), run first in a call of their own."""
+    return script_module("gpu_fast").rows(kit, sys.modules[__name__])
+
+
 PART_FUNCS: dict[int, Callable[[Kit], list[Row]]] = {
     1: part_default,
     2: part_qwen3,
     3: part_share,
     4: part_cpu_trial,
     5: part_eval,
+    6: part_fast,
 }
-PART_NEEDS = {1: ("scipy",), 2: (), 3: (), 4: ("scipy",), 5: ("scipy",)}  # autorl.record.stats
+PART_NEEDS = {1: ("scipy",), 2: (), 3: (), 4: ("scipy",), 5: ("scipy",), 6: ()}  # autorl.record.stats
 
 
 def run_part(kit: Kit, part: int) -> list[Row]:

@@ -238,8 +238,27 @@ def test_lucky_references_and_the_report_files(pool_file, tmp_path):
         [s.score for s in ar.read_pool_file(pool_file)["A"].seeds[:40]]
     )
     assert json.loads(out.read_text())["margins"][0]["margin"] == 0.0
+    worse = lucky["worse_by_seeds_none"]  # where the plain rule called the lucky pairs `worse`
+    assert sum(worse.values()) == lucky["false_worse"]["none"]["k"]
+    assert set(worse) <= {"1", "2", "3", "4", "5"}
     analyze(pool_file, "--parallel", "2", "--pairs", "10", "--margins", "1", "--png", str(png))
     assert png.read_bytes()[:4] == b"\x89PNG"
+
+
+def test_a_reference_of_more_seeds_than_the_candidate_is_less_lucky(pool_file):
+    """--reference-seeds: the reference side holds r seeds (run.py pools the baseline and its repeat), the
+    candidate n others; the top 5% of r-seed means lies nearer the pool's mean than that of n-seed means."""
+    a = ar.read_pool_file(pool_file)["A"]
+    pairs, cut_10 = ar.lucky_draws(a, 5, 0.05, 40, np.random.default_rng(0), r=10)
+    assert all(len(ref) == 10 and len(cand) == 5 and not set(ref) & set(cand) for ref, cand in pairs)
+    _, cut_5 = ar.lucky_draws(a, 5, 0.05, 40, np.random.default_rng(0))
+    assert np.mean([s.score for s in a.seeds]) < cut_10 < cut_5
+    report = analyze(
+        pool_file, "--parallel", "2", "--pairs", "10", "--margins", "1", "--reference-seeds", "10"
+    )
+    assert report["reference_seeds"] == 10 and report["margins"][0]["lucky"]["pairs"] == 40
+    with pytest.raises(SystemExit, match="too few"):
+        analyze(pool_file, "--parallel", "2", "--pairs", "10", "--reference-seeds", "36")
 
 
 def test_export_reads_the_ledger_and_the_seed_directories(tmp_path, capsys):

@@ -95,6 +95,27 @@ def test_quick_mode_records_a_failing_part_and_runs_the_others(
     assert "RuntimeError: injected fault" in table
 
 
+def test_quick_mode_part_6_runs_the_fast_path_rows(gpu_proof, tmp_path: Path) -> None:
+    """Part 6 (scripts/gpu_fast.py) on the CPU: the graphs sampler's step body draws what HFSampler draws, the
+    samplers are timed, the trainer runs with sampler hf-graphs (compiled, no CUDA graph on a CPU), and the
+    GPU-only memory row says so."""
+    out = tmp_path / "out"
+    out.mkdir()
+    assert gpu_proof.main(["--quick", "--parts", "6", "--out", str(out)]) == 0
+    rows = {r["name"]: r for r in json.loads((out / "gpu_proof.json").read_text())["rows"]}
+    correct = rows["fast/correct"]
+    assert correct["status"] == "ok", correct
+    alike, total = map(int, correct["figures"]["rows_alike"].split("/"))
+    assert alike == total == 72 and correct["figures"]["within_1e-4"] is True
+    sampler = rows["fast/sampler"]
+    assert sampler["status"] == "ok", sampler
+    assert all(sampler["figures"][f"{n}_tokens_per_s"] > 0 for n in ("hf", "static", "graphs"))
+    trainer = rows["fast/trainer"]
+    assert trainer["status"] == "ok", trainer
+    assert trainer["figures"]["hf-graphs_samples_per_s"] > 0 and 0 < trainer["figures"]["hf_gen_share"] < 1
+    assert rows["fast/memory"]["status"] == "skipped"
+
+
 def test_a_failed_setup_leaves_an_error_row_per_part(gpu_proof, tmp_path: Path, monkeypatch) -> None:
     def no_root(work, settings):
         raise OSError("disk full")

@@ -27,7 +27,7 @@ from autorl.io.tomlcheck import ConfigError
 from autorl.llm.config import load_train_config
 from autorl.llm.track import LLMTrack
 from autorl.record.context import ResearchContext, best_kept
-from autorl.record.ledger import Ledger, LedgerError, eval_rows_hash, reference_rows
+from autorl.record.ledger import Ledger, LedgerError, eval_rows_hash, reference_evidence, reference_rows
 from autorl.record.row import LedgerRow
 from autorl.record.sidetables import CONFIRMED
 from autorl.record.stats import noise_floor
@@ -150,6 +150,46 @@ def test_reference_rows_are_checked_against_the_recorded_hash(root):
     (runs / "r" / "eval.jsonl").unlink()
     with pytest.raises(LedgerError, match="is missing"):
         reference_rows(row, runs)
+
+
+def test_the_reference_side_holds_every_trial_of_its_config_in_the_context(root):
+    """reference_evidence: the reference's rows, then those of its config's other trials of the context (a
+    seed number already used is given a new one); another config, another context, a trial marked crash or
+    one not ok are not pooled; a same-config trial whose eval.jsonl is lost is left out and named."""
+    runs = root / "runs"
+    ctx = ResearchContext("llm", "e", "h", 60.0)
+
+    def trial(run_id: str, seeds: list[int], score: float, **kw) -> LedgerRow:
+        (runs / run_id).mkdir(parents=True)
+        text = "".join(
+            json.dumps({"env": "toy", "example_id": "0", "sample": 0, "score": score, "seed": s}) + "\n"
+            for s in seeds
+        )
+        (runs / run_id / "eval.jsonl").write_text(text)
+        fields = dict(
+            track="llm", eval_hash="e", harness_hash="h", budget=60.0, status="ok", eval_score=score
+        )
+        fields |= dict(config_hash="base", decision="keep", eval_rows_hash=eval_rows_hash(text))
+        return LedgerRow(run_id=run_id, **(fields | kw))
+
+    rows = [
+        base := trial("base", [1, 2], 0.6),
+        trial("repeat", [2, 3], 0.4, decision="discard"),  # seed 2 is the baseline's too
+        trial("idea", [4], 0.9, config_hash="idea"),
+        trial("short", [5], 0.1, budget=30.0),
+        trial("faulty", [6], 0.1, decision="crash"),
+        trial("died", [7], 0.1, status="timeout"),
+        trial("lost", [8], 0.1),
+    ]
+    (runs / "lost" / "eval.jsonl").unlink()
+    got = reference_evidence(base, rows, ctx, runs)
+    assert got.runs == ("base", "repeat") and got.seeds == 4
+    assert sorted((r["seed"], r["score"]) for r in got.rows) == [(1, 0.6), (2, 0.6), (3, 0.4), (4, 0.4)]
+    assert got.unread == (
+        "lost (the reference lost cannot be used: " + str(runs / "lost" / "eval.jsonl") + " is missing)",
+    )
+    assert got.describe().startswith("4 (base + repeat); left out lost (")
+    assert reference_evidence(rows[2], rows, ctx, runs).runs == ("idea",)
 
 
 @pytest.fixture

@@ -168,6 +168,27 @@ def test_a_reference_recorded_before_rungs_still_runs_without_abort(root, monkey
     assert "stopped_early" not in s and s["verdict"] == "worse"
 
 
+def test_the_reference_side_pools_its_configs_repeat_in_the_verdict_and_at_the_rungs(
+    root, monkeypatch, capsys, reference
+):
+    """A candidate is compared with every seed of the reference's config (the baseline and its repeat),
+    not with the baseline's own seeds alone: the verdict's delta and the rungs' bar both rest on 4 seeds."""
+    use_backend(monkeypatch, root, 0.4)  # the baseline's config again: its repeat, drawn lower
+    rep = run_trial(capsys, "--seeds", "2", "--all-seeds", "--description", "baseline repeat")
+    base_id, rep_id = (x["run_dir"].split("/")[-1] for x in (reference, rep))
+    assert rep["reference"] == base_id and rep["reference_seeds"] == f"2 ({base_id})"
+    with open(root / "train.toml", "a") as f:
+        f.write("[trainer.optim]\nlr = 3e-5\n")
+    use_backend(monkeypatch, root, 0.5)
+    s = run_trial(capsys, "--seeds", "1", "--description", "level with the config")
+    assert s["reference"] == base_id and s["reference_seeds"] == f"4 ({base_id} + {rep_id})"
+    assert float(s["delta"]) == pytest.approx(0.0, abs=0.02)  # 0.1 behind the baseline's own 2 seeds
+    scored = rungs.read(root / s["run_dir"] / "seed-0")
+    assert [(r.decision, r.reference_seeds) for r in scored] == [(rungs.GO, 4), (rungs.GO, 4)]
+    assert all(r.reference == pytest.approx(0.5, abs=0.01) for r in scored)
+    assert Ledger(root / "results.tsv").rows()[-1].reference_run == base_id
+
+
 def test_rung_scores_survive_a_signal_mid_run(root, tmp_path):
     """A stop (SIGTERM to the trial) after the first rung: the seed is interrupted, its rung is on disk."""
     cfg = LLMTrack().with_rungs(load_train_config(root / "train.toml"), 2.0)

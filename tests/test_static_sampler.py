@@ -76,3 +76,22 @@ def test_a_compiled_step_that_fails_falls_back_to_hfsampler_with_one_warning(mod
     assert again is not None and hf is not None and torch.equal(again.completion_ids, hf.completion_ids)
     out = capsys.readouterr().out
     assert out.count("warning: the compiled sampler failed (RuntimeError: no C++ compiler)") == 1
+
+
+def test_graphs_keeps_a_cache_per_shape_and_draws_what_hfsampler_draws(model):
+    """`graphs`: prompt widths rounded up (the gap masked), one kept cache per (rows, width) reused with an
+    earlier call's keys still in it; the step is its compiled body run eagerly here (the capture needs a
+    CUDA GPU: the kit's part 6)."""
+    vocab = model.config.vocab_size
+    eos = list(range(2, 2 + vocab // 12))
+    sampler = StaticSampler(model, PAD, eos, graphs=True)
+    sampler._step = sampler._forward
+    batch = prompts(vocab)
+    for call in (batch, batch[:4], [p + [5, 6] for p in batch]):  # widths 7, 7, 9: one rounded width
+        hf = HFSampler(model, PAD, eos).sample(call, 0.9, 9, torch.Generator().manual_seed(3))
+        got = sampler.sample(call, 0.9, 9, torch.Generator().manual_seed(3))
+        assert hf is not None and got is not None
+        assert torch.equal(hf.completion_ids, got.completion_ids)
+        assert torch.equal(hf.completion_mask, got.completion_mask)
+        torch.testing.assert_close(got.logprobs, hf.logprobs, atol=1e-5, rtol=1e-5)
+    assert sorted(sampler._kept) == [(4, 64 + 9), (6, 64 + 9)]

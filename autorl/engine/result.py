@@ -69,6 +69,7 @@ class TrialResult:
     parallel: int = 1  # seeds run at once
     health: dict[str, str] = field(default_factory=dict)  # health/<flag>: text (runview.trial_health)
     look: tuple[int, int] = (1, 1)  # the look the verdict was judged at, of the looks planned (stats.levels)
+    reference_seeds: str = ""  # the seeds compared with, and whose (Reference.seeds_note)
 
     @property
     def run_dir_shown(self) -> str:
@@ -129,6 +130,8 @@ class TrialResult:
             lines["vs_base"] = f"{self.score - self.base_score:+.4f} (eval_score - base_score)"
         if self.comparison is not None:
             lines["reference"] = self.reference_run
+            if self.reference_seeds:
+                lines["reference_seeds"] = self.reference_seeds
             lines["delta"] = f"{self.comparison.delta:+.4f}"
             lines["p_value"] = fmt(self.comparison.p_value)
             improved, worse = stats.levels(*self.look)
@@ -317,6 +320,7 @@ def conclude(
         parallel=judging.parallel,
         health=health(ctx.run_dir, score, base_score, training_budget(ctx.context.track, ctx.context.budget)),
         look=look,
+        reference_seeds=ref.seeds_note,
     )
 
 

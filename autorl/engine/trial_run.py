@@ -102,13 +102,15 @@ def read_reference(ledger: Ledger, track: Track, context: ResearchContext, quick
     LedgerError."""
     from autorl.record import stats
     from autorl.record.context import best_kept
-    from autorl.record.ledger import reference_rows
+    from autorl.record.ledger import reference_evidence
 
     rows = ledger.rows()
     best = None if quick else best_kept(rows, context)
-    eval_rows = reference_rows(best, paths.runs_dir()) if best else []
     noise = stats.noise_floor(rows, context, prior_sd=track.seed_sd_prior)
-    return Reference(rows, best, eval_rows, noise)
+    if best is None:
+        return Reference(rows, None, [], noise)
+    evidence = reference_evidence(best, rows, context, paths.runs_dir())
+    return Reference(rows, best, evidence.rows, noise, runs=evidence.runs, seeds_note=evidence.describe())
 
 
 def abort_off(ref: Reference, setup: Setup) -> str:
@@ -131,9 +133,8 @@ def with_abort(ref: Reference, setup: Setup) -> Reference:
         return dataclasses.replace(ref, abort_note=off)
     assert ref.row is not None
     run_id = ref.row.run_id
-    rule, why = rule_for(
-        run_id, paths.runs_dir() / run_id, setup.track.abort_margin, setup.track.seed_sd_prior
-    )
+    dirs = [paths.runs_dir() / r for r in ref.runs or (run_id,)]
+    rule, why = rule_for(run_id, dirs, setup.track.abort_margin, setup.track.seed_sd_prior)
     if rule is None:
         return dataclasses.replace(ref, abort_note=why)
     bars = ", ".join(

@@ -59,10 +59,13 @@ class Reference:
 
     ledger_rows: list[LedgerRow]
     row: LedgerRow | None  # the best kept trial of the same eval set, harness and budget
-    eval_rows: list[dict[str, Any]]  # its eval rows, checked against the hash its row recorded
+    # its eval rows, checked against the hash its row recorded, with those of its config's other trials
+    eval_rows: list[dict[str, Any]]
     noise: NoiseFloor  # one noise floor serves every interim look and the verdict
     abort: AbortRule | None = None  # the early abort against its rungs (None: off, `abort_note` says why)
     abort_note: str = ""
+    runs: tuple[str, ...] = ()  # the trials whose seeds `eval_rows` holds: the reference's first
+    seeds_note: str = ""  # the summary's `reference_seeds` line: how many seeds, whose ("" = no reference)
 
 
 @dataclass

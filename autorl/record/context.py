@@ -78,6 +78,23 @@ def best_kept(rows: Sequence[LedgerRow], context: ResearchContext) -> LedgerRow 
     return undecided[0] if undecided else None
 
 
+def same_config(rows: Sequence[LedgerRow], context: ResearchContext, reference: LedgerRow) -> list[LedgerRow]:
+    """The other trials of `context` that ran the reference's exact config (the baseline's repeat, a keep's
+    labelled re-run), `ok` and scored and not marked crash, in ledger order: their seeds are the reference's
+    evidence too (the noise floor already pools them by config). A reference whose score is the best of
+    several trials is lucky as often as not; its repeats pull its mean back to its config's."""
+    if not reference.config_hash:
+        return []
+    return [
+        r
+        for r in context.rows(rows)
+        if r.scored
+        and r.decision != "crash"
+        and r.config_hash == reference.config_hash
+        and r.run_id != reference.run_id
+    ]
+
+
 def kept_config_to_adopt(kept_run_id: str, config: Path) -> Path | None:
     """The kept trial's config file (runs/<id>/config.toml) when `config` is not that config: another
     agent's keep moved the reference and this worktree builds on an older one. None when they are the same

@@ -35,7 +35,7 @@ from typing import Any
 
 from autorl.io import atomic, inputs, paths
 from autorl.io.jsonl import eval_rows_problem, read_jsonl
-from autorl.record.context import ResearchContext, best_kept
+from autorl.record.context import ResearchContext, best_kept, same_config
 from autorl.record.row import (
     AGENT_VAR,
     COLUMNS,
@@ -510,3 +510,43 @@ def reference_rows(reference: LedgerRow, runs_dir: Path) -> list[dict[str, Any]]
     if problem := eval_rows_problem(rows):
         raise LedgerError(f"{why}: {path}: {problem}{recover}")
     return rows
+
+
+@dataclass(frozen=True)
+class ReferenceEvidence:
+    """The eval rows a candidate is compared with: the reference trial's and those of its config's other
+    trials in the context (`same_config`), each seed's rows under a seed number no other trial's uses."""
+
+    rows: list[dict[str, Any]]
+    runs: tuple[str, ...]  # the reference first, then its config's other trials that were read
+    seeds: int
+    unread: tuple[str, ...] = ()  # same-config trials left out, each with why (their eval.jsonl's fault)
+
+    def describe(self) -> str:
+        """The summary's `reference_seeds` line."""
+        text = f"{self.seeds} ({' + '.join(self.runs)})"
+        return text + "".join(f"; left out {u}" for u in self.unread)
+
+
+def reference_evidence(
+    reference: LedgerRow, rows: list[LedgerRow], context: ResearchContext, runs_dir: Path
+) -> ReferenceEvidence:
+    """The reference's eval rows pooled with those of the other trials of its config in `context`. The
+    reference's own must be readable (LedgerError as `reference_rows`); another trial's that cannot be read
+    is left out and said."""
+    pooled = reference_rows(reference, runs_dir)
+    used = {r.get("seed", 0) for r in pooled}
+    read, unread = [reference.run_id], []
+    for other in same_config(rows, context, reference):
+        try:
+            more = reference_rows(other, runs_dir)
+        except LedgerError as exc:
+            unread.append(f"{other.run_id} ({str(exc).splitlines()[0]})")
+            continue
+        relabel = {}
+        for seed in dict.fromkeys(r.get("seed", 0) for r in more):
+            relabel[seed] = seed if seed not in used else max(used) + 1
+            used.add(relabel[seed])
+        pooled += [{**r, "seed": relabel[r.get("seed", 0)]} for r in more]
+        read.append(other.run_id)
+    return ReferenceEvidence(pooled, tuple(read), len(used), tuple(unread))

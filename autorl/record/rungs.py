@@ -179,12 +179,16 @@ def abort_text(seed_position: str, seed: int, score: RungScore, reference_run: s
 
 
 def rule_for(
-    reference_run: str, reference_dir: Path, margin_sd: float | None, prior_sd: float
+    reference_run: str, reference_dirs: Sequence[Path], margin_sd: float | None, prior_sd: float
 ) -> tuple[AbortRule | None, str]:
-    """The rule against a reference trial's recorded rungs, or None with the reason there is none."""
+    """The rule against the rungs recorded by a reference trial (and its config's other trials, whose eval
+    rows it pools: autorl.record.ledger.reference_evidence), or None with the reason there is none."""
     if margin_sd is None:
         return None, "off on this track by default (docs/statistics.md, 'Early abort')"
-    found = run_rungs(reference_dir)
+    found: dict[float, list[float]] = {}
+    for run_dir in reference_dirs:
+        for k, v in run_rungs(run_dir).items():
+            found.setdefault(k, []).extend(v)
     if not any(len(v) >= 2 for v in found.values()):
         return (
             None,

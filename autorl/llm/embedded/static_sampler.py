@@ -12,6 +12,13 @@ Not the trainer's default yet: scripts/bench_sampler.py measured the compiled st
 HFSampler's tokens/s on one core (1.39x compiled for one fixed shape; docs/verified.md), and the compile
 still lands inside the first training seconds; making it the CPU default needs a warm compile before
 `ready` and a trainer-level measurement (issue 50).
+
+``graphs`` (for a CUDA GPU, where a decode step is launch-bound: a few hundred small kernels for a few
+milliseconds of weight reads) compiles the step with ``mode="reduce-overhead"``: fixed shapes, each shape's
+step captured once as a CUDA graph and replayed (on a CPU the same compiled step, without graphs). Its shapes
+stay fixed from call to call: the cache and the attention mask are kept per (rows, cache width), and the
+prompts' width is rounded up to ``WIDTH_STEP`` (the new tokens are written from there; the gap is masked),
+so a run's batches share one capture. Not measured on a GPU yet (the kit's part 6, scripts/gpu_fast.py).
 """
 
 from __future__ import annotations
@@ -24,16 +31,31 @@ from torch import Tensor
 
 from autorl.llm.embedded.generation import Decode, HFSampler, Rollouts, shared_prefill
 
+WIDTH_STEP = 64  # graphs: prompt widths are rounded up to a multiple of this (one capture per rounded width)
+
 
 class StaticSampler(HFSampler):
     """Temperature sampling on a preallocated KV cache (see the module docstring)."""
 
-    def __init__(self, model: torch.nn.Module, pad_id: int, eos_ids: Sequence[int], compiled: bool = False):
+    def __init__(
+        self,
+        model: torch.nn.Module,
+        pad_id: int,
+        eos_ids: Sequence[int],
+        compiled: bool = False,
+        graphs: bool = False,
+    ):
         super().__init__(model, pad_id, eos_ids)
-        self.compiled = compiled
+        self.graphs = graphs
+        self.compiled = compiled or graphs
         self.static = True  # False once a compiled step failed: HFSampler's way from then on
-        # dynamic shapes: one compile serves every batch (rows and prompt width change from call to call)
-        self._step: Any = torch.compile(self._forward, dynamic=True) if compiled else self._forward
+        self._kept: dict[tuple[int, int], tuple[Any, Tensor]] = {}  # graphs: (rows, width) -> (cache, mask)
+        if graphs:  # fixed shapes, a CUDA graph per shape (none on a CPU)
+            self._step: Any = torch.compile(self._forward, mode="reduce-overhead", dynamic=False)
+        elif compiled:  # dynamic shapes: one compile serves every batch (rows and prompt width change)
+            self._step = torch.compile(self._forward, dynamic=True)
+        else:
+            self._step = self._forward
 
     def sample(self, *args: Any, **kwargs: Any) -> Rollouts | None:
         """HFSampler.sample on the static cache; if the compiled step fails (a compiler missing, a model
@@ -63,24 +85,41 @@ class StaticSampler(HFSampler):
     ) -> tuple[Tensor, Decode, Tensor]:
         if not self.static:
             return super().start(prompts, max_new_tokens, device)
-        from transformers import StaticCache
-
         logits, grown, prompt_mask, prompt_lens = shared_prefill(self.model, prompts, self.pad_id, device)
         batch, width = prompt_mask.shape
-        cache = StaticCache(config=self.model.config, max_cache_len=width + max_new_tokens)  # type: ignore[arg-type]
+        room = -(-width // WIDTH_STEP) * WIDTH_STEP if self.graphs else width  # where the new tokens go
+        cache, attn = self._cache(batch, room + max_new_tokens, device)
         layers: list[Any] = list(cache.layers)  # StaticLayer: keys, values, cumulative_length
         for layer, prefilled in zip(layers, grown.layers, strict=True):  # type: ignore[attr-defined]
-            layer.lazy_initialization(prefilled.keys, prefilled.values)
+            if not layer.is_initialized:
+                layer.lazy_initialization(prefilled.keys, prefilled.values)
             layer.keys[:, :, :width].copy_(prefilled.keys)
             layer.values[:, :, :width].copy_(prefilled.values)
-            layer.cumulative_length.fill_(width)
-        attn = torch.zeros((batch, width + max_new_tokens), dtype=torch.long, device=device)
+            layer.cumulative_length.fill_(room)  # StaticLayer.update writes the next token there
+        attn.zero_()  # a kept cache's other positions hold an earlier call's keys: masked out
         attn[:, :width] = prompt_mask.long()
         next_pos = prompt_lens.unsqueeze(-1)
+        where = torch.arange(room, room + max_new_tokens, device=device)
 
         def decode(tok: Tensor, t: int) -> Tensor:
-            attn[:, width + t] = 1  # the token fed now sits at position width + t of the cache
-            where = torch.tensor([width + t], device=device)
-            return self._step(tok, attn, next_pos + t, where, cache)
+            attn[:, room + t] = 1  # the token fed now sits at position room + t of the cache
+            if not self.graphs:
+                return self._step(tok, attn, next_pos + t, where[t : t + 1], cache)
+            torch.compiler.cudagraph_mark_step_begin()  # the last step's output is no longer read
+            return self._step(tok, attn, next_pos + t, where[t : t + 1], cache).clone()
 
         return logits, decode, prompt_mask
+
+    def _cache(self, batch: int, length: int, device: torch.device) -> tuple[Any, Tensor]:
+        """A StaticCache of `length` positions and its attention mask: new for each call, or with `graphs`
+        kept per (rows, length), so that a captured step finds its tensors where it left them."""
+        from transformers import StaticCache
+
+        kept = self._kept.get((batch, length)) if self.graphs else None
+        if kept is None:
+            cache = StaticCache(config=self.model.config, max_cache_len=length)  # type: ignore[arg-type]
+            kept = cache, torch.zeros((batch, length), dtype=torch.long, device=device)
+            if self.graphs:
+                torch._dynamo.mark_static_address(kept[1])  # updated in place between the replays
+                self._kept[(batch, length)] = kept
+        return kept

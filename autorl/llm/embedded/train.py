@@ -81,6 +81,7 @@ from autorl.llm.embedded.logprobs import completion_logprobs
 from autorl.llm.embedded.sampler_process import ProcessSampler
 from autorl.llm.embedded.scheduler import build_scheduler
 from autorl.llm.embedded.slots import CPU_MICRO_BATCH_TOKENS, GPU_MICRO_BATCH_TOKENS, SMALL_MODEL_PARAMS
+from autorl.llm.embedded.static_sampler import StaticSampler
 from autorl.llm.tokenizer import load_tokenizer
 
 # prime-rl's orchestrator aborts after this many consecutive empty train batches (orchestrator.py).
@@ -221,6 +222,10 @@ class Trainer:
                 device=str(self.device),
             )
             return vllm, None, "vllm"
+        if spec.sampler in ("hf-static", "hf-graphs"):  # asked for by name only (issue 50: not yet measured)
+            graphs = spec.sampler == "hf-graphs"
+            static = StaticSampler(self.model, self.pad_id, self.eos_ids, compiled=not graphs, graphs=graphs)
+            return static, None, spec.sampler
         hf = HFSampler(self.model, self.pad_id, self.eos_ids)
         overlapped = (
             spec.sampler == "auto"

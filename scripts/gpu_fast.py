@@ -1,0 +1,270 @@
+"""The GPU proof kit's part 6 (issue 50): the embedded trainer's fast path on this machine's GPU. Run its rows
+first, in a call of their own (``python scripts/gpu_proof.py --bundle DIR --out gpu-proof/ --parts 6``),
+then the older parts in a second call; gpu_proof.py runs this module's ``rows``.
+
+- fast/correct: the shipped tiny model in float32: StaticSampler with its decode step captured as CUDA graphs
+  (``graphs``) against HFSampler, from the same generator state: the share of rows drawn alike, the largest
+  logprob difference, and its logprobs against the model's own forward (goal: within 1e-4). On a CPU (quick
+  mode) the step's body runs eagerly: there is nothing to capture without CUDA.
+- fast/sampler: the Qwen3-0.6B shape, float32 master weights under bf16 autocast (as the trainer samples),
+  one GRPO batch (8 prompts x 8, the completion limit of part 2, no EOS: every row runs to the limit):
+  HFSampler, StaticSampler eager and StaticSampler with graphs, calls interleaved: tokens/s, the decode
+  step's milliseconds against the bandwidth limit (the bf16 weights' bytes / the GPU's memory bandwidth:
+  every step reads every weight once), the first call's seconds (compile and capture: start-up).
+- fast/trainer: the embedded trainer with ``sampler = "hf-graphs"`` against ``hf`` and TRL's GRPOTrainer
+  (part 2's runs, one round, fewer steps): samples/s, peak GPU memory, generation's share of a step.
+- fast/memory: one training step's log-probs, GRPO loss and backward on the 0.6B shape: the peak GPU memory
+  above the fixed state (weights, gradients, AdamW), chunked (autorl/llm/embedded/logprobs.py) against the
+  full logits, at the same micro-batch.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+import time
+import traceback
+from collections.abc import Callable
+from typing import Any
+
+# Memory bandwidth by device name, bytes/s (first match wins): the bound on a decode step.
+BANDWIDTH = (("H100 PCIe", 2.0e12), ("H100", 3.35e12), ("H200", 4.8e12), ("A100", 2.0e12), ("L40S", 0.864e12))
+PROMPTS, GROUP = 8, 8  # the shipped train.toml's batch: batch_size 64, group_size 8
+TIMED_CALLS = 3  # timed sampler calls per sampler and round
+TRAINER_STEPS, TRAINER_WARMUP = 5, 2  # fast/trainer: measured steps and warm-up steps (the capture) a run
+
+
+def rows(kit: Any, g: Any) -> list[Any]:
+    """Part 6's rows; `g` is scripts/gpu_proof.py (its Row, Kit helpers). Each row is isolated: one that fails
+    records its error and the next runs."""
+    out = []
+    for name, fn in (
+        ("fast/correct", correct),
+        ("fast/sampler", sampler_speed),
+        ("fast/trainer", trainer),
+        ("fast/memory", memory),
+    ):
+        if kit.stop:
+            out.append(g.Row(6, name, "skipped", "skipped: the kit was stopped by a signal"))
+            continue
+        start = time.monotonic()
+        try:
+            out.append(fn(kit, g))
+        except Exception as exc:
+            traceback.print_exc()
+            out.append(g.Row(6, name, "error", f"{type(exc).__name__}: {exc}"))
+        print(f"gpu_proof: {name} done in {time.monotonic() - start:.0f} s", flush=True)
+    return out
+
+
+def device(kit: Any):
+    import torch
+
+    return torch.device("cuda" if kit.cuda else "cpu")
+
+
+def batch(vocab: int, seed: int = 0) -> list[list[int]]:
+    """PROMPTS prompts of 24-40 random tokens, each GROUP times (a GRPO batch)."""
+    import torch
+
+    gen = torch.Generator().manual_seed(seed)
+    out: list[list[int]] = []
+    for _ in range(PROMPTS):
+        width = int(torch.randint(24, 41, (1,), generator=gen))
+        out += [torch.randint(2, vocab, (width,), generator=gen).tolist()] * GROUP
+    return out
+
+
+def graphs_sampler(model, eos: list[int], kit: Any):
+    """StaticSampler with graphs; on a CPU its step's body eagerly (quick mode: no capture, no compile)."""
+    from autorl.llm.embedded.static_sampler import StaticSampler
+
+    sampler = StaticSampler(model, 0, eos, graphs=True)
+    if not kit.cuda:
+        sampler._step = sampler._forward
+    return sampler
+
+
+# --------------------------------------------------------------------------- fast/correct
+def correct(kit: Any, g: Any) -> Any:
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    from autorl.llm.embedded.generation import HFSampler
+
+    dev = device(kit)
+    from autorl.llm.prepare import BUILTIN_MODEL
+
+    path = kit.root / BUILTIN_MODEL  # the shipped tiny model, installed as prepare.py does
+    model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32).to(dev)
+    vocab = model.config.vocab_size
+    eos = list(range(2, 2 + vocab // 12))  # a twelfth of the vocabulary ends a row: EOS mid-batch
+    prompts = [p[: 3 + i % 9] for i, p in enumerate(batch(vocab, seed=1))][:24]  # mixed widths
+    fast = graphs_sampler(model, eos, kit)
+    same, worst_hf, worst_own = 0, 0.0, 0.0
+    for call in range(3):  # the first call captures, the others replay
+        hf = HFSampler(model, 0, eos).sample(prompts, 1.0, 24, torch.Generator(dev).manual_seed(call))
+        got = fast.sample(prompts, 1.0, 24, torch.Generator(dev).manual_seed(call))
+        assert hf is not None and got is not None
+        alike = (hf.completion_ids == got.completion_ids).all(-1)
+        alike &= (hf.completion_mask == got.completion_mask).all(-1)
+        same += int(alike.sum())
+        both = alike.nonzero().flatten().tolist()
+        if both:
+            worst_hf = max(worst_hf, float((hf.logprobs[both] - got.logprobs[both]).abs().max()))
+        for row in range(len(prompts)):  # the model's own logprobs of what the fast sampler drew
+            ids = got.completion_token_lists()[row]
+            with torch.no_grad():
+                full = torch.tensor([prompts[row] + ids], device=dev)
+                logits = model(input_ids=full).logits[0, len(prompts[row]) - 1 : -1].float()
+            own = torch.log_softmax(logits, -1).gather(-1, torch.tensor(ids, device=dev)[:, None])[:, 0]
+            worst_own = max(worst_own, float((got.logprobs[row, : len(ids)] - own).abs().max()))
+    figures = {
+        "rows_alike": f"{same}/{3 * len(prompts)}",
+        "max_logprob_diff_vs_hf": round(worst_hf, 7),
+        "max_logprob_diff_vs_forward": round(worst_own, 7),
+        "within_1e-4": worst_own <= 1e-4,
+        "graphs": bool(kit.cuda and fast.static),
+    }
+    if not kit.cuda:
+        figures["note"] = "CPU: the step's body eagerly (no CUDA graph)"
+    return g.Row(6, "fast/correct", "ok", figures=figures)
+
+
+# --------------------------------------------------------------------------- fast/sampler
+def bandwidth(name: str) -> float | None:
+    return next((bw for key, bw in BANDWIDTH if key in name), None)
+
+
+def sampler_speed(kit: Any, g: Any) -> Any:
+    import contextlib
+
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    from autorl.llm.embedded.generation import HFSampler
+    from autorl.llm.embedded.static_sampler import StaticSampler
+
+    dev = device(kit)
+    path = g.build_qwen3_shape(kit)
+    model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32).to(dev)
+    new = kit.settings.completion_tokens
+    prompts = batch(model.config.vocab_size)
+    samplers: dict[str, Any] = {
+        "hf": HFSampler(model, 0, []),
+        "static": StaticSampler(model, 0, []),
+        "graphs": graphs_sampler(model, [], kit),
+    }
+    autocast = torch.autocast("cuda", dtype=torch.bfloat16) if kit.cuda else contextlib.nullcontext()
+    sync = torch.cuda.synchronize if kit.cuda else (lambda: None)
+
+    def timed(name: str, calls: int) -> float:
+        gen = torch.Generator(dev).manual_seed(1)
+        sync()
+        t0 = time.perf_counter()
+        with autocast:
+            for _ in range(calls):
+                samplers[name].sample(prompts, 1.0, new, gen)
+        sync()
+        return time.perf_counter() - t0
+
+    first = {name: round(timed(name, 1), 2) for name in samplers}  # compile and capture included
+    seconds: dict[str, list[float]] = {name: [] for name in samplers}
+    for r in range(2):  # interleaved, the order turned the second time
+        for name in samplers if r == 0 else reversed(list(samplers)):
+            seconds[name].append(timed(name, TIMED_CALLS) / TIMED_CALLS)
+    tokens = len(prompts) * new
+    figures: dict[str, Any] = {"rows": len(prompts), "new_tokens": new, "first_call_s": first}
+    for name, runs in seconds.items():
+        call = statistics.median(runs)
+        figures[f"{name}_tokens_per_s"] = round(tokens / call, 1)
+        figures[f"{name}_step_ms"] = round(1000 * call / new, 3)  # prefill included: an upper bound
+    figures["graphs_vs_hf"] = round(figures["graphs_tokens_per_s"] / figures["hf_tokens_per_s"], 2)
+    bw = bandwidth(kit.device_name) if kit.cuda else None
+    if bw is not None:
+        weight_bytes = 2 * sum(p.numel() for p in model.parameters())  # bf16
+        figures["bandwidth_limit_step_ms"] = round(1000 * weight_bytes / bw, 3)
+    return g.Row(6, "fast/sampler", "ok", figures=figures)
+
+
+# --------------------------------------------------------------------------- fast/trainer
+def trainer(kit: Any, g: Any) -> Any:
+    bench = g.bench_module()
+    spec = g.qwen3_spec(kit, g.build_qwen3_shape(kit))
+    threads = 1 if kit.cuda else len(g.cores())
+    steps, warmup = (TRAINER_STEPS, TRAINER_WARMUP) if kit.cuda else (1, 1)
+    runs: dict[str, dict[str, Any]] = {}
+    for sampler in ("hf", "hf-graphs"):
+        run: Callable[[], dict[str, Any]] = lambda s=sampler: bench.bench_embedded(  # noqa: E731
+            spec, steps, warmup, 0, threads, s
+        )
+        runs[sampler] = g.measured(run, kit.cuda, kit.stop)
+    figures: dict[str, Any] = {"steps": steps, "warmup": warmup}
+    for name, r in runs.items():
+        figures[f"{name}_samples_per_s"] = round(r["samples_per_s"], 2)
+        figures[f"{name}_gen_share"] = rounded(r.get("gen_share"))
+        if "peak_memory_gb" in r:
+            figures[f"{name}_peak_memory_gb"] = round(r["peak_memory_gb"], 2)
+    if g.missing("trl", "datasets", "accelerate", "pyarrow") is None:
+        trl = g.measured(lambda: bench.bench_trl(spec, steps, warmup, 0, threads), kit.cuda, kit.stop)
+        figures["trl_samples_per_s"] = round(trl["samples_per_s"], 2)
+        if "peak_memory_gb" in trl:
+            figures["trl_peak_memory_gb"] = round(trl["peak_memory_gb"], 2)
+        for name in runs:
+            figures[f"{name}_vs_trl"] = round(runs[name]["samples_per_s"] / trl["samples_per_s"], 2)
+    else:
+        figures["trl"] = "not run: trl, datasets, accelerate or pyarrow missing"
+    return g.Row(6, "fast/trainer", "ok", figures=figures)
+
+
+def rounded(x: float | None) -> float | None:
+    return None if x is None or math.isnan(x) else round(x, 3)
+
+
+# --------------------------------------------------------------------------- fast/memory
+def memory(kit: Any, g: Any) -> Any:
+    if not kit.cuda:
+        return g.Row(6, "fast/memory", "skipped", "GPU only (the CPU's: scripts/bench_logprobs_memory.py)")
+    import gc
+
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    from autorl.llm.embedded import grpo
+    from autorl.llm.embedded.logprobs import completion_logprobs
+    from autorl.llm.schema import DefaultLoss
+
+    memory_bench = g.script_module("bench_logprobs_memory")  # its rows: a GRPO group of random tokens
+    dev = device(kit)
+    path = g.build_qwen3_shape(kit)
+    figures: dict[str, Any] = {}
+    for way, chunk in (("plain", None), ("chunked", 32 * 2**20), ("plain", None), ("chunked", 32 * 2**20)):
+        model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32).to(dev)
+        opt = torch.optim.AdamW(model.parameters(), lr=1e-6, foreach=True)
+        vocab = model.config.vocab_size
+
+        def step(batch: list, chunk=chunk, model=model) -> None:
+            autocast = torch.autocast("cuda", dtype=torch.bfloat16)  # as the trainer computes on a GPU
+            logpi, logmu, adv, mask = completion_logprobs(model, batch, 0, dev, autocast, chunk_bytes=chunk)
+            loss_sum, _ = grpo.token_loss(logpi, logmu, adv, mask, DefaultLoss())
+            grpo.step_loss_share(loss_sum, int(mask.sum())).backward()
+
+        step(memory_bench.rows(1, 1, 1, vocab, seed=1))
+        opt.step()
+        opt.zero_grad(set_to_none=False)
+        torch.cuda.synchronize()
+        fixed = torch.cuda.memory_allocated()
+        torch.cuda.reset_peak_memory_stats()
+        step(memory_bench.rows(16, 32, kit.settings.completion_tokens, vocab))
+        torch.cuda.synchronize()
+        figures.setdefault(f"{way}_above_fixed_gib", []).append(
+            round((torch.cuda.max_memory_allocated() - fixed) / 2**30, 3)
+        )
+        figures["fixed_gib"] = round(fixed / 2**30, 3)
+        del model, opt
+        gc.collect()
+        torch.cuda.empty_cache()
+    plain = statistics.median(figures["plain_above_fixed_gib"])
+    figures["chunked_vs_plain"] = round(statistics.median(figures["chunked_above_fixed_gib"]) / plain, 3)
+    figures["micro_batch"] = f"16 rows x (32 + {kit.settings.completion_tokens}) tokens"
+    return g.Row(6, "fast/memory", "ok", figures=figures)
