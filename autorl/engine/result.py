@@ -69,7 +69,7 @@ class TrialResult:
     parallel: int = 1  # seeds run at once
     health: dict[str, str] = field(default_factory=dict)  # health/<flag>: text (runview.trial_health)
     look: tuple[int, int] = (1, 1)  # the look the verdict was judged at, of the looks planned (stats.levels)
-    reference_seeds: str = ""  # the seeds compared with, and whose (Reference.seeds_note)
+    reference_seeds: str = ""  # the seeds compared with, and whose (ReferenceEvidence.describe)
 
     @property
     def run_dir_shown(self) -> str:
@@ -320,7 +320,7 @@ def conclude(
         parallel=judging.parallel,
         health=health(ctx.run_dir, score, base_score, training_budget(ctx.context.track, ctx.context.budget)),
         look=look,
-        reference_seeds=ref.seeds_note,
+        reference_seeds=ref.evidence.describe() if ref.evidence else "",
     )
 
 

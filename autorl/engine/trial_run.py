@@ -110,7 +110,7 @@ def read_reference(ledger: Ledger, track: Track, context: ResearchContext, quick
     if best is None:
         return Reference(rows, None, [], noise)
     evidence = reference_evidence(best, rows, context, paths.runs_dir())
-    return Reference(rows, best, evidence.rows, noise, runs=evidence.runs, seeds_note=evidence.describe())
+    return Reference(rows, best, evidence.rows, noise, evidence=evidence)
 
 
 def abort_off(ref: Reference, setup: Setup) -> str:
@@ -133,7 +133,7 @@ def with_abort(ref: Reference, setup: Setup) -> Reference:
         return dataclasses.replace(ref, abort_note=off)
     assert ref.row is not None
     run_id = ref.row.run_id
-    dirs = [paths.runs_dir() / r for r in ref.runs or (run_id,)]
+    dirs = [paths.runs_dir() / r for r in (ref.evidence.runs if ref.evidence else (run_id,))]
     rule, why = rule_for(run_id, dirs, setup.track.abort_margin, setup.track.seed_sd_prior)
     if rule is None:
         return dataclasses.replace(ref, abort_note=why)

@@ -13,6 +13,7 @@ from autorl.engine.seed import SeedResult
 from autorl.engine.track import Track
 
 if TYPE_CHECKING:
+    from autorl.record.ledger import ReferenceEvidence
     from autorl.record.row import LedgerRow
     from autorl.record.rungs import AbortRule
     from autorl.record.stats import NoiseFloor
@@ -64,8 +65,8 @@ class Reference:
     noise: NoiseFloor  # one noise floor serves every interim look and the verdict
     abort: AbortRule | None = None  # the early abort against its rungs (None: off, `abort_note` says why)
     abort_note: str = ""
-    runs: tuple[str, ...] = ()  # the trials whose seeds `eval_rows` holds: the reference's first
-    seeds_note: str = ""  # the summary's `reference_seeds` line: how many seeds, whose ("" = no reference)
+    # the trials whose seeds `eval_rows` holds, the reference's first (None: its own alone, or no reference)
+    evidence: ReferenceEvidence | None = None
 
 
 @dataclass

@@ -103,10 +103,10 @@ class StaticSampler(HFSampler):
 
         def decode(tok: Tensor, t: int) -> Tensor:
             attn[:, room + t] = 1  # the token fed now sits at position room + t of the cache
-            if not self.graphs:
-                return self._step(tok, attn, next_pos + t, where[t : t + 1], cache)
-            torch.compiler.cudagraph_mark_step_begin()  # the last step's output is no longer read
-            return self._step(tok, attn, next_pos + t, where[t : t + 1], cache).clone()
+            if self.graphs:
+                torch.compiler.cudagraph_mark_step_begin()  # the last step's output is no longer read
+            logits = self._step(tok, attn, next_pos + t, where[t : t + 1], cache)
+            return logits.clone() if self.graphs else logits  # a replay overwrites a graph's output
 
         return logits, decode, prompt_mask
 
