@@ -173,6 +173,12 @@ def export(args: argparse.Namespace) -> None:
     track = get_track(args.track)
     rows = Ledger(args.root / "results.tsv").rows()
     ledger = [r for r in rows if (r.status, r.track) == ("ok", args.track)]
+    # run ids start with their start time (YYYYmmdd-HHMMSS): a pool of one session's trials
+    ledger = [
+        r
+        for r in ledger
+        if args.runs_from <= r.run_id and (not args.runs_before or r.run_id < args.runs_before)
+    ]
     with gzip.open(args.out, "wt", encoding="utf-8") as f:
         for spec in args.pool:
             name, _, prefix = spec.partition("=")
@@ -503,6 +509,17 @@ def margin_report(m: float, j: int, kinds: dict[str, Replayed], lucky: Replayed 
     }
 
 
+def verdict_figures(r: Replayed) -> dict[str, Any]:
+    """A kind's verdicts without the abort (A/B: the rule's power and its `worse`; a candidate pool of the
+    reference's own config from another session: its errors under the machine's drift), and the seeds a
+    pair ran: the futility stop's share."""
+    return {
+        **{v: rate(r.plain_verdict == v) for v in ("improved", "worse", "inconclusive")},
+        "median_seeds": float(np.median(r.plain_cost)),
+        "stopped_after_1": rate(r.plain_cost <= 1),
+    }
+
+
 def pct(figure: dict[str, Any] | None) -> str:
     return "-" if not figure or figure["rate"] is None else f"{figure['rate']:.1%}"
 
@@ -526,6 +543,12 @@ def print_report(report: dict[str, Any]) -> None:
         if fig is not None:  # where the plain rule's false `worse` falls: after how many candidate seeds
             seen = ", ".join(f"{k}: {c}" for k, c in fig["worse_by_seeds_none"].items()) or "none"
             print(f"{name}: without the abort, `worse` after (seeds run: pairs) {seen}")
+    print("kind: without the abort, improved / worse / inconclusive; median seeds a pair ran; ended after 1")
+    for kind, v in report["verdicts"].items():
+        print(
+            f"  {kind:<8} {pct(v['improved']):>6} / {pct(v['worse']):>6} / {pct(v['inconclusive']):>6}; "
+            f"{v['median_seeds']:g} seeds; {pct(v['stopped_after_1'])}"
+        )
     for kind in [*report["kinds"], "pooled"]:
         dead = first["dead"][kind]
         print(
@@ -626,6 +649,7 @@ def analyze(args: argparse.Namespace) -> dict[str, Any]:
     report["medians"] = {k: p.medians() for k, p in pools.items()}  # (training s, overhead s)
     report["lucky"] = {"q": args.lucky, "pairs": args.lucky_pairs, "cut": getattr(args, "lucky_cut", None)}
     report["margins"] = [margin_report(m, j, kinds, lucky) for j, m in enumerate(margins)]
+    report["verdicts"] = {k: verdict_figures(r) for k, r in kinds.items()}
     report["seconds"] = round(time.monotonic() - t0, 1)
     print_report(report)
     print(f"[replay] took {report['seconds']:.1f} s", flush=True)
@@ -647,6 +671,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any] | None:
     ex.add_argument(
         "--max-cpu-wait", type=float, default=None, help="leave out seeds whose cpu_wait_share is above this"
     )
+    ex.add_argument("--runs-from", default="", metavar="RUN_ID", help="only trials started at or after it")
+    ex.add_argument("--runs-before", default="", metavar="RUN_ID", help="only trials started before it")
     an = sub.add_parser("analyze", help="pairs decided without the abort and with it at each margin")
     an.add_argument("--pool-file", type=Path, action="append", required=True, help="an export (repeatable)")
     an.add_argument("--reference", required=True, help="the pool references (and A/A candidates) come from")

@@ -103,6 +103,11 @@ def test_a_clear_loser_is_aborted_at_the_first_rung_for_a_quarter_of_a_wave(pool
     assert at_1["throughput"]["L"]["ratio"] > 1.5  # far more decisions an hour
     out = capsys.readouterr().out
     assert "A/A false improved" in out and "L: margin, dead ideas' median / mean cost" in out
+    # without the abort: the loser never improved, the winner always, each kind's seeds and early stops
+    assert report["verdicts"]["L"]["improved"]["k"] == 0 and report["verdicts"]["W"]["improved"]["k"] == 60
+    assert sum(report["verdicts"]["L"][v]["k"] for v in ("improved", "worse", "inconclusive")) == 60
+    assert 1 <= report["verdicts"]["L"]["median_seeds"] <= 5
+    assert "kind: without the abort, improved / worse / inconclusive" in out
 
 
 def test_a_winner_whose_rungs_equal_the_reference_is_never_aborted_and_is_kept(pool_file):
@@ -295,6 +300,11 @@ def test_export_reads_the_ledger_and_the_seed_directories(tmp_path, capsys):
     ar.main([*argv, "--max-cpu-wait", "0.1"])
     assert [s.rows for s in ar.read_pool_file(out)["A"].seeds] == rows[:1]
     assert "seed-1: left out, cpu_wait_share 0.2 > 0.1 (a busy machine)" in capsys.readouterr().out
+    # one session's trials (run ids start with their start time): the trial in the window, or none
+    ar.main([*argv, "--runs-from", "20261201", "--runs-before", "20261202"])
+    assert ar.read_pool_file(out)["A"].header["run_ids"] == [run]
+    with pytest.raises(SystemExit, match="no ok classic trial"):
+        ar.main([*argv, "--runs-from", "20261201-000001"])
 
 
 def test_export_takes_an_llm_seeds_rungs_from_rungs_jsonl_else_from_its_snapshots(tmp_path):

@@ -175,6 +175,55 @@ def test_tried_says_which_keys_were_changed_together(root):
     )
 
 
+def test_tried_shows_inherited_values_and_sources_by_name(root):
+    """The 360 s night's agent read `orchestrator.train.source.1.sampling.temperature: None -> 0.5` where the
+    source inherited 0.7: the memory compares the configs as the schema reads them (Track.config_keys), so an
+    inherited value is the value it inherited and a source is named; a source that only followed the
+    orchestrator's temperature is not a change of its own; the report's kept table says the same. A config
+    this commit's schema refuses is compared as written, on both sides."""
+    from autorl.commands import report
+    from autorl.engine.track import get_track
+
+    shipped = (REPO / "train.toml").read_text()
+    configs = {
+        "base": shipped,
+        "cold": shipped + "\n[orchestrator.train.source.sampling]\ntemperature = 0.5\n",  # reverse's own
+        "hot": shipped.replace("temperature = 0.7", "temperature = 1.0", 1),  # every source follows it
+        "old": "[trainer.optim]\nlr = 1e-4\n",  # refused now (no source): as written
+        "old2": "[trainer.optim]\nlr = 3e-5\n",
+    }
+    for run_id, text in configs.items():
+        (root / "runs" / run_id).mkdir(parents=True)
+        (root / "runs" / run_id / "config.toml").write_text(text)
+    row = {"track": "llm", "verdict": "inconclusive", "delta": "0.01", "decision": "discard"}
+    rows = [
+        LedgerRow.read({"run_id": "base", "reference_run": "", **row}),
+        LedgerRow.read({"run_id": "cold", "reference_run": "base", **row}),
+        LedgerRow.read({"run_id": "old2", "reference_run": "old", **row}),
+        LedgerRow.read({"run_id": "hot", "reference_run": "base", **row}),
+    ]
+    by_key = {t["key"]: t["tries"] for t in status.tried(rows, get_track("llm"))}
+    assert sorted(by_key) == [
+        "orchestrator.train.sampling.temperature",
+        "orchestrator.train.source.reverse.sampling.temperature",
+        "trainer.optim.lr",
+    ]
+    [hot] = by_key["orchestrator.train.sampling.temperature"]
+    assert (hot["from"], hot["value"], hot["with"]) == (0.7, 1.0, [])
+    [cold] = by_key["orchestrator.train.source.reverse.sampling.temperature"]
+    assert (cold["from"], cold["value"], cold["with"]) == (0.7, 0.5, [])
+    [old] = by_key["trainer.optim.lr"]
+    assert (old["from"], old["value"]) == (1e-4, 3e-5)
+    lines = status.tried_lines(status.tried(rows, get_track("llm")))
+    key = "  orchestrator.train.source.reverse.sampling.temperature: "
+    assert f"{key}0.7 -> 0.5: inconclusive +0.0100, discard" in lines
+    written = {t["key"]: t["tries"] for t in status.tried(rows)}  # without the track: as written, as before
+    assert written["orchestrator.train.source.1.sampling.temperature"][0]["from"] is None
+    changes = report.config_changes(rows[1], rows[0])
+    assert changes == "orchestrator.train.source.reverse.sampling.temperature: 0.7 -> 0.5"
+    assert report.config_changes(rows[3], rows[0]) == "orchestrator.train.sampling.temperature: 0.7 -> 1.0"
+
+
 def test_status_shows_what_the_next_decisions_cost_from_the_trials_measured_here(
     classic_runs, monkeypatch, capsys
 ):

@@ -79,6 +79,23 @@ def render_schema_lines(file: str) -> str:
     return configdoc.render_schema(schema)
 
 
+def test_a_source_key_left_unset_says_whose_value_it_takes() -> None:
+    """The 360 s night's agent read `source.*.sampling.temperature`'s default as 1.0 where an unset source
+    temperature takes the orchestrator's (0.7 in train.toml): the default column names the key it inherits
+    from, for the table, each key in it and the source's group_size; a key nobody inherits keeps its value."""
+    llm = rows("train.toml")
+    source = "orchestrator.train.source.*"
+    assert llm[(f"{source}.sampling", "")].default_text == "as `orchestrator.train.sampling`"
+    temperature = llm[(f"{source}.sampling.temperature", "")].default_text
+    assert temperature == "as `orchestrator.train.sampling.temperature`"
+    assert llm[(f"{source}.group_size", "")].default_text == "as `orchestrator.group_size`"
+    assert llm[("orchestrator.train.sampling.temperature", "")].default_text == "`1.0`"
+    assert llm[(f"{source}.ratio", "")].default_text == "`1.0`"
+    table = render_schema_lines("train.toml")
+    inherited = "as `orchestrator.train.sampling.temperature`"
+    assert f"| `{source}.sampling.temperature` | float | {inherited} |" in table
+
+
 def test_backends_follow_embedded_unsupported() -> None:
     llm = rows("train.toml")
     prime_rl_only = [

@@ -94,6 +94,30 @@ def test_status_is_bounded_and_counts(root: Path, capsys: pytest.CaptureFixture[
     assert len(data["last"]) == status.MAX_LAST
 
 
+def test_a_diagnosis_starts_the_not_kept_count_again(root: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """program.md's "diagnose, don't tune": after 5 trials not kept the view warns; the agent's finding,
+    written with `autorl mark` as a lesson starting `diagnosis:`, clears the warning, and 5 more trials not
+    kept after it bring it back. An ordinary lesson clears nothing."""
+    ledger = Ledger(root / "results.tsv")
+    add(ledger, "base", 0.40, "keep", verdict="baseline")
+    for i in range(5):
+        add(ledger, f"d{i}", 0.39, "discard", lesson="no gain")
+    st = status.collect(ledger.rows())
+    assert st["not_kept_streak"] == 5 and "WARNING: 5 trials in a row" in status.render(st)
+    assert cli.main(["mark", "discard", "--run", "d2", "--lesson", "lr 2e-4 is past the cliff"]) == 0
+    assert status.collect(ledger.rows())["not_kept_streak"] == 5
+    lesson = "Diagnosis: the training reward rises while the greedy eval falls"
+    assert cli.main(["mark", "discard", "--run", "d3", "--lesson", lesson]) == 0
+    capsys.readouterr()
+    st = status.collect(ledger.rows())
+    assert st["not_kept_streak"] == 1 and "WARNING" not in status.render(st)  # d4 only, after the diagnosis
+    assert any(x["lesson"] == lesson for x in st["lessons"])
+    for i in range(5, 9):
+        add(ledger, f"d{i}", 0.39, "discard")
+    st = status.collect(ledger.rows())
+    assert st["not_kept_streak"] == 5 and "since the last keep or diagnosis" in status.render(st)
+
+
 def test_status_before_anything_is_kept(root: Path) -> None:
     ledger = Ledger(root / "results.tsv")
     assert "no trials yet" in status.render(status.collect([]))
@@ -260,6 +284,18 @@ def test_the_loop_that_confirms_tells_the_agent_it_does(root: Path) -> None:
     assert "runs `autorl confirm --factor 4` itself after every 2 keeps" in prompt
     assert loop.Loop("a", None, None, root, 2, 4.0).confirm_command() == ["confirm", "--factor", "4"]
     assert loop.main(agent_cmd(root), max_trials=1, confirm_factor=4) == 2  # a factor alone: refused
+
+
+def test_confirm_every_counts_ideas_kept_not_the_baseline(root: Path) -> None:
+    """program.md: "after every 3 keeps (the baseline is not one)": the loop's and the swarm's count agree."""
+    ledger = Ledger(root / "results.tsv")
+    add(ledger, "base", 0.40, "keep", verdict="baseline")
+    add(ledger, "repeat", 0.41, "discard", verdict="inconclusive")
+    assert loop.count_keeps(ledger) == 0
+    add(ledger, "k1", 0.50, "keep", verdict="improved")
+    add(ledger, "d1", 0.39, "discard", verdict="worse")
+    add(ledger, "k2", 0.55, "keep", verdict="improved")
+    assert loop.count_keeps(ledger) == 2
 
 
 # ---- tune -----------------------------------------------------------------------------------------------

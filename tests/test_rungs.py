@@ -135,7 +135,7 @@ def test_a_losing_candidate_is_aborted_at_the_first_rung(root, monkeypatch, caps
     out = capsys.readouterr().out.splitlines()
     line = next(x for x in out if x.startswith("cost here"))
     assert "an idea not kept cost 0 s of training (0.2" in line and "100% ended by the early abort" in line
-    assert "  trainer.optim.lr: None -> 3e-05: aborted, pending" in out  # the memory of what was tried
+    assert "  trainer.optim.lr: 1e-06 -> 3e-05: aborted, pending" in out  # the memory: as it ran (a default)
     assert any(x.startswith(f"  {row.run_id}") and " aborted " in x for x in out)  # the last trials
 
 

@@ -12,7 +12,7 @@ import torch
 from transformers import AutoModelForCausalLM
 
 from autorl.llm.embedded.generation import HFSampler
-from autorl.llm.embedded.static_sampler import StaticSampler
+from autorl.llm.embedded.static_sampler import WARM_STEPS, StaticSampler
 
 PAD = 0
 
@@ -95,3 +95,40 @@ def test_graphs_keeps_a_cache_per_shape_and_draws_what_hfsampler_draws(model):
         assert torch.equal(hf.completion_mask, got.completion_mask)
         torch.testing.assert_close(got.logprobs, hf.logprobs, atol=1e-5, rtol=1e-5)
     assert sorted(sampler._kept) == [(4, 64 + 9), (6, 64 + 9)]
+
+
+def test_warm_runs_a_batch_shaped_step_before_the_clock_and_draws_nothing(model, capsys):
+    """The trainer calls `warm` before `ready`, so the compile is start-up, not training time: it runs the
+    step WARM_STEPS times for a batch's shape (with graphs, that shape's kept cache), leaves the model in
+    training mode, and the next call, on the cache the warm-up dirtied, draws what HFSampler draws. Nothing
+    compiled: None; a step that fails: None, one warning, HFSampler's way."""
+    vocab = model.config.vocab_size
+    eos = list(range(2, 2 + vocab // 12))
+    assert StaticSampler(model, PAD, eos).warm(6, 9) is None  # the eager static cache: nothing to compile
+    sampler = StaticSampler(model, PAD, eos, graphs=True)
+    shapes = []
+
+    def step(*args):
+        shapes.append(tuple(args[0].shape))
+        return sampler._forward(*args)
+
+    sampler._step = step  # the compiled body, run eagerly (the capture needs a CUDA GPU: the kit's part 6)
+    model.train()
+    seconds = sampler.warm(6, 9)
+    assert seconds is not None and seconds >= 0 and model.training and sampler.static
+    assert shapes == [(6, 1)] * WARM_STEPS and sorted(sampler._kept) == [(6, 64 + 9)]
+    batch = prompts(vocab)
+    hf = HFSampler(model, PAD, eos).sample(batch, 0.9, 9, torch.Generator().manual_seed(3))
+    got = sampler.sample(batch, 0.9, 9, torch.Generator().manual_seed(3))
+    assert hf is not None and got is not None and torch.equal(hf.completion_ids, got.completion_ids)
+    assert sorted(sampler._kept) == [(6, 64 + 9)]  # the warm-up's capture serves the batch
+
+    failing = StaticSampler(model, PAD, eos, compiled=True)
+
+    def broken(*_):
+        raise RuntimeError("no C++ compiler")
+
+    failing._step = broken
+    assert failing.warm(6, 9) is None and not failing.static
+    out = capsys.readouterr().out
+    assert out.count("warning: the compiled sampler failed (RuntimeError: no C++ compiler)") == 1

@@ -58,6 +58,14 @@ class ClassicTrack:
 
         return ClassicBackend()
 
+    def config_keys(self, path: Path) -> dict[str, Any]:
+        from autorl.io.tomlcheck import flatten
+
+        return flatten(self.load_config(path, "", None).model.model_dump(mode="json"), named=True)
+
+    def inherited_from(self, key: str) -> str | None:
+        return None  # classic.toml's keys are flat: none takes another's value
+
     def config_files(self) -> tuple[ConfigFile, ...]:
         from autorl.classic.config import REFUSED, ClassicConfig
 

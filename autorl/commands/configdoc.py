@@ -30,7 +30,7 @@ from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 
 from autorl.engine.track import ConfigFile, get_track, track_names
-from autorl.io.tomlcheck import dotted, flatten, key_lines, match_key, nearest_key
+from autorl.io.tomlcheck import INHERITS, dotted, flatten, key_lines, match_key, nearest_key
 
 REPO = Path(__file__).resolve().parents[2]
 DOC_PAGE = REPO / "docs" / "config.md"
@@ -51,6 +51,14 @@ class KeyDoc:
     variant: str = ""  # the union member (`linear`) the key belongs to; "" when it is not inside a union
     union: str = ""  # the dotted key of that union's table (`trainer.scheduler`)
     backends: str = ""  # LLM track: `both` or `prime-rl` (the embedded backend refuses it by name)
+    inherits: str = ""  # the key whose value it takes where the file leaves it unset (a source's sampling)
+
+    @property
+    def default_text(self) -> str:
+        """The default as the reference writes it: a TOML value in backticks, a word, or the key inherited."""
+        if self.inherits:
+            return f"as `{self.inherits}`"
+        return self.default if self.default in _PROSE_DEFAULTS else f"`{self.default}`"
 
 
 @dataclass(frozen=True)
@@ -99,14 +107,17 @@ def schemas(track: str | None = None) -> list[Schema]:
 
 
 def _model_docs(
-    model: type[BaseModel], prefix: tuple[str, ...], variant: str, union: str, none: str
+    model: type[BaseModel], prefix: tuple[str, ...], variant: str, union: str, none: str, inherits: str = ""
 ) -> Iterator[KeyDoc]:
+    """The rows of `model`'s keys under `prefix`; `inherits`: the table whose values its unset keys take."""
     if model.model_config.get("extra") == "allow":
         meaning = " ".join((model.__doc__ or "").split())
         yield KeyDoc(dotted((*prefix, "*")), "any", "", "", meaning, variant, union)
     for name, field in model.model_fields.items():
         path = (*prefix, name)
         annotation, optional = _strip_none(field.annotation)
+        extra = field.json_schema_extra if isinstance(field.json_schema_extra, dict) else {}
+        source = str(extra.get(INHERITS, "")) or (dotted((inherits, name)) if inherits else "")
         yield KeyDoc(
             key=dotted(path),
             type=_type_name(annotation) + (f" or {none}" if optional else ""),
@@ -115,15 +126,16 @@ def _model_docs(
             meaning=" ".join((field.description or "").split()),
             variant=variant,
             union=union,
+            inherits=source,
         )
-        yield from _below(annotation, path, variant, union, none)
+        if _is_model(annotation):  # a table: its unset keys take the inherited table's (where it has one)
+            yield from _model_docs(annotation, path, variant, union, none, source)
+        else:
+            yield from _below(annotation, path, variant, union, none)
 
 
 def _below(annotation: Any, path: tuple[str, ...], variant: str, union: str, none: str) -> Iterator[KeyDoc]:
-    """The keys inside a table-valued field: a table, a union of tables, or a list / named tables of them."""
-    if _is_model(annotation):
-        yield from _model_docs(annotation, path, variant, union, none)
-        return
+    """The keys inside a table-valued field: a union of tables, or a list / named tables of them."""
     origin, args = typing.get_origin(annotation), typing.get_args(annotation)
     if origin in (typing.Union, types.UnionType) and all(_is_model(a) for a in args):
         for member in args:
@@ -286,7 +298,7 @@ def render_schema(schema: Schema) -> str:
             cells = [
                 _key_cell(row),
                 row.type,
-                row.default if row.default in _PROSE_DEFAULTS else f"`{row.default}`",
+                row.default_text,
                 f"`{ships[row.key]}`" if row.key in ships else "",
                 row.range,
                 row.meaning,
@@ -368,7 +380,7 @@ def _explain_lines(schema: Schema, row: KeyDoc, path: Path, name: str) -> list[s
     ]
     lines += [
         f"  type:     {row.type}",
-        f"  default:  {row.default or '-'}",
+        f"  default:  {row.default_text.replace('`', '') if row.default else '-'}",
         f"  range:    {row.range or '-'}",
     ]
     if row.backends:

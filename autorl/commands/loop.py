@@ -89,8 +89,9 @@ def run_confirm(root: Path, args: list[str], log_dir: Path, say: Callable[[str],
 
 
 def count_keeps(ledger: Ledger) -> int:
+    """The ideas kept (a baseline, kept by design, is none): what `--confirm-every K` counts."""
     try:
-        return sum(r.decision == "keep" for r in ledger.rows())
+        return sum(r.decision == "keep" and r.verdict != "baseline" for r in ledger.rows())
     except LedgerError:
         return 0
 

@@ -22,16 +22,17 @@ from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.ticker import MaxNLocator  # noqa: E402
 
 from autorl.commands.status import (  # noqa: E402
+    RunConfig,
     chance_line,
     context_row,
     cut,
+    differences,
     fidelity_line,
     hidden_hint,
     latest_fidelity,
     multiplicity,
-    run_config,
 )
-from autorl.engine.track import get_track  # noqa: E402
+from autorl.engine.track import get_track, track_names  # noqa: E402
 from autorl.io import atomic, paths  # noqa: E402
 from autorl.record.context import ResearchContext  # noqa: E402
 from autorl.record.ledger import Ledger  # noqa: E402
@@ -151,14 +152,13 @@ def _label(ax: Any, x: float, y: float, text: str) -> None:
 
 
 def config_changes(row: LedgerRow, baseline: LedgerRow | None) -> str:
-    """`key: old -> new` for every key that differs from the baseline's config."""
-    mine = run_config(row.run_id)
-    base = run_config(baseline.run_id) if baseline else None
+    """`key: old -> new` for every key that differs from the baseline's config (status.differences)."""
+    track = get_track(row.track) if row.track in track_names() else None
+    mine = RunConfig.read(row.run_id, track)
+    base = RunConfig.read(baseline.run_id, track) if baseline else None
     if mine is not None and base is not None:
-        keys = sorted(set(mine) | set(base))
-        changes = [
-            f"{k}: {base.get(k, '-')} -> {mine.get(k, '-')}" for k in keys if mine.get(k) != base.get(k)
-        ]
+        now, then, keys = differences(mine, base, track)
+        changes = [f"{k}: {then.get(k, '-')} -> {now.get(k, '-')}" for k in keys]
         return "; ".join(changes) if changes else "(same as baseline)"
     diff = paths.runs_dir() / row.run_id / "config.diff"
     try:

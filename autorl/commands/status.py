@@ -16,9 +16,9 @@ from typing import Any
 
 from autorl.engine.cost import aborted, cost_line, expected_cost
 from autorl.engine.result import ceiling_note
-from autorl.engine.track import get_track
+from autorl.engine.track import Track, get_track
 from autorl.io import inputs, paths
-from autorl.io.tomlcheck import flatten
+from autorl.io.tomlcheck import ConfigError, flatten
 from autorl.record.context import ResearchContext, baseline_repeats, best_kept, is_quick, kept_config_to_adopt
 from autorl.record.ledger import Ledger, Mark
 from autorl.record.row import AGENT_VAR, LedgerRow, as_float
@@ -31,6 +31,8 @@ MAX_LESSONS = 6  # the latest lessons, shown whole
 MAX_REMARKS = 3  # the latest changed decisions (autorl mark --reason)
 MAX_TRIED_KEYS = 8  # the memory of what was tried: the keys changed most recently...
 MAX_TRIED_VALUES = 4  # ...each with its latest values tried
+STREAK_WARNING = 5  # trials in a row not kept (since the last keep or diagnosis) before the view warns
+DIAGNOSIS = "diagnosis:"  # a lesson that starts so records a diagnosis: the warning's count starts again
 
 
 def cut(text: str, width: int = TEXT_WIDTH) -> str:
@@ -55,31 +57,67 @@ def _brief(row: LedgerRow) -> dict[str, Any]:
     }
 
 
-def run_config(run_id: str) -> dict[str, Any] | None:
-    """A trial's config (runs/<run_id>/config.toml) as dotted keys; None when it is gone or unreadable."""
-    path = paths.run_config_file(run_id)
-    try:
-        return flatten(inputs.read_toml(path))
-    except (OSError, inputs.InputError):
-        return None
+@dataclasses.dataclass(frozen=True)
+class RunConfig:
+    """A trial's config (runs/<run_id>/config.toml) as dotted keys: as written, and as this commit's schema
+    reads it (Track.config_keys: defaults and inherited values filled in, sources by name; None where the
+    schema refuses the file)."""
+
+    written: dict[str, Any]
+    ran: dict[str, Any] | None
+
+    @classmethod
+    def read(cls, run_id: str, track: Track[Any] | None) -> RunConfig | None:
+        """None when the file is gone or unreadable."""
+        path = paths.run_config_file(run_id)
+        try:
+            written = flatten(inputs.read_toml(path))
+        except (OSError, inputs.InputError):
+            return None
+        try:
+            ran = track.config_keys(path) if track is not None else None
+        except ConfigError:  # the schema refuses it now: compared as written
+            ran = None
+        return cls(written, ran)
 
 
-def tried(rows: Sequence[LedgerRow]) -> list[dict[str, Any]]:
+def differences(
+    mine: RunConfig, theirs: RunConfig, track: Track[Any] | None
+) -> tuple[dict[str, Any], dict[str, Any], list[str]]:
+    """Both configs as the schema reads them where it reads both (an inherited value is the value it
+    inherited, not None), else both as written, and the keys whose values differ, sorted; a key that only
+    followed the key it inherits from (a source's temperature after the orchestrator's) is left out."""
+    now, then = (
+        (mine.ran, theirs.ran)
+        if mine.ran is not None and theirs.ran is not None
+        else (mine.written, theirs.written)
+    )
+
+    def followed(key: str) -> bool:
+        parent = track.inherited_from(key) if track is not None else None
+        return parent is not None and now.get(key) == now.get(parent) and then.get(key) == then.get(parent)
+
+    keys = sorted(set(now) | set(then))
+    return now, then, [k for k in keys if now.get(k) != then.get(k) and not followed(k)]
+
+
+def tried(rows: Sequence[LedgerRow], track: Track[Any] | None = None) -> list[dict[str, Any]]:
     """The memory of what was tried: every key a trial changed against its reference (both configs from the
-    run directories), with the value tried, the outcome and the other keys the trial changed with it (`with`:
-    a combination's outcome is not the key's alone), the most recently changed keys first."""
+    run directories, as `track` ran them), with the value tried, the outcome and the other keys the trial
+    changed with it (`with`: a combination's outcome is not the key's alone), the most recently changed keys
+    first."""
     by_key: dict[str, list[dict[str, Any]]] = {}
     last_seen: dict[str, int] = {}
-    configs: dict[str, dict[str, Any] | None] = {}
+    configs: dict[str, RunConfig | None] = {}
     for i, r in enumerate(rows):
         ref = r.reference_run
         if not ref:
             continue
-        mine = configs.setdefault(r.run_id, run_config(r.run_id))
-        theirs = configs.setdefault(ref, run_config(ref))
-        if mine is None or theirs is None:
+        mine_file = configs.setdefault(r.run_id, RunConfig.read(r.run_id, track))
+        theirs_file = configs.setdefault(ref, RunConfig.read(ref, track))
+        if mine_file is None or theirs_file is None:
             continue
-        changed = [k for k in sorted(set(mine) | set(theirs)) if mine.get(k) != theirs.get(k)]
+        mine, theirs, changed = differences(mine_file, theirs_file, track)
         for key in changed:
             last_seen[key] = i
             by_key.setdefault(key, []).append(
@@ -237,10 +275,11 @@ def collect(
     kept = [r for r in ideas if r.decision == "keep"]
     last_keep = max((i for i, r in enumerate(same) if r.decision == "keep"), default=-1)
     since = sum(r.run_id not in repeats for r in same[last_keep + 1 :])
-    # Trials in a row (newest first) that ended in crash/timeout or were not kept: the diagnose signal.
+    # Trials in a row (newest first) that ended in crash/timeout or were not kept since the last keep or the
+    # last diagnosis (a lesson starting with DIAGNOSIS: program.md's "diagnose, don't tune"): the signal.
     streak = 0
     for r in reversed(same):
-        if r.decision == "keep":
+        if r.decision == "keep" or r.lesson.lstrip().lower().startswith(DIAGNOSIS):
             break
         streak += r.run_id not in repeats
     n_last = max(1, min(last, MAX_LAST))
@@ -288,7 +327,7 @@ def collect(
         ][-MAX_LESSONS:],
         "remarks": [vars(m) for m in marks if m.is_remark and m.run_id in run_ids][-MAX_REMARKS:],
         # Every key this track's trials changed against their reference, newest first (render shows a few).
-        "tried": tried([r for r in rows if r.track == ctx.track]),
+        "tried": tried([r for r in rows if r.track == ctx.track], the_track),
         "cost": expected_cost(same, ctx, the_track.default_seeds, confirm_plan(same, best, nf)),
     }
 
@@ -439,11 +478,11 @@ def render(st: Mapping[str, Any]) -> str:
         out.append(line)
     if st["pending"]:
         out.append(f"pending (mark them: uv run autorl mark ...): {', '.join(st['pending'])}")
-    if st["not_kept_streak"] >= 5:
+    if st["not_kept_streak"] >= STREAK_WARNING:
         out.append(
-            f"WARNING: {st['not_kept_streak']} trials in a row not kept (baseline repeats not counted): stop "
-            "tuning and diagnose (`uv run autorl show RUN_ID` on the last failures) before the next "
-            "hypothesis"
+            f"WARNING: {st['not_kept_streak']} trials in a row not kept since the last keep or diagnosis: "
+            f"stop tuning and diagnose (`uv run autorl show RUN_ID`); a lesson starting `{DIAGNOSIS}` starts "
+            "the count again"
         )
     for m in st["remarks"]:
         ref = (

@@ -118,6 +118,18 @@ class Track(Protocol[C]):
         """The files of this track's config, for the key reference (the schemas are imported now)."""
         ...
 
+    def config_keys(self, path: Path) -> dict[str, Any]:
+        """A config file as dotted keys, read by this commit's schema: every default and inherited value
+        filled in (as they are now), a list's entries by name (llm: a training source by its name,
+        `source.reverse.sampling...`). Raises ConfigError where the schema refuses it (a config an older
+        commit ran)."""
+        ...
+
+    def inherited_from(self, key: str) -> str | None:
+        """The key whose value `key` (of `config_keys`) takes where the file leaves it unset (llm: a source's
+        sampling and group_size, the orchestrator's); None for a key that inherits nothing."""
+        ...
+
     def rows_at(
         self, seed_dir: Path, rows: list[dict[str, Any]], fraction: float
     ) -> list[dict[str, Any]] | None:

@@ -27,6 +27,10 @@ from pydantic import BaseModel, ValidationError
 
 from autorl.io import inputs
 
+# A field's json_schema_extra key naming the key whose value it takes when the file leaves it unset (an
+# llm source's sampling and group_size: the orchestrator's); the key reference's default column says so.
+INHERITS = "inherits"
+
 
 class ConfigError(Exception):
     """A config the harness will not run. str() is the full user-facing message (one problem a line)."""
@@ -57,15 +61,18 @@ class FieldProblem(ValueError):
         self.field, self.message = self.problems[0]
 
 
-def flatten(data: Any, prefix: str = "") -> dict[str, Any]:
-    """A parsed TOML config as dotted keys (array-of-tables entries numbered: `a.0.b`)."""
+def flatten(data: Any, prefix: str = "", named: bool = False) -> dict[str, Any]:
+    """A parsed TOML config as dotted keys (array-of-tables entries numbered: `a.0.b`; `named`: by their
+    `name` where every entry has a distinct one, `a.reverse.b`)."""
     out: dict[str, Any] = {}
     if isinstance(data, dict):
         for k, v in data.items():
-            out.update(flatten(v, f"{prefix}{k}."))
+            out.update(flatten(v, f"{prefix}{k}.", named))
     elif isinstance(data, list) and data and all(isinstance(v, dict) for v in data):
-        for i, v in enumerate(data):
-            out.update(flatten(v, f"{prefix}{i}."))
+        names = [v.get("name") for v in data]
+        by_name = named and all(isinstance(n, str) and n for n in names) and len(set(names)) == len(names)
+        for key, v in zip(names if by_name else range(len(data)), data, strict=True):
+            out.update(flatten(v, f"{prefix}{key}.", named))
     else:
         out[prefix[:-1]] = data
     return out

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -17,6 +18,10 @@ from autorl.record.stats import DEFAULT_SEED_SD
 
 if TYPE_CHECKING:
     from autorl.llm.config import LoadedConfig
+
+# A source's keys that take the orchestrator's value where train.toml leaves them unset (SourceConfig): its
+# group_size (orchestrator.group_size) and its sampling (orchestrator.train.sampling)
+INHERITED_SOURCE_KEY = re.compile(r"orchestrator\.train\.source\.[^.]+\.(group_size|sampling\..+)")
 
 
 class LLMTrack:
@@ -60,6 +65,21 @@ class LLMTrack:
         from autorl.llm.embedded.backend import EmbeddedBackend
 
         return EmbeddedBackend()
+
+    def config_keys(self, path: Path) -> dict[str, Any]:
+        from autorl.io.tomlcheck import flatten
+
+        model = self.load_config(path, "", None).model
+        data = model.model_dump(mode="json")
+        sources = data["orchestrator"]["train"]["source"]
+        for src, dumped in zip(model.orchestrator.train.source, sources, strict=True):
+            dumped["name"] = src.resolved_name  # a source's name defaults to its taskset's id
+        return flatten(data, named=True)
+
+    def inherited_from(self, key: str) -> str | None:
+        if m := INHERITED_SOURCE_KEY.fullmatch(key):
+            return "orchestrator.group_size" if m[1] == "group_size" else f"orchestrator.train.{m[1]}"
+        return None
 
     def config_files(self) -> tuple[ConfigFile, ...]:
         from autorl.llm.config import EMBEDDED_UNSUPPORTED, REFUSED, TrainConfig

@@ -34,10 +34,13 @@ class Thresholds:
     zero_advantage: float = 0.5  # mean share of groups whose rewards were all equal: no learning signal
     truncated: float = 0.3  # mean share of completions cut at max_completion_tokens
     min_steps: int = 20  # fewer optimizer steps than this in the budget: the trial hardly trained
-    contended: float = 0.25  # a seed stopped by the budget during whose training tasks waited for a CPU this
+    contended: float = 0.08  # a seed stopped by the budget during whose training tasks waited for a CPU this
     # share of the time or more (outcome.json's cpu_wait_share): other work shared its CPUs, so it trained
-    # fewer steps than a quiet machine gives it. Alone on the 2-core VM a trial's seeds read about 0.02;
-    # with the test suite beside them, about 0.5 (docs/agentview.md)
+    # fewer steps than a quiet machine gives it. Alone on the 2-core VM the LLM track's seeds read
+    # 0.012-0.032 (the 41 quiet seeds of studies/abort-2026-11-27/llm/seeds.tsv and
+    # studies/fidelity-llm-2026-11-27/seeds; the 360 s night's 0.016-0.018); beside other work 0.059-0.22
+    # (one at 0.082 trained 9% fewer steps than its quiet twin), beside the test suite 0.17-0.73. It was 0.25
+    # until the 360 s night's first trials ran at 0.12-0.14 unflagged (docs/agentview.md)
 
 
 THRESHOLDS = Thresholds()

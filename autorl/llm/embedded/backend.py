@@ -115,7 +115,8 @@ class RunSpec(BaseModel):
     # auto = vllm when importable on a GPU; on a CPU with 2+ cores, a 1-thread trainer and the one-step lag,
     # hf-process (sampling overlapped with training in a second process, sampler_process.py); else hf.
     # hf-static / hf-graphs: StaticSampler with its decode step compiled (dynamic shapes) / captured as CUDA
-    # graphs (static_sampler.py), by name only until measured faster (scripts/bench_trl.py, the GPU kit).
+    # graphs (static_sampler.py), before `ready` (start-up: the trainer's header says how long), by name only
+    # until measured faster (scripts/bench_trl.py, the GPU kit).
     sampler: Literal["auto", "hf", "hf-process", "hf-static", "hf-graphs", "vllm"] = "auto"
     save_interval_s: float = 30.0  # periodic weight saves (plus one at SIGTERM and at max_steps)
     # Training seconds at which a copy of the weights is also kept, in snapshots/at-<s>s/ (`autorl fidelity`'s

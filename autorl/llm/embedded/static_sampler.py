@@ -9,9 +9,9 @@ writes the cache in place: what ``torch.compile`` needs to capture the step (``c
 shapes: one compile, 16 s cold for the tiny model on the 2-core VM, 5 s from inductor's disk cache, serves
 every batch size and prompt width).
 Not the trainer's default yet: scripts/bench_sampler.py measured the compiled step (dynamic shapes) at 1.24x
-HFSampler's tokens/s on one core (1.39x compiled for one fixed shape; docs/verified.md), and the compile
-still lands inside the first training seconds; making it the CPU default needs a warm compile before
-`ready` and a trainer-level measurement (issue 50).
+HFSampler's tokens/s on one core (1.39x compiled for one fixed shape; docs/verified.md). The trainer compiles
+it before `ready` (``warm``: start-up, outside the training clock); making it the CPU default needs a
+trainer-level measurement (issue 50).
 
 ``graphs`` (for a CUDA GPU, where a decode step is launch-bound: a few hundred small kernels for a few
 milliseconds of weight reads) compiles the step with ``mode="reduce-overhead"``: fixed shapes, each shape's
@@ -23,6 +23,7 @@ so a run's batches share one capture. Not measured on a GPU yet (the kit's part 
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -32,6 +33,7 @@ from torch import Tensor
 from autorl.llm.embedded.generation import Decode, HFSampler, Rollouts, shared_prefill
 
 WIDTH_STEP = 64  # graphs: prompt widths are rounded up to a multiple of this (one capture per rounded width)
+WARM_STEPS = 3  # decode steps `warm` runs: torch's CUDA graph trees warm up on the first and capture later
 
 
 class StaticSampler(HFSampler):
@@ -65,9 +67,38 @@ class StaticSampler(HFSampler):
         except Exception as exc:
             if not (self.compiled and self.static):
                 raise
-            self.static = False
-            print(f"warning: the compiled sampler failed ({type(exc).__name__}: {exc}); HFSampler from now")
+            self._fall_back(exc)
             return super().sample(*args, **kwargs)
+
+    @torch.no_grad()
+    def warm(self, rows: int, max_new_tokens: int) -> float | None:
+        """Compile the decode step now, before the training clock starts: a few decode steps on one-token
+        prompts, drawing nothing (the run's generator is untouched). Compiled with dynamic shapes, that one
+        compile serves every call; with `graphs`, the capture is for `rows` prompts of at most WIDTH_STEP
+        tokens and `max_new_tokens` (a batch's shape where its sources set max_completion_tokens), and a call
+        of another shape captures at its first use. The seconds it took; None when nothing compiles or the
+        compile failed (one warning line, then HFSampler's way, as `sample`)."""
+        if not (self.compiled and self.static):
+            return None
+        device = next(self.model.parameters()).device
+        was_training = self.model.training
+        self.model.eval()
+        t0 = time.perf_counter()
+        try:
+            _, decode, _ = self.start([[self.pad_id]] * rows, max_new_tokens, device)
+            tok = torch.full((rows, 1), self.pad_id, dtype=torch.long, device=device)
+            for t in range(min(WARM_STEPS, max_new_tokens)):  # graphs: warm-up runs, then the capture
+                decode(tok, t)
+            return time.perf_counter() - t0
+        except Exception as exc:
+            self._fall_back(exc)
+            return None
+        finally:
+            self.model.train(was_training)
+
+    def _fall_back(self, exc: Exception) -> None:
+        self.static = False
+        print(f"warning: the compiled sampler failed ({type(exc).__name__}: {exc}); HFSampler from now")
 
     def _forward(self, tok: Tensor, attn: Tensor, pos: Tensor, cache_position: Tensor, cache: Any) -> Tensor:
         out = self.model(

@@ -480,15 +480,22 @@ class Trainer:
         return 0
 
     def _start(self) -> None:
-        """Take over SIGTERM/SIGINT (a stop request from here on), say what runs, then `ready`."""
+        """Take over SIGTERM/SIGINT (a stop request from here on), compile the sampler's step (start-up, not
+        training time), say what runs, then `ready`."""
         signal.signal(signal.SIGTERM, self.request_stop)
         signal.signal(signal.SIGINT, self.request_stop)
+        warm = None
+        if isinstance(self.sampler, StaticSampler):  # a batch's shape: one call of batch_size rows (warm)
+            limit = max(s.max_completion_tokens or 0 for s in self.spec.sources) or self.spec.seq_len // 2
+            with self._autocast():
+                warm = self.sampler.warm(self.spec.batch_size, limit)
         n_params = sum(p.numel() for p in self.model.parameters())
         print(
             f"embedded trainer: model {self.spec.model_path} on {self.device} "
             f"({n_params / 1e6:.2f}M params), "
-            f"sampler {self.sampler_name}, {torch.get_num_threads()} threads, lag {self.lag}, "
-            f"seed {self.seed}",
+            f"sampler {self.sampler_name}"
+            + (f" (its step compiled in {warm:.1f} s before the clock)" if warm is not None else "")
+            + f", {torch.get_num_threads()} threads, lag {self.lag}, seed {self.seed}",
             flush=True,
         )
         progress.emit("ready")

@@ -7,7 +7,7 @@ from typing import Annotated, Literal
 
 from pydantic import ConfigDict, Field, model_validator
 
-from autorl.io.tomlcheck import FieldProblem
+from autorl.io.tomlcheck import INHERITS, FieldProblem
 from autorl.llm.schema.base import MAX_BATCH, MAX_COEF, MAX_GROUP, MAX_SEQ_LEN, MAX_STEPS, Strict
 
 
@@ -177,9 +177,11 @@ class SourceConfig(Strict):
     """Display name and metric prefix; default: the taskset id. Unique; `agg` is reserved."""
     ratio: float = Field(1.0, gt=0, le=1e6)
     """Sampling weight among sources: only the ratios matter (normalised to probabilities)."""
-    group_size: int = Field(1, ge=1, le=MAX_GROUP)
+    group_size: int = Field(1, ge=1, le=MAX_GROUP, json_schema_extra={INHERITS: "orchestrator.group_size"})
     """This source's group size; default: `orchestrator.group_size`. Must divide `orchestrator.batch_size`."""
-    sampling: SamplingConfig = SamplingConfig()
+    sampling: SamplingConfig = Field(
+        SamplingConfig(), json_schema_extra={INHERITS: "orchestrator.train.sampling"}
+    )
     """This source's sampling: the fields it does not set are inherited from [orchestrator.train.sampling]."""
     env: EnvConfig
     """The environment the tasks and rewards come from."""
