@@ -26,7 +26,10 @@ Cost: the seed budgets a candidate trained (1 a seed run to the end, the rung's 
 time: per wave started, its longest seed's fraction x the pool's median training seconds + its median
 overhead (start-up and eval). Dead ideas: pairs the plain rule does not call `improved`; winners: those it
 does. Rates come with exact (Clopper-Pearson) 95% intervals of the pairs drawn (pairs of one pool share seeds:
-those intervals are too narrow for the pool's own luck, see scripts/aa_pool.py --pool-boot).
+those intervals are too narrow for the pool's own luck: --pool-boot B replays the A/A pairs on B copies of
+the reference pool drawn with replacement for the spread that luck leaves; its centre runs high, see
+`pool_boot`). --drop-tail K leaves out the
+seeds more than K sds below their pool's mean: a diagnostic of what the rare bad seed does to a rate.
 """
 
 from __future__ import annotations
@@ -39,7 +42,7 @@ import math
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -609,6 +612,46 @@ def replay(args: argparse.Namespace, pools: dict[str, Pool], s: Setting, n: int)
     return kinds, replay_pairs(a, None, pairs, s)
 
 
+def drop_tail(pools: dict[str, Pool], k: float) -> None:
+    """A diagnostic (--drop-tail K): leave out each pool's seeds more than K of its seed sds below its mean
+    (the rare bad seed), to show how much of a rate that tail makes."""
+    for name, pool in pools.items():
+        scores = np.array([x.score for x in pool.seeds])
+        if len(scores) < 3:
+            continue
+        cut = scores.mean() - k * scores.std(ddof=1)
+        dropped = sorted(float(x) for x in scores[scores < cut])
+        pool.seeds = [x for x in pool.seeds if x.score >= cut]
+        print(f"[replay] pool {name}: left out {len(dropped)} seeds below {cut:.3f}: {dropped}", flush=True)
+
+
+def pool_boot(args: argparse.Namespace, a: Pool, s: Setting, n: int) -> dict[str, Any]:
+    """The A/A verdicts' rates over --pool-boot copies of the reference pool drawn with replacement (as many
+    seeds), --pairs pairs each, the abort off: the spread a pool of this size leaves in a rate, which
+    drawing more pairs from the one pool cannot remove. A seed drawn twice into a copy may sit twice on one
+    side of a pair, never on both (that would make the sides alike); twice on one side it shrinks that
+    side's spread, so the copies' rates run high (a t test's): read the width, not the centre. Each copy's
+    rate also carries its own pairs' binomial noise."""
+    rng = np.random.default_rng(args.rng + 1)
+    r, plain = args.reference_seeds or n, replace(s, margins=())
+    rates: dict[str, list[float]] = {"improved": [], "worse": []}
+    for _ in range(args.pool_boot):
+        origin = rng.integers(0, len(a.seeds), len(a.seeds))  # the copy's seeds, as indices into a
+        copy = Pool(a.name, a.header, [a.seeds[i] for i in origin])
+        draws = []
+        while len(draws) < args.pairs:
+            perm = rng.permutation(len(origin))
+            ref, taken = perm[:r], set(origin[perm[:r]].tolist())
+            cand = [j for j in perm[r:] if origin[j] not in taken][:n]
+            if len(cand) == n:
+                draws.append((ref, np.array(cand)))
+        got = replay_pairs(copy, None, draws, plain)
+        for verdict, found in rates.items():
+            found.append(float(np.mean(got.plain_verdict == verdict)))
+    quantiles = {v: [float(q) for q in np.quantile(x, [0.05, 0.5, 0.95])] for v, x in rates.items()}
+    return {"pools": args.pool_boot, "pairs_each": args.pairs, "quantiles_5_50_95": quantiles}
+
+
 def check_pools(args: argparse.Namespace, pools: dict[str, Pool], n: int) -> None:
     for name in [args.reference, *args.candidates]:
         if name not in pools:
@@ -626,6 +669,8 @@ def analyze(args: argparse.Namespace) -> dict[str, Any]:
 
     t0, track = time.monotonic(), get_track(args.track)
     pools, n = read_pool_files(args.pool_file), args.seeds or track.default_seeds
+    if args.drop_tail:
+        drop_tail(pools, args.drop_tail)
     check_pools(args, pools, n)
     margins = tuple(float(m) for m in args.margins.split(",") if m.strip())
     judged = (
@@ -650,8 +695,17 @@ def analyze(args: argparse.Namespace) -> dict[str, Any]:
     report["lucky"] = {"q": args.lucky, "pairs": args.lucky_pairs, "cut": getattr(args, "lucky_cut", None)}
     report["margins"] = [margin_report(m, j, kinds, lucky) for j, m in enumerate(margins)]
     report["verdicts"] = {k: verdict_figures(r) for k, r in kinds.items()}
-    report["seconds"] = round(time.monotonic() - t0, 1)
+    report["drop_tail"] = args.drop_tail
     print_report(report)
+    if args.pool_boot:
+        boot = report["pool_boot"] = pool_boot(args, pools[args.reference], s, n)
+        for verdict, (low, mid, high) in boot["quantiles_5_50_95"].items():
+            print(
+                f"A/A without the abort: {verdict} over {boot['pools']} copies of pool {args.reference} "
+                f"drawn with replacement ({boot['pairs_each']} pairs each): median {mid:.1%}, 90% "
+                f"{low:.1%}..{high:.1%}"
+            )
+    report["seconds"] = round(time.monotonic() - t0, 1)
     print(f"[replay] took {report['seconds']:.1f} s", flush=True)
     if args.json:
         args.json.write_text(json.dumps(report, indent=2) + "\n")
@@ -692,6 +746,20 @@ def main(argv: list[str] | None = None) -> dict[str, Any] | None:
     an.add_argument("--lucky", type=float, default=0.05, help="the top share of reference draws called lucky")
     an.add_argument("--lucky-pairs", type=int, default=500, help="A/A pairs against lucky references")
     an.add_argument("--rungs", default="", help="the rungs the abort judges, 1-based (default: all)")
+    an.add_argument(
+        "--pool-boot",
+        type=int,
+        default=0,
+        metavar="B",
+        help="A/A rates over B pools resampled (--pairs each)",
+    )
+    an.add_argument(
+        "--drop-tail",
+        type=float,
+        default=0.0,
+        metavar="K",
+        help="leave out seeds K sds below their pool's mean",
+    )
     an.add_argument("--rng", type=int, default=0)
     an.add_argument("--json", type=Path, default=None)
     an.add_argument("--png", type=Path, default=None)

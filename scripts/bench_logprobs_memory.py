@@ -1,6 +1,8 @@
 """What one training step of the Qwen3-0.6B shape holds on the CPU above its fixed state (weights, gradients,
-AdamW's state), with the trainer's log-probs the plain way (every position's full-vocabulary logits, fp32) and
-chunked (autorl/llm/embedded/logprobs.py), at the same micro-batch (issue 50 item 2).
+AdamW's state), with the trainer's log-probs the plain way (every position's full-vocabulary logits, fp32),
+chunked (autorl/llm/embedded/logprobs.py), and chunked with every decoder layer's activations checkpointed
+(`checkpointed`: autorl/llm/embedded/policy.py, the trainer's default for a model this size), at the same
+micro-batch (issue 50 items 2 and 4).
 
 Each measurement is its own process: build the model from its config (random weights, fp32), take one step on
 a one-token batch so that the gradients and AdamW's state exist (the fixed state; gradients zeroed, not
@@ -24,6 +26,7 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
+WAYS = ("plain", "chunked", "checkpointed")
 sys.path.insert(0, str(REPO))
 
 
@@ -60,7 +63,7 @@ def measure(way: str, n: int, prompt: int, completion: int, threads: int) -> dic
     import torch
     from transformers import Qwen3Config, Qwen3ForCausalLM
 
-    from autorl.llm.embedded import grpo
+    from autorl.llm.embedded import grpo, policy
     from autorl.llm.embedded.logprobs import completion_logprobs
     from autorl.llm.schema import DefaultLoss
 
@@ -68,6 +71,8 @@ def measure(way: str, n: int, prompt: int, completion: int, threads: int) -> dic
     torch.manual_seed(0)
     shape = qwen3_shape()
     model = Qwen3ForCausalLM(Qwen3Config(**shape, dtype="float32"))
+    model.train()
+    policy.checkpoint_layers(model, 1 if way == "checkpointed" else 0)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-6, foreach=True)  # as the trainer builds it
     cpu, chunk = torch.device("cpu"), None if way == "plain" else 32 * 2**20
 
@@ -117,7 +122,7 @@ def main() -> None:
     p.add_argument("--prompt", type=int, default=32, help="prompt tokens")
     p.add_argument("--completion", type=int, default=128, help="completion tokens a row")
     p.add_argument("--threads", type=int, default=2)
-    p.add_argument("--one", choices=("plain", "chunked"), help=argparse.SUPPRESS)  # a child's way
+    p.add_argument("--one", choices=WAYS, help=argparse.SUPPRESS)  # a child's way
     a = p.parse_args()
     if a.one:
         print(json.dumps(measure(a.one, a.rows, a.prompt, a.completion, a.threads)), flush=True)
@@ -125,9 +130,9 @@ def main() -> None:
     tokens = a.rows * a.completion
     batch = f"{a.rows} rows x {a.completion} completion tokens + a {a.prompt}-token prompt ({tokens} RL)"
     print(f"Qwen3-0.6B shape, fp32, {a.threads} threads: micro-batch {batch}", flush=True)
-    got: dict[str, list[dict]] = {"plain": [], "chunked": []}
+    got: dict[str, list[dict]] = {way: [] for way in WAYS}
     for r in range(a.rounds):
-        for way in ("plain", "chunked") if r % 2 == 0 else ("chunked", "plain"):
+        for way in WAYS if r % 2 == 0 else WAYS[::-1]:
             argv = [sys.executable, __file__, "--one", way, "--rows", str(a.rows), "--prompt", str(a.prompt)]
             argv += ["--completion", str(a.completion), "--threads", str(a.threads)]
             out = json.loads(subprocess.run(argv, check=True, capture_output=True, text=True).stdout)
@@ -140,11 +145,11 @@ def main() -> None:
             )
     med = {w: statistics.median(x["above_gib"] for x in v) for w, v in got.items()}
     secs = {w: statistics.median(x["step_s"] for x in v) for w, v in got.items()}
-    ratio = med["chunked"] / med["plain"]
-    plain, chunked = med["plain"], med["chunked"]
-    print(f"median peak of the loss above the fixed state: plain {plain:.2f}, chunked {chunked:.2f} GiB")
-    plain_s, chunked_s = secs["plain"], secs["chunked"]
-    print(f"chunked/plain {ratio:.2f}; median seconds: plain {plain_s:.1f}, chunked {chunked_s:.1f}")
+    for way in WAYS:
+        print(
+            f"median peak of the loss above the fixed state, {way}: {med[way]:.2f} GiB "
+            f"({med[way] / med['plain']:.2f}x plain), in {secs[way]:.1f} s"
+        )
 
 
 if __name__ == "__main__":

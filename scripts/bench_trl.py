@@ -2,12 +2,15 @@
 
     uv run --extra bench python scripts/bench_trl.py                  # the default train.toml
     uv run --extra bench python scripts/bench_trl.py --steps 20 --threads 2
-    uv run --extra bench python scripts/bench_trl.py --threads 2 --sampler hf-process   # the CPU default
+    uv run --extra bench python scripts/bench_trl.py --threads 2 --sampler hf-process   # run.py's on 2+ cores
+    uv run --extra bench python scripts/bench_trl.py --threads 1 --sampler hf-static    # run.py's on 1 core
 
-``--sampler hf`` (the default here) samples in the trainer's process, so both trainers use ``--threads``
-threads of one process. ``--sampler hf-process`` is what run.py uses on a CPU with 2+ cores: a 1-thread
-trainer plus a 1-thread sampling process overlapped with it (2 cores); compare it with TRL at
-``--threads 2``.
+``--sampler hf`` (the default here) and ``hf-static`` sample in the trainer's process, so both trainers use
+``--threads`` threads of one process. ``--sampler hf-process`` is what run.py uses on a CPU with 2+ cores
+(``hf-static-process``, by name only, the same with the static sampler compiled in the sampling process):
+a 1-thread trainer plus a 1-thread sampling process overlapped with it (2 cores);
+compare it with TRL at ``--threads 2`` and, since TRL may run faster on one thread, at ``--threads 1``.
+A compiled sampler step is compiled before the timed steps (start-up, as in a trial).
 
 Both trainers run in this process one after the other, with the same torch thread count, on the model,
 environment and batch shape of the config: ``batch_size`` rollouts per optimizer step, ``group_size``
@@ -54,7 +57,7 @@ def bench_embedded(spec, steps: int, warmup: int, seed: int, threads: int, sampl
 
     run_dir = Path(tempfile.mkdtemp(prefix="bench-embedded-"))
     update = {"max_steps": warmup + steps, "save_interval_s": 1e9, "sampler": sampler}
-    update["num_threads"] = 1 if sampler == "hf-process" else threads  # the sampler process has its own
+    update["num_threads"] = 1 if sampler.endswith("-process") else threads  # the sampler process has its own
     spec = spec.model_copy(update=update)
     trainer = Trainer(spec, run_dir, seed)
     times: list[float] = []
@@ -179,7 +182,7 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument(
         "--sampler",
-        choices=["hf", "hf-process", "hf-static", "hf-graphs"],
+        choices=["hf", "hf-process", "hf-static-process", "hf-static", "hf-graphs"],
         default="hf",
         help="the embedded trainer's sampler",
     )
@@ -206,7 +209,7 @@ def main() -> None:
     ours = bench_embedded(spec, args.steps, args.warmup, args.seed, args.threads, args.sampler)
     print(
         f"embedded ({args.sampler}): {ours['samples_per_s']:8.1f} samples/s  "
-        f"({ours['seconds_per_step']:.3f} s/step)",
+        f"({ours['seconds_per_step']:.3f} s/step; sampling not overlapped {ours['gen_share']:.0%} of it)",
         flush=True,
     )
     trl = bench_trl(spec, args.steps, args.warmup, args.seed, args.threads)

@@ -14,8 +14,9 @@ then the older parts in a second call; gpu_proof.py runs this module's ``rows``.
 - fast/trainer: the embedded trainer with ``sampler = "hf-graphs"`` against ``hf`` and TRL's GRPOTrainer
   (part 2's runs, one round, fewer steps): samples/s, peak GPU memory, generation's share of a step.
 - fast/memory: one training step's log-probs, GRPO loss and backward on the 0.6B shape: the peak GPU memory
-  above the fixed state (weights, gradients, AdamW), chunked (autorl/llm/embedded/logprobs.py) against the
-  full logits, at the same micro-batch.
+  above the fixed state (weights, gradients, AdamW), chunked (autorl/llm/embedded/logprobs.py) and chunked
+  with every layer's activations checkpointed (autorl/llm/embedded/policy.py) against the full logits, at the
+  same micro-batch.
 """
 
 from __future__ import annotations
@@ -230,7 +231,7 @@ def memory(kit: Any, g: Any) -> Any:
     import torch
     from transformers import AutoModelForCausalLM
 
-    from autorl.llm.embedded import grpo
+    from autorl.llm.embedded import grpo, policy
     from autorl.llm.embedded.logprobs import completion_logprobs
     from autorl.llm.schema import DefaultLoss
 
@@ -238,8 +239,12 @@ def memory(kit: Any, g: Any) -> Any:
     dev = device(kit)
     path = g.build_qwen3_shape(kit)
     figures: dict[str, Any] = {}
-    for way, chunk in (("plain", None), ("chunked", 32 * 2**20), ("plain", None), ("chunked", 32 * 2**20)):
+    chunk_bytes = {"plain": None, "chunked": 32 * 2**20, "checkpointed": 32 * 2**20}
+    for way in [*memory_bench.WAYS, *memory_bench.WAYS[::-1]]:
+        chunk = chunk_bytes[way]
         model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32).to(dev)
+        model.train()
+        policy.checkpoint_layers(model, 1 if way == "checkpointed" else 0)  # the trainer's default here
         opt = torch.optim.AdamW(model.parameters(), lr=1e-6, foreach=True)
         vocab = model.config.vocab_size
 
@@ -265,6 +270,7 @@ def memory(kit: Any, g: Any) -> Any:
         gc.collect()
         torch.cuda.empty_cache()
     plain = statistics.median(figures["plain_above_fixed_gib"])
-    figures["chunked_vs_plain"] = round(statistics.median(figures["chunked_above_fixed_gib"]) / plain, 3)
+    for way in ("chunked", "checkpointed"):
+        figures[f"{way}_vs_plain"] = round(statistics.median(figures[f"{way}_above_fixed_gib"]) / plain, 3)
     figures["micro_batch"] = f"16 rows x (32 + {kit.settings.completion_tokens}) tokens"
     return g.Row(6, "fast/memory", "ok", figures=figures)

@@ -266,6 +266,28 @@ def test_a_reference_of_more_seeds_than_the_candidate_is_less_lucky(pool_file):
         analyze(pool_file, "--parallel", "2", "--pairs", "10", "--reference-seeds", "36")
 
 
+def test_drop_tail_leaves_out_a_pools_rare_bad_seed_and_pool_boot_spreads_the_aa_rates(pool_file, tmp_path):
+    """--drop-tail K leaves out the seeds K sds below their pool's mean (a pool with one bad seed loses just
+    it); --pool-boot B replays the A/A pairs on B copies of the reference pool drawn with replacement and
+    reports each verdict's rate as 5%, 50% and 95% quantiles over the copies."""
+    pools = ar.read_pool_file(pool_file)
+    bad = [*pools["A"].seeds[:19], ar.Seed(curve(0.42, 0.1), {}, 100.0, 10.0, 0.1)]
+    file = write_pools(tmp_path / "bad.jsonl.gz", {"A": [s.rows for s in bad]})
+    report = ar.main(
+        ["analyze", "--pool-file", str(file), "--reference", "A", "--track", "classic", "--seeds", "5"]
+        + ["--parallel", "5", "--pairs", "12", "--margins", "1", "--lucky", "0", "--drop-tail", "3"]
+        + ["--pool-boot", "4"]
+    )
+    assert report["pools"] == {"A": 19} and report["drop_tail"] == 3.0
+    boot = report["pool_boot"]
+    assert boot["pools"] == 4 and boot["pairs_each"] == 12
+    for low, mid, high in boot["quantiles_5_50_95"].values():
+        assert 0.0 <= low <= mid <= high <= 1.0
+    kept = ar.read_pool_file(file)
+    ar.drop_tail(kept, 10.0)
+    assert len(kept["A"].seeds) == 20  # 10 sds: nothing is that far below
+
+
 def test_export_reads_the_ledger_and_the_seed_directories(tmp_path, capsys):
     """seed-<k> is the k-th seed of the ledger's `seeds`; a seed without its own eval.jsonl takes its rows
     from the run's eval.jsonl (checked against the row's hash); rungs are the curve cut at the fractions."""

@@ -515,6 +515,25 @@ def test_embedded_backend_refuses_primerl_only_keys_by_name(tmp_path):
     )
 
 
+def test_the_embedded_trainer_takes_activation_checkpointing_from_trainer_model_ac(tmp_path):
+    """[trainer.model.ac] is the embedded trainer's too: its freq where set, 0 for ac = "None", unset the
+    trainer's own default (None here: every layer of a 20M+ model, none of the tiny one); mode = "selective"
+    names prime-rl's custom layers and stays prime-rl's."""
+    from autorl.llm.embedded.backend import build_spec
+
+    def freq(text: str, name: str) -> int | None:
+        return build_spec(
+            load_train_config(write(tmp_path, text, name), backend="embedded").model
+        ).activation_checkpointing
+
+    assert freq(MINIMAL, "a.toml") is None
+    assert freq(MINIMAL + "[trainer.model.ac]\nfreq = 2\n", "b.toml") == 2
+    assert freq(MINIMAL + "[trainer.model.ac]\n", "c.toml") == 1
+    assert freq(MINIMAL + '[trainer.model]\nac = "None"\n', "d.toml") == 0
+    msg = error(tmp_path, MINIMAL + '[trainer.model.ac]\nmode = "selective"\n', backend="embedded")
+    assert '`trainer.model.ac.mode = "selective"` is supported on the prime-rl backend only' in msg
+
+
 def test_batch_size_and_token_batch_size_exclusive(tmp_path):
     msg = error(tmp_path, MINIMAL + "[orchestrator]\nbatch_size = 8\ntoken_batch_size = 100\n")
     assert "set exactly one of batch_size or token_batch_size" in msg

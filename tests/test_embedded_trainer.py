@@ -321,6 +321,51 @@ def test_process_sampler_gives_the_same_run_as_in_process_sampling(tiny_model, t
     assert all(torch.equal(wa[k], wb[k]) for k in wa)
 
 
+def test_static_process_sampler_warms_in_the_child_and_draws_what_hf_process_draws(
+    tiny_model, tmp_path, monkeypatch
+):
+    """hf-static-process: the child samples with StaticSampler, its step compiled (here its body run eagerly:
+    torch.compile patched in the parent, which the forked child inherits) and warmed before the child says
+    `ready`, so the trainer's header reports the seconds; the draws are HFSampler's, so the run is
+    hf-process's up to the float rounding of a static cache's logprobs."""
+    monkeypatch.setattr(torch, "compile", lambda fn, **_: fn)
+
+    def run(sampler: str):
+        trainer = make_trainer(
+            tiny_model, tmp_path / sampler, seed=3, max_steps=4, max_off_policy_steps=1, sampler=sampler
+        )
+        warmed = trainer.process_sampler.warm_seconds
+        trainer.run()
+        return [(r["reward_mean"], r["rl_tokens"], r["loss"]) for r in metrics(tmp_path / sampler)], warmed
+
+    (a, warm_hf), (b, warm_static) = run("hf-process"), run("hf-static-process")
+    assert warm_hf is None and warm_static is not None and warm_static >= 0
+    assert [r[:2] for r in a] == [r[:2] for r in b]  # the same completions, so the same rewards and tokens
+    assert [r[2] for r in b] == pytest.approx([r[2] for r in a], abs=1e-5)
+
+
+@pytest.mark.parametrize(
+    ("cores", "lag", "expected"),
+    [(2, 1, "hf-process"), (2, 0, "hf"), (1, 1, "hf-static"), (1, 0, "hf-static")],
+)
+def test_auto_picks_the_sampler_measured_fastest_on_the_cpu(
+    tiny_model, tmp_path, monkeypatch, cores, lag, expected
+):
+    """`auto` on a CPU: a second core and the one-step lag sample in a second process; one core compiles the
+    static sampler's step (1.17x HFSampler's trainer samples/s there, docs/verified.md); else HFSampler."""
+    import autorl.llm.embedded.train as train_module
+
+    monkeypatch.setattr(train_module, "own_cpu_ids", lambda: list(range(cores)))
+    monkeypatch.setattr(train_module, "vllm_available", lambda: True)  # a GPU's; never on the CPU
+    trainer = make_trainer(tiny_model, tmp_path, sampler="auto", max_off_policy_steps=lag, device="cpu")
+    try:
+        assert trainer.sampler_name == expected
+        assert (trainer.process_sampler is not None) == (expected == "hf-process")
+    finally:
+        if trainer.process_sampler is not None:
+            trainer.process_sampler.close()
+
+
 def test_process_sampler_stop_mid_run_saves_the_last_step(tiny_model, tmp_path):
     """A stop request while the child samples: the completed step is kept and saved, the child ends."""
     trainer = make_trainer(
@@ -570,9 +615,10 @@ def test_child_saves_weights_and_exits_cleanly_on_sigterm(tiny_model, tmp_path, 
         proc.kill()
     events += [e for e in map(progress.parse, rest.splitlines()) if e is not None]
     assert proc.returncode == 0
-    # On 2+ cores the default CPU setup samples in a second process: it must end with the trainer.
-    sampler = "hf-process" if len(own_cpu_ids()) >= 2 else "hf"
-    assert any(f"sampler {sampler}," in line for line in lines)
+    # On 2+ cores the default CPU setup samples in a second process: it must end with the trainer. On one
+    # core it compiles the static sampler's step before `ready` (the header says how long).
+    sampler = "hf-process," if len(own_cpu_ids()) >= 2 else "hf-static (its step compiled in"
+    assert any(f"sampler {sampler}" in line for line in lines)
     names = [e["event"] for e in events]
     assert names[0] == "ready" and names[-1] == "done" and "saved" in names
     last_step = max(e["step"] for e in events if e["event"] == "step")
@@ -656,8 +702,48 @@ def test_vllm_sampler_up_to_the_engine_boundary(monkeypatch, tiny_model):
     assert set(calls["loaded"]) == set(model.state_dict()) and calls["reset"] == 1
 
 
+def test_checkpointed_layers_give_the_same_loss_and_gradients(tiny_model):
+    """Activation checkpointing (policy.checkpoint_layers, prime-rl's trainer.model.ac) recomputes a layer's
+    forward in the backward, and the log-probs then run each row whole (a checkpointed layer keeps no KV cache
+    for shared prompts): the same GRPO loss and gradients (fp32, CPU) as keeping every activation, for every
+    layer (freq 1) and every second (freq 2), on prompts of mixed lengths; the default: none for the tiny
+    model, every layer from SMALL_MODEL_PARAMS on, train.toml's freq where it is set."""
+    from autorl.llm.embedded import grpo, policy
+    from autorl.llm.embedded.slots import SMALL_MODEL_PARAMS
+    from autorl.llm.schema import DefaultLoss
+
+    def grads(every: int):
+        torch.manual_seed(0)
+        model = Qwen2ForCausalLM.from_pretrained(tiny_model, dtype=torch.float32)
+        model.train()
+        model.config.use_cache = False
+        layers = policy.checkpoint_layers(model, every)
+        g = torch.Generator().manual_seed(1)
+        batch = []
+        for i in range(6):  # two groups, prompts of 3 and 5 tokens; completions of 7 and 4 kept tokens
+            prompt, n = ([5, 6, 7], 7) if i < 3 else ([9, 8, 7, 6, 5], 4)
+            ids = torch.randint(3, 60, (n,), generator=g).tolist()
+            batch.append((Sample(prompt, ids, [-1.0] * n, 1.0, 0.5 - i % 2, 1.0, 0, "s", False), n))
+        logpi, logmu, adv, mask = completion_logprobs(model, batch, 0, torch.device("cpu"))
+        loss, _ = grpo.token_loss(logpi, logmu, adv, mask, DefaultLoss())
+        loss.backward()
+        return layers, loss.item(), {n: p.grad.clone() for n, p in model.named_parameters()}
+
+    n_layers = Qwen2ForCausalLM.from_pretrained(tiny_model).config.num_hidden_layers
+    none, every, second = grads(0), grads(1), grads(2)
+    assert (none[0], every[0], second[0]) == (0, n_layers, (n_layers + 1) // 2)
+    for _, loss, g in (every, second):
+        assert loss == pytest.approx(none[1], abs=1e-6)
+        assert all(torch.allclose(g[k], none[2][k], atol=1e-5) for k in g)
+    spec = make_spec(tiny_model)
+    assert (
+        policy.checkpoint_every(spec, 200_000) == 0 and policy.checkpoint_every(spec, SMALL_MODEL_PARAMS) == 1
+    )
+    assert policy.checkpoint_every(spec.model_copy(update={"activation_checkpointing": 3}), 200_000) == 3
+
+
 def test_cpu_threads_default_to_one_for_a_tiny_model():
-    from autorl.llm.embedded.train import cpu_threads
+    from autorl.llm.embedded.policy import cpu_threads
 
     assert cpu_threads(0, 200_000) == 1
     assert cpu_threads(0, 600_000_000) == len(own_cpu_ids())

@@ -100,16 +100,18 @@ def test_graphs_keeps_a_cache_per_shape_and_draws_what_hfsampler_draws(model):
 def test_warm_runs_a_batch_shaped_step_before_the_clock_and_draws_nothing(model, capsys):
     """The trainer calls `warm` before `ready`, so the compile is start-up, not training time: it runs the
     step WARM_STEPS times for a batch's shape (with graphs, that shape's kept cache), leaves the model in
-    training mode, and the next call, on the cache the warm-up dirtied, draws what HFSampler draws. Nothing
-    compiled: None; a step that fails: None, one warning, HFSampler's way."""
+    training mode, and the next call, on the cache the warm-up dirtied, draws what HFSampler draws, its step
+    fed tokens laid out as the warm-up's. Nothing compiled: None; a step that fails: None, one warning,
+    HFSampler's way."""
     vocab = model.config.vocab_size
     eos = list(range(2, 2 + vocab // 12))
     assert StaticSampler(model, PAD, eos).warm(6, 9) is None  # the eager static cache: nothing to compile
     sampler = StaticSampler(model, PAD, eos, graphs=True)
-    shapes = []
+    shapes, strides = [], []
 
     def step(*args):
         shapes.append(tuple(args[0].shape))
+        strides.append(args[0].stride())
         return sampler._forward(*args)
 
     sampler._step = step  # the compiled body, run eagerly (the capture needs a CUDA GPU: the kit's part 6)
@@ -122,6 +124,9 @@ def test_warm_runs_a_batch_shaped_step_before_the_clock_and_draws_nothing(model,
     got = sampler.sample(batch, 0.9, 9, torch.Generator().manual_seed(3))
     assert hf is not None and got is not None and torch.equal(hf.completion_ids, got.completion_ids)
     assert sorted(sampler._kept) == [(6, 64 + 9)]  # the warm-up's capture serves the batch
+    # a real call feeds the step its tokens with the warm-up's strides: the compiled step guards on them
+    # (a column of the sampler's token buffer, stride 9, once recompiled at the first step of a run)
+    assert len(strides) > WARM_STEPS and set(strides) == {(1, 1)}
 
     failing = StaticSampler(model, PAD, eos, compiled=True)
 

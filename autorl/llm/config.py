@@ -76,7 +76,7 @@ REFUSED: dict[str, str] = {
 EMBEDDED_UNSUPPORTED: tuple[str, ...] = (
     "trainer.model.attn",
     "trainer.model.compile",
-    "trainer.model.ac",
+    "trainer.model.ac.mode=selective",
     "trainer.model.ac_offloading",
     "trainer.model.fsdp_cpu_offload",
     "trainer.model.optim_cpu_offload",

@@ -45,7 +45,15 @@ from autorl.io import paths
 from autorl.io.cliargs import flag
 from autorl.io.jsonl import read_jsonl
 from autorl.llm.embedded.slots import VLLM_GPU_FRACTION, plan_slots, read_param_count, read_vocab_size
-from autorl.llm.schema import GRPOAlgo, LengthPenalty, LossConfig, OptimConfig, SchedulerConfig, TrainConfig
+from autorl.llm.schema import (
+    GRPOAlgo,
+    LengthPenalty,
+    LossConfig,
+    OptimConfig,
+    SchedulerConfig,
+    TrainConfig,
+    TrainerModelConfig,
+)
 
 if TYPE_CHECKING:
     from autorl.io.machine import Machine
@@ -107,17 +115,24 @@ class RunSpec(BaseModel):
     loss: LossConfig
     length_penalty: LengthPenalty | None
     sources: list[SourceSpec]
+    # Checkpoint every N-th decoder layer's activations: train.toml's `trainer.model.ac.freq` where it sets
+    # [trainer.model.ac], 0 where it sets ac = "None"; None (unset) = policy.checkpoint_every's default.
+    activation_checkpointing: int | None = None
     # Embedded-only runtime settings (no prime-rl key; not set from train.toml):
     device: str = "auto"  # auto = cuda when available, else cpu
-    # torch CPU threads; 0 = auto (train.cpu_threads: 1 for a tiny model, else all). The seed's
+    # torch CPU threads; 0 = auto (policy.cpu_threads: 1 for a tiny model, else all). The seed's
     # Slot.threads replaces it (EmbeddedBackend.launch passes train.py --threads).
     num_threads: int = 0
     # auto = vllm when importable on a GPU; on a CPU with 2+ cores, a 1-thread trainer and the one-step lag,
-    # hf-process (sampling overlapped with training in a second process, sampler_process.py); else hf.
-    # hf-static / hf-graphs: StaticSampler with its decode step compiled (dynamic shapes) / captured as CUDA
-    # graphs (static_sampler.py), before `ready` (start-up: the trainer's header says how long), by name only
-    # until measured faster (scripts/bench_trl.py, the GPU kit).
-    sampler: Literal["auto", "hf", "hf-process", "hf-static", "hf-graphs", "vllm"] = "auto"
+    # hf-process (sampling overlapped with training in a second process, sampler_process.py); on one core
+    # hf-static; else hf (Trainer._sampler_name; the measurements: docs/verified.md). hf-static / hf-graphs:
+    # StaticSampler with its decode step compiled (dynamic shapes) / captured as CUDA graphs
+    # (static_sampler.py), before `ready` (start-up: the trainer's header says how long); hf-static-process:
+    # hf-process with StaticSampler compiled in the sampling process (1.04x hf-process: by name only);
+    # hf-graphs by name only until a GPU measures it faster (the GPU kit).
+    sampler: Literal["auto", "hf", "hf-process", "hf-static-process", "hf-static", "hf-graphs", "vllm"] = (
+        "auto"
+    )
     save_interval_s: float = 30.0  # periodic weight saves (plus one at SIGTERM and at max_steps)
     # Training seconds at which a copy of the weights is also kept, in snapshots/at-<s>s/ (`autorl fidelity`'s
     # long seeds: evaluated after the run, the score along it; LoadedConfig.snapshot_s). The save is not
@@ -183,7 +198,16 @@ def build_spec(cfg: TrainConfig) -> RunSpec:
         # the other algorithms are refused on the embedded backend (autorl.llm.config)
         length_penalty=orch.algo.length_penalty if isinstance(orch.algo, GRPOAlgo) else None,
         sources=sources,
+        activation_checkpointing=_checkpoint_freq(cfg.trainer.model),
     )
+
+
+def _checkpoint_freq(model: TrainerModelConfig) -> int | None:
+    """`trainer.model.ac.freq` where train.toml sets [trainer.model.ac] (0 for ac = "None"), else None: the
+    schema's default (prime-rl's: every layer) is not the embedded trainer's (policy.checkpoint_every)."""
+    if "ac" not in model.model_fields_set:
+        return None
+    return model.ac.freq if model.ac is not None else 0
 
 
 def semantic_problems(spec: RunSpec) -> tuple[list[str], list[str]]:

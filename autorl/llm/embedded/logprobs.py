@@ -21,7 +21,7 @@ import torch
 from torch import Tensor
 
 from autorl.llm.embedded.batches import Sample
-from autorl.llm.embedded.generation import shared_prefill
+from autorl.llm.embedded.generation import left_pad, positions, shared_prefill
 
 # A chunk's fp32 logits are at most this many bytes (its tokens x vocab x 4); 32 MiB is 55 tokens of the
 # Qwen3-0.6B shape's vocab, the whole micro-batch of the shipped tiny model.
@@ -106,6 +106,46 @@ def pack(rows: list[tuple[Sample, int]], pad_id: int, device: torch.device) -> t
     return tuple(x.to(device) for x in (comp, mask, logmu, temps, adv))
 
 
+def _on_shared_prompts(
+    model: torch.nn.Module, prompts: list[list[int]], comp: Tensor, mask: Tensor, pad_id: int, hidden: bool
+) -> Tensor:
+    """The outputs (hidden states, or logits) that predict completion tokens 0..W-1 [R, W, .]: each distinct
+    prompt run once, its KV cache fanned out to its rows (shared_prefill), the completions on top of it."""
+    first, cache, prompt_mask, prompt_lens = shared_prefill(
+        model, prompts, pad_id, comp.device, hidden=hidden
+    )
+    out = first.unsqueeze(1)  # predicts completion token 0
+    if comp.shape[1] == 1:
+        return out
+    step = model.get_decoder() if hidden else model  # type: ignore[operator]
+    more = step(  # completion tokens 0..W-2 predict tokens 1..W-1
+        input_ids=comp[:, :-1],
+        attention_mask=torch.cat([prompt_mask, mask[:, :-1]], dim=1).long(),
+        position_ids=prompt_lens.unsqueeze(-1) + torch.arange(comp.shape[1] - 1, device=comp.device),
+        past_key_values=cache,
+        use_cache=True,
+    )
+    return torch.cat([out, more.last_hidden_state if hidden else more.logits], dim=1)
+
+
+def _whole_rows(
+    model: torch.nn.Module, prompts: list[list[int]], comp: Tensor, mask: Tensor, pad_id: int, hidden: bool
+) -> Tensor:
+    """`_on_shared_prompts`'s outputs from one forward of every row's prompt and completion, no KV cache: a
+    checkpointed decoder layer (policy.checkpoint_layers) keeps none, so each row runs its own prompt."""
+    ids, prompt_mask = left_pad(prompts, pad_id, comp.device)
+    width, prompt_lens = ids.shape[1], prompt_mask.long().sum(-1)
+    after = prompt_lens.unsqueeze(-1) + torch.arange(comp.shape[1] - 1, device=comp.device)
+    step = model.get_decoder() if hidden else model  # type: ignore[operator]
+    out = step(
+        input_ids=torch.cat([ids, comp[:, :-1]], dim=1),
+        attention_mask=torch.cat([prompt_mask, mask[:, :-1]], dim=1).long(),
+        position_ids=torch.cat([positions(prompt_mask), after], dim=1),
+        use_cache=False,
+    )
+    return (out.last_hidden_state if hidden else out.logits)[:, width - 1 :]
+
+
 def completion_logprobs(
     model: torch.nn.Module,
     rows: list[tuple[Sample, int]],
@@ -118,26 +158,17 @@ def completion_logprobs(
     mask), the sampling ones, the advantages [R] and the mask.
 
     Each distinct prompt is run once and its KV cache fanned out to its rows (shared_prefill); the completions
-    then run in one forward on top of it. ``chunk_bytes`` None (or a head that is not plain) computes every
-    position's full logits, the reference the chunked way is tested against."""
+    then run in one forward on top of it (a model whose layers are checkpointed runs each row whole).
+    ``chunk_bytes`` None (or a head that is not plain) computes every position's full logits, the reference
+    the chunked way is tested against."""
     comp, mask, logmu, temps, adv = pack(rows, pad_id, device)
     head = plain_head(model) if chunk_bytes is not None else None
+    prompts = [s.prompt_ids for s, _ in rows]
     with autocast or contextlib.nullcontext():
-        first, cache, prompt_mask, prompt_lens = shared_prefill(
-            model, [s.prompt_ids for s, _ in rows], pad_id, device, hidden=head is not None
-        )
-        out = first.unsqueeze(1)  # predicts completion token 0
-        if comp.shape[1] > 1:
-            # Completion tokens 0..W-2 predict tokens 1..W-1.
-            step = model.get_decoder() if head is not None else model  # type: ignore[operator]
-            more = step(
-                input_ids=comp[:, :-1],
-                attention_mask=torch.cat([prompt_mask, mask[:, :-1]], dim=1).long(),
-                position_ids=prompt_lens.unsqueeze(-1) + torch.arange(comp.shape[1] - 1, device=device),
-                past_key_values=cache,
-                use_cache=True,
-            )
-            out = torch.cat([out, more.last_hidden_state if head is not None else more.logits], dim=1)
+        if getattr(model, "is_gradient_checkpointing", False):
+            out = _whole_rows(model, prompts, comp, mask, pad_id, head is not None)
+        else:
+            out = _on_shared_prompts(model, prompts, comp, mask, pad_id, head is not None)
         if head is not None:
             assert chunk_bytes is not None
             chunk = max(1, chunk_bytes // (4 * head.weight.shape[0]))

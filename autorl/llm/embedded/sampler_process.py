@@ -13,6 +13,9 @@ trainer computes step n, which needs only the weights both start from:
   same order as the in-process sampler would get them, so a run gives the same rollouts (and the same first
   steps) as with ``sampler = "hf"`` on the same machine. tests/test_embedded_trainer.py checks it.
 
+With ``hf-static-process`` the child samples with ``StaticSampler`` instead (the same draws), its step
+compiled and warmed before the child says ready, so the compile is start-up; ``warm_seconds`` says how long.
+
 The child ignores SIGINT/SIGTERM (the runner signals the whole process group): the trainer handles the stop,
 abandons the pending batch and closes the pipe, which ends the child. A killed parent closes it too.
 """
@@ -41,8 +44,10 @@ def _serve(
     pad_id: int,
     eos_ids: list[int],
     seed: int,
+    warm: tuple[int, int] | None,
 ) -> None:
-    """Child: load the model around the shared parameters, then answer requests until the pipe closes."""
+    """Child: load the model around the shared parameters (with `warm`, (rows, max_new_tokens), a
+    StaticSampler whose step it compiles first), then answer requests until the pipe closes."""
     from autorl.engine.process import die_with_parent
 
     die_with_parent()  # a SIGKILLed trainer takes its sampler along (no wait for a broken pipe)
@@ -57,9 +62,15 @@ def _serve(
         param.data = shared[name]
     model.eval()
     sampler = HFSampler(model, pad_id, eos_ids)
+    seconds = None
+    if warm is not None:
+        from autorl.llm.embedded.static_sampler import StaticSampler
+
+        sampler = StaticSampler(model, pad_id, eos_ids, compiled=True)
+        seconds = sampler.warm(*warm)
     generator = torch.Generator()
     generator.manual_seed(seed)
-    conn.send("ready")
+    conn.send(("ready", seconds))
     while True:
         try:
             requests: list[Request] | None = conn.recv()
@@ -87,7 +98,13 @@ class ProcessSampler:
     spawned child would, and touches no CUDA (CPU training only)."""
 
     def __init__(
-        self, model: torch.nn.Module, model_path: str, pad_id: int, eos_ids: Sequence[int], seed: int
+        self,
+        model: torch.nn.Module,
+        model_path: str,
+        pad_id: int,
+        eos_ids: Sequence[int],
+        seed: int,
+        warm: tuple[int, int] | None = None,
     ):
         ctx = torch.multiprocessing.get_context("fork")
         with torch.no_grad():
@@ -96,15 +113,19 @@ class ProcessSampler:
         self.conn, child_conn = ctx.Pipe()
         self.process = ctx.Process(
             target=_serve,
-            args=(child_conn, self.conn, model_path, self.shared, pad_id, list(eos_ids), seed),
+            args=(child_conn, self.conn, model_path, self.shared, pad_id, list(eos_ids), seed, warm),
             name="autorl-sampler",
             daemon=True,
         )
         self.process.start()
         child_conn.close()
         try:
-            if self.conn.recv() != "ready":
-                raise RuntimeError("sampler process: unexpected first message")
+            first = self.conn.recv()
+            if not (isinstance(first, tuple) and len(first) == 2 and first[0] == "ready"):
+                raise RuntimeError(f"sampler process: unexpected first message {first!r}")
+            self.warm_seconds: float | None = first[
+                1
+            ]  # the compile's seconds in the child (hf-static-process)
         except EOFError:
             raise RuntimeError(
                 f"sampler process died while loading (exit code {self.process.exitcode})"

@@ -8,10 +8,11 @@ the attention mask is preallocated at that width, so every decode step of a call
 writes the cache in place: what ``torch.compile`` needs to capture the step (``compiled``, with dynamic
 shapes: one compile, 16 s cold for the tiny model on the 2-core VM, 5 s from inductor's disk cache, serves
 every batch size and prompt width).
-Not the trainer's default yet: scripts/bench_sampler.py measured the compiled step (dynamic shapes) at 1.24x
-HFSampler's tokens/s on one core (1.39x compiled for one fixed shape; docs/verified.md). The trainer compiles
-it before `ready` (``warm``: start-up, outside the training clock); making it the CPU default needs a
-trainer-level measurement (issue 50).
+scripts/bench_sampler.py measured the compiled step (dynamic shapes) at 1.24x HFSampler's tokens/s on one core
+(1.39x compiled for one fixed shape), scripts/bench_trl.py the trainer with it at 1.17x HFSampler's samples/s
+on one core: the one-core CPU default since 2026-11-28 (docs/verified.md). The trainer compiles it before
+`ready` (``warm``: start-up, outside the training clock); in the ``hf-static-process`` sampler the sampling
+process compiles and warms it before it says ready (sampler_process.py).
 
 ``graphs`` (for a CUDA GPU, where a decode step is launch-bound: a few hundred small kernels for a few
 milliseconds of weight reads) compiles the step with ``mode="reduce-overhead"``: fixed shapes, each shape's
@@ -136,7 +137,9 @@ class StaticSampler(HFSampler):
             attn[:, room + t] = 1  # the token fed now sits at position room + t of the cache
             if self.graphs:
                 torch.compiler.cudagraph_mark_step_begin()  # the last step's output is no longer read
-            logits = self._step(tok, attn, next_pos + t, where[t : t + 1], cache)
+            # contiguous: a column of the caller's token buffer has its width as stride, `warm`'s tokens
+            # have 1; the compiled step guards on strides and would compile again at the first real call
+            logits = self._step(tok.contiguous(), attn, next_pos + t, where[t : t + 1], cache)
             return logits.clone() if self.graphs else logits  # a replay overwrites a graph's output
 
         return logits, decode, prompt_mask

@@ -56,7 +56,6 @@ give the same first steps.
 from __future__ import annotations
 
 import contextlib
-import importlib.util
 import json
 import shutil
 import signal
@@ -78,23 +77,14 @@ from autorl.llm.embedded.backend import COMPLETE_MARKER, EmbeddedChildArgs, RunS
 from autorl.llm.embedded.batches import Batches, BatchPlan, Sample, default_env_loader
 from autorl.llm.embedded.generation import HFSampler, VLLMSampler, vllm_available
 from autorl.llm.embedded.logprobs import completion_logprobs
+from autorl.llm.embedded.policy import device_of, eos_ids, load_policy
 from autorl.llm.embedded.sampler_process import ProcessSampler
 from autorl.llm.embedded.scheduler import build_scheduler
-from autorl.llm.embedded.slots import CPU_MICRO_BATCH_TOKENS, GPU_MICRO_BATCH_TOKENS, SMALL_MODEL_PARAMS
+from autorl.llm.embedded.slots import CPU_MICRO_BATCH_TOKENS, GPU_MICRO_BATCH_TOKENS
 from autorl.llm.embedded.static_sampler import StaticSampler
-from autorl.llm.tokenizer import load_tokenizer
 
 # prime-rl's orchestrator aborts after this many consecutive empty train batches (orchestrator.py).
 MAX_CONSECUTIVE_EMPTY_BATCHES = 10
-
-
-def cpu_threads(requested: int, n_params: int) -> int:
-    """torch threads: as requested, else 1 for a model under SMALL_MODEL_PARAMS (its ops are too small to
-    split: the default tiny model trains faster on one thread, and a busy neighbour core no longer stalls
-    it), else every core this process may use."""
-    if requested:
-        return requested
-    return 1 if n_params < SMALL_MODEL_PARAMS else len(own_cpu_ids())
 
 
 def peak_memory_gb(device: torch.device) -> float:
@@ -102,50 +92,6 @@ def peak_memory_gb(device: torch.device) -> float:
     if device.type == "cuda":
         return torch.cuda.max_memory_allocated(device) / 1024**3
     return peak_rss_gb()
-
-
-def attention_implementation(device: torch.device) -> str:
-    """flash_attention_2 on a GPU when the `flash-attn` extra is installed, else PyTorch's sdpa."""
-    if device.type == "cuda" and importlib.util.find_spec("flash_attn") is not None:
-        return "flash_attention_2"
-    return "sdpa"
-
-
-def _device(spec: RunSpec) -> tuple[torch.device, torch.dtype | None]:
-    """(the device, the autocast dtype): on a GPU float32 master weights with bf16 compute, capped at the
-    seed's share of the GPU's memory (k seeds share it); on a CPU plain float32."""
-    if spec.device == "auto":
-        device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    else:
-        device = torch.device(spec.device)
-    if device.type == "cuda" and spec.gpu_share < 1.0:
-        torch.cuda.set_per_process_memory_fraction(spec.gpu_share, device.index)  # None = current
-    return device, torch.bfloat16 if device.type == "cuda" else None
-
-
-def _policy(spec: RunSpec, device: torch.device) -> tuple[Any, torch.nn.Module]:
-    """(the tokenizer, the model in training mode on `device`), with the torch threads its size wants."""
-    from transformers import AutoModelForCausalLM
-
-    tokenizer = load_tokenizer(spec.model_path)
-    model = AutoModelForCausalLM.from_pretrained(
-        spec.model_path, dtype=torch.float32, attn_implementation=attention_implementation(device)
-    ).to(device)  # type: ignore[arg-type]  # transformers types .to's self oddly
-    torch.set_num_threads(cpu_threads(spec.num_threads, sum(p.numel() for p in model.parameters())))
-    model.train()
-    model.config.use_cache = False  # training forwards never need the KV cache
-    return tokenizer, model
-
-
-def _eos_ids(tokenizer: Any, model: torch.nn.Module) -> list[int]:
-    """Every token id that ends a completion: the tokenizer's and the model's generation config's."""
-    eos: set[int] = set()
-    for candidate in (tokenizer.eos_token_id, getattr(model.generation_config, "eos_token_id", None)):
-        if isinstance(candidate, int):
-            eos.add(candidate)
-        elif isinstance(candidate, (list, tuple)):
-            eos.update(int(c) for c in candidate)
-    return sorted(eos)
 
 
 def _optimizer(model: torch.nn.Module, spec: RunSpec) -> tuple[torch.optim.Optimizer, Any]:
@@ -176,12 +122,12 @@ class Trainer:
         self.run_dir.mkdir(parents=True, exist_ok=True)
         self.stop_requested = False
         set_seed(seed)  # random, numpy, torch (and CUDA)
-        self.device, self.autocast_dtype = _device(spec)
-        self.tokenizer, self.model = _policy(spec, self.device)
+        self.device, self.autocast_dtype = device_of(spec)
+        self.tokenizer, self.model, self.checkpointed = load_policy(spec, self.device)
         self.pad_id = self.tokenizer.pad_token_id
         if self.pad_id is None:
             self.pad_id = self.tokenizer.eos_token_id
-        self.eos_ids = _eos_ids(self.tokenizer, self.model)
+        self.eos_ids = eos_ids(self.tokenizer, self.model)
         self.batches = Batches(spec, self.tokenizer, self.eos_ids, seed, env_loader)
         self.optimizer, self.scheduler = _optimizer(self.model, spec)
         self.generator = torch.Generator(device=self.device)
@@ -204,13 +150,25 @@ class Trainer:
         self.paused_s = 0.0  # time spent saving snapshots and at rungs: not charged to the budget
         self.rungs_due = [(k, f, s) for k, (f, s) in enumerate(spec.rungs, 1)]  # (rung, fraction, seconds)
 
-    def _samplers(self) -> tuple[HFSampler | VLLMSampler, ProcessSampler | None, str]:
-        """(the sampler, the CPU's second-process sampler or None, the name the header prints): vLLM when
-        asked for or found; on a CPU with a one-thread trainer, one step behind and a second core, the
-        rollouts sample in a second process overlapped with training (sampler_process.py)."""
+    def _sampler_name(self) -> str:
+        """The sampler `auto` stands for here: vLLM where it imports on a GPU, else HFSampler; on a CPU with a
+        one-thread trainer one step behind and a second core, hf-process (sampling overlapped with training
+        in a second process, sampler_process.py); on a one-core CPU hf-static (its step compiled: 1.17x
+        the trainer's samples/s there, docs/verified.md)."""
         spec = self.spec
-        use_vllm = spec.sampler == "vllm" or (spec.sampler == "auto" and vllm_available())
-        if use_vllm:
+        if spec.sampler != "auto":
+            return spec.sampler
+        if self.device.type != "cpu":
+            return "vllm" if vllm_available() else "hf"
+        cores = len(own_cpu_ids())
+        if self.lag == 1 and torch.get_num_threads() == 1 and cores >= 2:
+            return "hf-process"
+        return "hf-static" if cores == 1 else "hf"
+
+    def _samplers(self) -> tuple[HFSampler | VLLMSampler, ProcessSampler | None, str]:
+        """(the sampler, the CPU's second-process sampler or None, the name the header prints)."""
+        spec, name = self.spec, self._sampler_name()
+        if name == "vllm":
             vllm = VLLMSampler(
                 spec.model_path,
                 self.pad_id,
@@ -221,25 +179,19 @@ class Trainer:
                 dtype="bfloat16" if self.device.type == "cuda" else "float32",  # the trainer's compute dtype
                 device=str(self.device),
             )
-            return vllm, None, "vllm"
-        if spec.sampler in ("hf-static", "hf-graphs"):  # asked for by name only (issue 50: not yet measured)
-            graphs = spec.sampler == "hf-graphs"
+            return vllm, None, name
+        if name in ("hf-static", "hf-graphs"):
+            graphs = name == "hf-graphs"
             static = StaticSampler(self.model, self.pad_id, self.eos_ids, compiled=not graphs, graphs=graphs)
-            return static, None, spec.sampler
+            return static, None, name
         hf = HFSampler(self.model, self.pad_id, self.eos_ids)
-        overlapped = (
-            spec.sampler == "auto"
-            and self.device.type == "cpu"
-            and self.lag == 1
-            and torch.get_num_threads() == 1
-            and len(own_cpu_ids()) >= 2
-        )
-        if spec.sampler != "hf-process" and not overlapped:
-            return hf, None, "hf"
+        if name == "hf":
+            return hf, None, name
         if self.device.type != "cpu":
-            raise ValueError("sampler 'hf-process' is for CPU training (on a GPU use 'hf' or 'vllm')")
-        process = ProcessSampler(self.model, spec.model_path, self.pad_id, self.eos_ids, self.seed)
-        return hf, process, "hf-process"
+            raise ValueError(f"sampler {name!r} is for CPU training (on a GPU use 'hf' or 'vllm')")
+        warm = self._warm_shape() if name == "hf-static-process" else None
+        process = ProcessSampler(self.model, spec.model_path, self.pad_id, self.eos_ids, self.seed, warm)
+        return hf, process, name
 
     # ------------------------------------------------------------------ control
 
@@ -484,21 +436,27 @@ class Trainer:
         training time), say what runs, then `ready`."""
         signal.signal(signal.SIGTERM, self.request_stop)
         signal.signal(signal.SIGINT, self.request_stop)
-        warm = None
-        if isinstance(self.sampler, StaticSampler):  # a batch's shape: one call of batch_size rows (warm)
-            limit = max(s.max_completion_tokens or 0 for s in self.spec.sources) or self.spec.seq_len // 2
+        warm = self.process_sampler.warm_seconds if self.process_sampler is not None else None
+        if isinstance(self.sampler, StaticSampler):
             with self._autocast():
-                warm = self.sampler.warm(self.spec.batch_size, limit)
+                warm = self.sampler.warm(*self._warm_shape())
         n_params = sum(p.numel() for p in self.model.parameters())
         print(
             f"embedded trainer: model {self.spec.model_path} on {self.device} "
             f"({n_params / 1e6:.2f}M params), "
             f"sampler {self.sampler_name}"
             + (f" (its step compiled in {warm:.1f} s before the clock)" if warm is not None else "")
+            + (f", activations checkpointed in {self.checkpointed} layers" if self.checkpointed else "")
             + f", {torch.get_num_threads()} threads, lag {self.lag}, seed {self.seed}",
             flush=True,
         )
         progress.emit("ready")
+
+    def _warm_shape(self) -> tuple[int, int]:
+        """The shape a compiled sampler step is warmed with: one call of batch_size rows, the sources'
+        longest completion."""
+        limit = max(s.max_completion_tokens or 0 for s in self.spec.sources) or self.spec.seq_len // 2
+        return self.spec.batch_size, limit
 
     def _fill_queue(self, queued: int) -> bool:
         """Sample batches until ``queued`` rollouts wait; False when a stop request arrived meanwhile."""

@@ -134,7 +134,7 @@ class CompileConfig(Strict):
 class ActivationCheckpointConfig(Strict):
     mode: Literal["full", "selective"] = "full"
     """`full` checkpoints whole transformer blocks; `selective` only the `targets` inside supported custom
-    decoder layers."""
+    decoder layers (prime-rl backend only)."""
     freq: int = Field(1, ge=1, le=1024)
     """Checkpoint every N-th layer."""
     targets: list[str] = ["norm"]
@@ -175,14 +175,16 @@ class LoRAConfig(Strict):
 
 
 class TrainerModelConfig(Strict):
-    """[trainer.model]: prime-rl trainer engineering knobs (prime-rl backend only)."""
+    """[trainer.model]: prime-rl trainer engineering knobs (prime-rl backend only, but `ac`)."""
 
     attn: Literal["flash_attention_2", "flash_attention_3", "flash_attention_4", "auto"] = "auto"
     """Attention kernel; `auto` = FA3 on H100/H200 (needs the flash-attn-3 extra)."""
     compile: CompileConfig | None = CompileConfig()
     """torch.compile the model; "None" = eager (faster start-up)."""
     ac: ActivationCheckpointConfig | None = ActivationCheckpointConfig()
-    """Activation checkpointing (full, every layer, by default); "None" disables it."""
+    """Activation checkpointing (full, every layer, by default); "None" disables it. The embedded trainer
+    checkpoints whole decoder layers (`mode = "full"`, every `freq`-th) where this table is set; unset, every
+    layer of a model of 20M+ parameters and none of the tiny default model."""
     ac_offloading: ActivationOffloadingConfig | None = ActivationOffloadingConfig()
     """Offload checkpointed activations to CPU; "None" disables it."""
     fsdp_cpu_offload: bool = False

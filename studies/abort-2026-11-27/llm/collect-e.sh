@@ -6,6 +6,7 @@
 # seeds of E add to E's). No trial starts that could not end by the deadline (a seed takes ~6 minutes), so a
 # stop at the deadline loses nothing. The machine's CPU pressure is logged every 30 s as collect.sh does.
 #   collect-e.sh DIR DEADLINE   (DIR as collect.sh's, already set up; DEADLINE e.g. 2026-11-28T02:25Z)
+#   ORDER="A" collect-e.sh DIR DEADLINE   (another repeating order: pool A only, 2026-11-28 03:28Z)
 set -euo pipefail
 dir=$(realpath "$1"); deadline=$(date -u -d "$2" +%s)
 here=$(cd "$(dirname "$0")" && pwd)
@@ -16,7 +17,7 @@ uv=(python3 -m uv)
 pressure=$!
 trap 'kill $pressure 2>/dev/null' EXIT
 while true; do
-  for pool in A E A A; do
+  for pool in ${ORDER:-A E A A}; do
     if [ $(($(date -u +%s) + 420)) -gt "$deadline" ]; then
       echo "$(date -u +%FT%TZ) deadline: no trial started" >> "$dir/collect.log"; exit 0
     fi
