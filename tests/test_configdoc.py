@@ -107,8 +107,10 @@ def test_backends_follow_embedded_unsupported() -> None:
         ("orchestrator.train.source.*.curriculum.gates.*.reject_min", ""),
     ]
     both = [("trainer.optim.lr", ""), ("orchestrator.algo.length_penalty", "grpo"), ("seq_len", "")]
+    both += [("trainer.model.ac.freq", "")]  # activation checkpointing: the embedded trainer's too
     assert [llm[k].backends for k in prime_rl_only] == ["prime-rl"] * len(prime_rl_only)
     assert [llm[k].backends for k in both] == ["both"] * len(both)
+    assert llm[("trainer.model.ac.mode", "")].backends == 'both ("selective": prime-rl)'  # one value refused
     assert all(r.backends == "" for r in rows("classic.toml").values())
 
 

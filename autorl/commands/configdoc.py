@@ -50,7 +50,8 @@ class KeyDoc:
     meaning: str
     variant: str = ""  # the union member (`linear`) the key belongs to; "" when it is not inside a union
     union: str = ""  # the dotted key of that union's table (`trainer.scheduler`)
-    backends: str = ""  # LLM track: `both` or `prime-rl` (the embedded backend refuses it by name)
+    # LLM track: `both`, `prime-rl` (the embedded backend refuses it by name), `both ("v": prime-rl)`
+    backends: str = ""
     inherits: str = ""  # the key whose value it takes where the file leaves it unset (a source's sampling)
 
     @property
@@ -86,12 +87,15 @@ class Schema:
         return [replace(row, backends=self.backends(row)) for row in rows]
 
     def backends(self, row: KeyDoc) -> str:
-        """`only_backend` for a key only it takes (the track's ConfigFile.only_keys), else `both`."""
+        """`only_backend` for a key only it takes (the track's ConfigFile.only_keys), `both` with the value
+        only it takes for a key refused at one value (`trainer.model.ac.mode=selective`), else `both`."""
         for pattern in self.of.only_keys:
             key, _, value = pattern.partition("=")
             if value:
                 if row.union == key.rsplit(".", 1)[0] and row.variant == value:
                     return self.of.only_backend
+                if row.key == key and not row.variant:
+                    return f'both ("{value}": {self.of.only_backend})'
             elif row.key == key or row.key.startswith(key + "."):
                 return self.of.only_backend
         return "both"
