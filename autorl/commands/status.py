@@ -109,12 +109,18 @@ def tried(rows: Sequence[LedgerRow], track: Track[Any] | None = None) -> list[di
     by_key: dict[str, list[dict[str, Any]]] = {}
     last_seen: dict[str, int] = {}
     configs: dict[str, RunConfig | None] = {}
+
+    def config(run_id: str) -> RunConfig | None:
+        """Each run's config read once (a reference serves many trials)."""
+        if run_id not in configs:
+            configs[run_id] = RunConfig.read(run_id, track)
+        return configs[run_id]
+
     for i, r in enumerate(rows):
         ref = r.reference_run
         if not ref:
             continue
-        mine_file = configs.setdefault(r.run_id, RunConfig.read(r.run_id, track))
-        theirs_file = configs.setdefault(ref, RunConfig.read(ref, track))
+        mine_file, theirs_file = config(r.run_id), config(ref)
         if mine_file is None or theirs_file is None:
             continue
         mine, theirs, changed = differences(mine_file, theirs_file, track)
