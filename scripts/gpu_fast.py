@@ -45,6 +45,8 @@ def rows(kit: Any, g: Any) -> list[Any]:
         ("fast/trainer", trainer),
         ("fast/memory", memory),
     ):
+        if name.removeprefix("fast/") not in kit.settings.fast_rows:
+            continue
         if kit.stop:
             out.append(g.Row(6, name, "skipped", "skipped: the kit was stopped by a signal"))
             continue
@@ -55,6 +57,7 @@ def rows(kit: Any, g: Any) -> list[Any]:
             traceback.print_exc()
             out.append(g.Row(6, name, "error", f"{type(exc).__name__}: {exc}"))
         print(f"gpu_proof: {name} done in {time.monotonic() - start:.0f} s", flush=True)
+        kit.progress(out)  # the files now: a call cut short (a device's time limit) keeps the rows so far
     return out
 
 

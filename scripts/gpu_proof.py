@@ -115,6 +115,7 @@ class Settings:
     trial_budget_s: float  # part 4: --budget of the two trials (extrapolated to 600 s)
     trial_seeds: int  # part 4: the default trial's seeds
     eval_examples: int | None  # examples per eval env; None = eval.toml as shipped
+    fast_rows: tuple[str, ...] = ("correct", "sampler", "trainer", "memory")  # part 6: which rows run
 
     @classmethod
     def full(cls) -> Settings:
@@ -147,6 +148,8 @@ class Kit:
     # autorl.engine.process.Stop: set by SIGINT/SIGTERM; running children stop, no further part starts
     stop: Any
     evals: dict[tuple[str, str], list[dict[str, Any]]] = field(default_factory=dict)  # (weights, device)
+    # writes the files with a part's rows so far (part 6 calls it after each row): a call cut short keeps them
+    progress: Callable[[list[Row]], None] = lambda rows: None
 
 
 # --------------------------------------------------------------------------- bundle and imports
@@ -785,12 +788,14 @@ def table(rows: list[Row]) -> str:
 
 
 def write_results(out: Path, header: dict[str, Any], rows: list[Row]) -> None:
-    """gpu_proof.json and gpu_proof.md in --out; rows of parts not run now are kept from the file."""
+    """gpu_proof.json and gpu_proof.md in --out; rows of parts not run now are kept from the file, and
+    part 6's rows by name (`--fast-rows` runs some of them; each row carries its date)."""
     path = out / "gpu_proof.json"
-    ran = {r.part for r in rows}
+    replaced = {r.part for r in rows if r.part != 6} | {(r.part, r.name) for r in rows}
     kept: list[dict[str, Any]] = []
     if path.is_file():
-        kept = [r for r in json.loads(path.read_text()).get("rows", []) if r["part"] not in ran]
+        earlier = json.loads(path.read_text()).get("rows", [])
+        kept = [r for r in earlier if r["part"] not in replaced and (r["part"], r["name"]) not in replaced]
     new = [{**dataclasses.asdict(r), "device": header["device"], "date": header["date"]} for r in rows]
     all_rows = sorted(kept + new, key=lambda r: r["part"])
     path.write_text(json.dumps({**header, "rows": all_rows}, indent=2) + "\n")
@@ -828,6 +833,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--share-budget", type=float, help="part 3 training seconds per k (default 60)")
     ap.add_argument("--trial-budget", type=float, help="part 4 run.py --budget (default 120)")
     ap.add_argument("--steps", type=int, help="part 2 measured steps per run (default 10)")
+    ap.add_argument(
+        "--fast-rows", help="part 6's rows to run, comma-separated (default: correct,sampler,trainer,memory)"
+    )
     ap.add_argument("--peak-tflops", type=float, help="the GPU's bf16 dense peak, for the MFU estimate")
     ap.add_argument("--keep", action="store_true", help="keep the working directory (runs, logs, models)")
     ap.add_argument("--build-bundle", type=Path, metavar="DIR", help="build the bundle into DIR and exit")
@@ -843,6 +851,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         ap.error(f"--parts: comma-separated numbers from {sorted(PARTS)}, got {args.parts!r}")
     if not set(args.parts) <= set(PARTS):
         ap.error(f"--parts: numbers from {sorted(PARTS)}, got {args.parts}")
+    if args.fast_rows is not None:
+        args.fast_rows = tuple(r for r in args.fast_rows.split(",") if r)
+        unknown = set(args.fast_rows) - set(Settings.full().fast_rows)
+        if unknown or not args.fast_rows:
+            ap.error(f"--fast-rows: names from {list(Settings.full().fast_rows)}, got {args.fast_rows}")
     if args.bundle is not None and not Path(args.bundle).is_dir():
         ap.error(f"--bundle {args.bundle}: not a directory")
     for name in ("budget", "share_budget", "trial_budget", "steps", "peak_tflops"):
@@ -859,6 +872,7 @@ def settings_for(args: argparse.Namespace, quick: bool) -> Settings:
         "share_budget_s": args.share_budget,
         "trial_budget_s": args.trial_budget,
         "steps": args.steps,
+        "fast_rows": args.fast_rows,
     }
     return dataclasses.replace(base, **{k: v for k, v in given.items() if v is not None})
 
@@ -910,6 +924,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def run_kit(kit: Kit, parts: list[int], header: dict[str, Any]) -> None:
     rows: list[Row] = []
+    kit.progress = lambda partial: write_results(kit.out, header, rows + partial)
     for part in parts:
         if kit.stop:
             rows.append(Row(part, PARTS[part], "skipped", "skipped: the kit was stopped by a signal"))

@@ -95,13 +95,24 @@ def test_quick_mode_records_a_failing_part_and_runs_the_others(
     assert "RuntimeError: injected fault" in table
 
 
-def test_quick_mode_part_6_runs_the_fast_path_rows(gpu_proof, tmp_path: Path) -> None:
+def test_quick_mode_part_6_runs_the_fast_path_rows(gpu_proof, tmp_path: Path, monkeypatch) -> None:
     """Part 6 (scripts/gpu_fast.py) on the CPU: the graphs sampler's step body draws what HFSampler draws, the
     samplers are timed, the trainer runs with sampler hf-graphs (compiled, no CUDA graph on a CPU), and the
-    GPU-only memory row says so."""
+    GPU-only memory row says so. The files are written after each row (a device call cut short keeps the rows
+    so far), and `--fast-rows` runs some rows again, keeping the others from the file."""
     out = tmp_path / "out"
     out.mkdir()
+    written: list[list[str]] = []
+    real_write = gpu_proof.write_results
+
+    def recording_write(out_dir, header, rows):
+        written.append([r.name for r in rows])
+        real_write(out_dir, header, rows)
+
+    monkeypatch.setattr(gpu_proof, "write_results", recording_write)
     assert gpu_proof.main(["--quick", "--parts", "6", "--out", str(out)]) == 0
+    names = ["fast/correct", "fast/sampler", "fast/trainer", "fast/memory"]
+    assert written == [names[:1], names[:2], names[:3], names, names]  # after each row, then the part
     rows = {r["name"]: r for r in json.loads((out / "gpu_proof.json").read_text())["rows"]}
     correct = rows["fast/correct"]
     assert correct["status"] == "ok", correct
@@ -114,6 +125,11 @@ def test_quick_mode_part_6_runs_the_fast_path_rows(gpu_proof, tmp_path: Path) ->
     assert trainer["status"] == "ok", trainer
     assert trainer["figures"]["hf-graphs_samples_per_s"] > 0 and 0 < trainer["figures"]["hf_gen_share"] < 1
     assert rows["fast/memory"]["status"] == "skipped"
+
+    assert gpu_proof.main(["--quick", "--parts", "6", "--fast-rows", "sampler", "--out", str(out)]) == 0
+    again = {r["name"]: r for r in json.loads((out / "gpu_proof.json").read_text())["rows"]}
+    assert sorted(again) == sorted(names) and written[-1] == ["fast/sampler"]
+    assert again["fast/correct"] == correct and again["fast/trainer"] == trainer  # kept from the file
 
 
 def test_a_failed_setup_leaves_an_error_row_per_part(gpu_proof, tmp_path: Path, monkeypatch) -> None:
@@ -131,16 +147,20 @@ def test_a_failed_setup_leaves_an_error_row_per_part(gpu_proof, tmp_path: Path, 
     assert "| 5 | eval | error | setup failed: OSError: disk full |" in (out / "gpu_proof.md").read_text()
 
 
-def test_bad_parts_exit_2_before_anything_runs(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    "bad, flag",
+    [(["--parts", "1,9"], "--parts"), (["--parts", "6", "--fast-rows", "sampler,speed"], "--fast-rows")],
+)
+def test_bad_arguments_exit_2_before_anything_runs(tmp_path: Path, bad: list[str], flag: str) -> None:
     out = tmp_path / "out"
     proc = subprocess.run(
-        [sys.executable, str(KIT), "--parts", "1,9", "--out", str(out)],
+        [sys.executable, str(KIT), *bad, "--out", str(out)],
         capture_output=True,
         text=True,
         timeout=60,
     )
     assert proc.returncode == 2
-    assert "--parts" in proc.stderr.strip().splitlines()[-1]
+    assert flag in proc.stderr.strip().splitlines()[-1]
     assert not out.exists()
 
 

@@ -57,14 +57,16 @@ def test_cpu_single_core_and_big_model():
     assert plan_slots(None, machine(16)) == [WHOLE_MACHINE]  # unknown size
 
 
-def test_gpu_seeds_share_a_gpu_by_memory():
+@pytest.mark.parametrize(("ac_freq", "every"), [(None, 1), (0, 0)])
+def test_gpu_seeds_share_a_gpu_by_memory(ac_freq, every):
+    """The 0.6B shape checkpoints every layer unless train.toml turns [trainer.model.ac] off (ac_freq 0)."""
     gpus = [Gpu(0, "H200", 140.0), Gpu(1, "H200", 140.0)]
-    slots = plan_slots(QWEN3_0_6B, machine(16, gpus), QWEN3_VOCAB)
-    per_gpu = int(140.0 * GPU_MEMORY_USABLE // seed_gpu_memory_gb(QWEN3_0_6B, QWEN3_VOCAB))
+    slots = plan_slots(QWEN3_0_6B, machine(16, gpus), QWEN3_VOCAB, ac_freq)
+    per_gpu = int(140.0 * GPU_MEMORY_USABLE // seed_gpu_memory_gb(QWEN3_0_6B, QWEN3_VOCAB, every))
     assert 1 < per_gpu < 8  # the estimate of a 0.6B model: several, not many, per 140 GB
     assert [s.gpus for s in slots] == [(0,)] * per_gpu + [(1,)] * per_gpu
     assert all(s.gpu_share == pytest.approx(1 / per_gpu) for s in slots)
-    assert per_gpu * seed_gpu_memory_gb(QWEN3_0_6B, QWEN3_VOCAB) <= 140.0
+    assert per_gpu * seed_gpu_memory_gb(QWEN3_0_6B, QWEN3_VOCAB, every) <= 140.0
     assert_disjoint_cores(slots)
     assert all(s.cpus and s.threads == len(s.cpus) for s in slots)
 
@@ -78,18 +80,24 @@ def test_gpu_seed_count_is_capped_by_cores_and_a_big_model_gets_the_whole_gpu():
 
 
 def test_a_seed_s_share_holds_the_measured_peak_of_a_big_vocabulary():
-    """The kit's part 2 (H200, 2026-11-26): the Qwen3-0.6B shape's trainer peaked at 28.18 GiB. The earlier
-    rule (one copy of the logits) planned 3 seeds on an 80 GB GPU, each capped at 26.7 GB, under that peak."""
-    measured_peak_gb = 28.18
-    for memory_gb in (80.0, 140.0):
-        slots = plan_slots(QWEN3_0_6B, machine(16, [Gpu(0, "H", memory_gb)]), QWEN3_VOCAB)
-        cap_gb = memory_gb * (slots[0].gpu_share or 1.0)  # the trainer's set_per_process_memory_fraction
-        assert cap_gb >= measured_peak_gb, (memory_gb, len(slots))
-    assert len(plan_slots(QWEN3_0_6B, machine(16, [Gpu(0, "H100", 80.0)]), QWEN3_VOCAB)) == 1
+    """The kit's part 2 (H200, 2026-11-26): the Qwen3-0.6B shape's trainer peaked at 28.18 GiB with every
+    activation kept and the full logits. The earlier rule (one copy of the logits) planned 3 seeds on an 80 GB
+    GPU, each capped at 26.7 GB, under that peak. Part 6 (H200, 2026-11-28): with every layer checkpointed
+    and the chunked head, the trainer's default for that shape, 13.80 GiB with the hf-graphs sampler."""
+    for ac_freq, measured_peak_gb in ((0, 28.18), (None, 13.80), (1, 13.80)):
+        for memory_gb in (80.0, 140.0):
+            slots = plan_slots(QWEN3_0_6B, machine(16, [Gpu(0, "H", memory_gb)]), QWEN3_VOCAB, ac_freq)
+            cap_gb = memory_gb * (slots[0].gpu_share or 1.0)  # the trainer's set_per_process_memory_fraction
+            assert cap_gb >= measured_peak_gb, (ac_freq, memory_gb, len(slots))
+    h100 = machine(16, [Gpu(0, "H100", 80.0)])
+    assert len(plan_slots(QWEN3_0_6B, h100, QWEN3_VOCAB, 0)) == 1
+    assert len(plan_slots(QWEN3_0_6B, h100, QWEN3_VOCAB, 2)) == 1  # every second layer: not measured, as none
+    assert len(plan_slots(QWEN3_0_6B, h100, QWEN3_VOCAB)) == 2  # checkpointed: the default
     # The vocabulary is what grew: the same parameters with a small one fit several seeds.
-    assert len(plan_slots(QWEN3_0_6B, machine(16, [Gpu(0, "H100", 80.0)]), 512)) > 1
+    assert len(plan_slots(QWEN3_0_6B, h100, 512, 0)) > 1
     weights_gb = QWEN3_0_6B * TRAINING_BYTES_PER_PARAM / 2**30
     assert seed_gpu_memory_gb(QWEN3_0_6B, QWEN3_VOCAB) * (1 - VLLM_GPU_FRACTION) > weights_gb + 15
+    assert seed_gpu_memory_gb(QWEN3_0_6B, QWEN3_VOCAB, 1) * (1 - VLLM_GPU_FRACTION) > 13.80 + 2
 
 
 def test_embedded_backend_plans_from_the_model_on_disk(tiny_model, tmp_path):
@@ -106,6 +114,27 @@ def test_embedded_backend_plans_from_the_model_on_disk(tiny_model, tmp_path):
     )
     slots = EmbeddedBackend().plan_slots(SimpleNamespace(model=train), machine(8))
     assert len(slots) == 4 and all(s.threads == 1 for s in slots)
+
+
+def test_embedded_backend_plans_a_gpu_by_train_toml_s_checkpointing(tiny_model, monkeypatch):
+    """[trainer.model.ac] reaches the GPU plan: unset, the 0.6B shape is checkpointed (2 seeds on an 80 GB
+    GPU); ac = "None" keeps every activation (1 seed)."""
+    import autorl.llm.embedded.backend as backend_module
+
+    monkeypatch.setattr(backend_module, "read_param_count", lambda model: QWEN3_0_6B)
+    monkeypatch.setattr(backend_module, "read_vocab_size", lambda model: QWEN3_VOCAB)
+    h100 = machine(16, [Gpu(0, "H100", 80.0)])
+    counts = []
+    for trainer in ({}, {"model": {"ac": "None"}}):
+        train = TrainConfig.model_validate(
+            {
+                "model": {"name": str(tiny_model)},
+                "trainer": trainer,
+                "orchestrator": {"train": {"source": [{"env": {"taskset": {"id": "autorl-arithmetic"}}}]}},
+            }
+        )
+        counts.append(len(EmbeddedBackend().plan_slots(SimpleNamespace(model=train), h100)))
+    assert counts == [2, 1]
 
 
 @pytest.mark.parametrize(("torch_threads", "expected"), [(1, 6), (2, 3), (4, 1), (8, 1)])

@@ -137,3 +137,42 @@ def test_warm_runs_a_batch_shaped_step_before_the_clock_and_draws_nothing(model,
     assert failing.warm(6, 9) is None and not failing.static
     out = capsys.readouterr().out
     assert out.count("warning: the compiled sampler failed (RuntimeError: no C++ compiler)") == 1
+
+
+def test_under_bf16_autocast_a_qwen3_layer_fills_a_bf16_cache():
+    """Under autocast a Qwen3 layer's keys leave its float32 RMSNorm (k_norm) while its values leave a bf16
+    projection; StaticLayer's `index_copy_` took neither into the other's dtype (the GPU kit's part 6, H200,
+    2026-11-28: RuntimeError, self Float and source BFloat16). The cache now holds autocast's dtype (attention
+    computes in it) and each layer casts what it is given; the draws are HFSampler's, the logprobs within
+    bf16's rounding of its."""
+    from transformers import Qwen3Config, Qwen3ForCausalLM
+
+    torch.manual_seed(0)
+    config = Qwen3Config(
+        hidden_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        head_dim=16,
+        intermediate_size=128,
+        vocab_size=512,
+        tie_word_embeddings=True,
+    )
+    qwen3 = Qwen3ForCausalLM(config).eval()
+    batch = prompts(config.vocab_size)
+    got = {}
+    graphs = StaticSampler(qwen3, PAD, [], graphs=True)
+    graphs._step = graphs._forward  # the captured step's body, eagerly (the capture needs a CUDA GPU)
+    for name, sampler in (
+        ("hf", HFSampler(qwen3, PAD, [])),
+        ("static", StaticSampler(qwen3, PAD, [])),
+        ("graphs", graphs),
+    ):
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            got[name] = sampler.sample(batch, 1.0, 9, torch.Generator().manual_seed(11))
+    cache, _ = graphs._kept[(6, 64 + 9)]
+    assert {layer.keys.dtype for layer in cache.layers} == {layer.values.dtype for layer in cache.layers}
+    assert cache.layers[0].values.dtype == torch.bfloat16
+    for name in ("static", "graphs"):
+        assert torch.equal(got["hf"].completion_ids, got[name].completion_ids), name
+        torch.testing.assert_close(got[name].logprobs, got["hf"].logprobs, atol=0.05, rtol=0)

@@ -116,20 +116,20 @@ class RunSpec(BaseModel):
     length_penalty: LengthPenalty | None
     sources: list[SourceSpec]
     # Checkpoint every N-th decoder layer's activations: train.toml's `trainer.model.ac.freq` where it sets
-    # [trainer.model.ac], 0 where it sets ac = "None"; None (unset) = policy.checkpoint_every's default.
+    # [trainer.model.ac], 0 where it sets ac = "None"; None (unset) = slots.checkpoint_every's default.
     activation_checkpointing: int | None = None
     # Embedded-only runtime settings (no prime-rl key; not set from train.toml):
     device: str = "auto"  # auto = cuda when available, else cpu
     # torch CPU threads; 0 = auto (policy.cpu_threads: 1 for a tiny model, else all). The seed's
     # Slot.threads replaces it (EmbeddedBackend.launch passes train.py --threads).
     num_threads: int = 0
-    # auto = vllm when importable on a GPU; on a CPU with 2+ cores, a 1-thread trainer and the one-step lag,
-    # hf-process (sampling overlapped with training in a second process, sampler_process.py); on one core
-    # hf-static; else hf (Trainer._sampler_name; the measurements: docs/verified.md). hf-static / hf-graphs:
+    # auto = vllm when importable on a GPU, else hf-graphs; on a CPU with 2+ cores, a 1-thread trainer and
+    # the one-step lag, hf-process (sampling overlapped with training in a second process,
+    # sampler_process.py); on one core hf-static; else hf (Trainer._sampler_name; the measurements:
+    # docs/verified.md). hf-static / hf-graphs:
     # StaticSampler with its decode step compiled (dynamic shapes) / captured as CUDA graphs
     # (static_sampler.py), before `ready` (start-up: the trainer's header says how long); hf-static-process:
-    # hf-process with StaticSampler compiled in the sampling process (1.04x hf-process: by name only);
-    # hf-graphs by name only until a GPU measures it faster (the GPU kit).
+    # hf-process with StaticSampler compiled in the sampling process (1.04x hf-process: by name only).
     sampler: Literal["auto", "hf", "hf-process", "hf-static-process", "hf-static", "hf-graphs", "vllm"] = (
         "auto"
     )
@@ -204,7 +204,7 @@ def build_spec(cfg: TrainConfig) -> RunSpec:
 
 def _checkpoint_freq(model: TrainerModelConfig) -> int | None:
     """`trainer.model.ac.freq` where train.toml sets [trainer.model.ac] (0 for ac = "None"), else None: the
-    schema's default (prime-rl's: every layer) is not the embedded trainer's (policy.checkpoint_every)."""
+    schema's default (prime-rl's: every layer) is not the embedded trainer's (slots.checkpoint_every)."""
     if "ac" not in model.model_fields_set:
         return None
     return model.ac.freq if model.ac is not None else 0
@@ -331,4 +331,5 @@ class EmbeddedBackend(Backend["LoadedConfig"]):
 
     def plan_slots(self, cfg: LoadedConfig, machine: Machine) -> list[Slot]:
         model = resolve_model_path(cfg.model.model.name)
-        return plan_slots(read_param_count(model), machine, read_vocab_size(model))
+        ac_freq = _checkpoint_freq(cfg.model.trainer.model)
+        return plan_slots(read_param_count(model), machine, read_vocab_size(model), ac_freq)

@@ -21,7 +21,7 @@ import torch
 
 from autorl.io.machine import own_cpu_ids
 from autorl.llm.embedded.backend import RunSpec
-from autorl.llm.embedded.slots import SMALL_MODEL_PARAMS
+from autorl.llm.embedded.slots import SMALL_MODEL_PARAMS, checkpoint_every
 from autorl.llm.tokenizer import load_tokenizer
 
 
@@ -53,14 +53,6 @@ def device_of(spec: RunSpec) -> tuple[torch.device, torch.dtype | None]:
     return device, torch.bfloat16 if device.type == "cuda" else None
 
 
-def checkpoint_every(spec: RunSpec, n_params: int) -> int:
-    """Every how many decoder layers one is checkpointed (0: none): train.toml's `trainer.model.ac.freq`
-    where it sets it, else 1 for a model of SMALL_MODEL_PARAMS or more and 0 for a smaller one."""
-    if spec.activation_checkpointing is not None:
-        return spec.activation_checkpointing
-    return 1 if n_params >= SMALL_MODEL_PARAMS else 0
-
-
 def checkpoint_layers(model: torch.nn.Module, every: int) -> int:
     """Checkpoint decoder layers 0, every, 2 * every, ... of `model` (a transformers model), none for 0;
     the number of layers checkpointed."""
@@ -90,7 +82,8 @@ def load_policy(spec: RunSpec, device: torch.device) -> tuple[Any, torch.nn.Modu
     torch.set_num_threads(cpu_threads(spec.num_threads, n_params))
     model.train()
     model.config.use_cache = False  # training forwards never need the KV cache
-    return tokenizer, model, checkpoint_layers(model, checkpoint_every(spec, n_params))
+    every = checkpoint_every(spec.activation_checkpointing, n_params)
+    return tokenizer, model, checkpoint_layers(model, every)
 
 
 def eos_ids(tokenizer: Any, model: torch.nn.Module) -> list[int]:

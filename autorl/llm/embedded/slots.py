@@ -8,9 +8,10 @@ uses every core (policy.cpu_threads): one slot, the whole machine.
 GPU. k seeds share a GPU when k of them fit in its memory: each needs its fp32 weights, gradients and the
 two AdamW states (16 bytes per parameter), ``GPU_SEED_OVERHEAD_GB`` (CUDA context, sampling, slack) and
 ``GPU_LOGIT_COPIES`` fp32 copies of one micro-batch's logits (the activations of a forward/backward, which
-the vocabulary dominates), and gives ``VLLM_GPU_FRACTION`` of its share to a vLLM sampler. Each slot gets its
-GPU id, ``gpu_share = 1 / k`` (the trainer caps its memory at that fraction) and its own cores (a GPU seed
-still needs a core for its Python process, so the cores cap the count too). Cheap to import: no torch.
+the vocabulary dominates; ``GPU_LOGIT_COPIES_CHECKPOINTED`` with every layer checkpointed), and gives
+``VLLM_GPU_FRACTION`` of its share to a vLLM sampler. Each slot gets its GPU id, ``gpu_share = 1 / k`` (the
+trainer caps its memory at that fraction) and its own cores (a GPU seed still needs a core for its Python
+process, so the cores cap the count too). Cheap to import: no torch.
 """
 
 from __future__ import annotations
@@ -37,6 +38,12 @@ GPU_SEED_OVERHEAD_GB = 4.0  # CUDA context, sampling, slack
 # copies of its 2.32 GiB of logits. With one copy (the earlier rule) an 80 GB GPU was planned 3 seeds capped
 # at 26.7 GB each, under that peak.
 GPU_LOGIT_COPIES = 7
+# With every decoder layer's activations checkpointed (the trainer's default for a model of
+# SMALL_MODEL_PARAMS or more) and the chunked LM head: the kit's part 6 (H200, 2026-11-28) measured the same
+# shape's trainer at a peak of 13.80 GiB with the hf-graphs sampler (its static KV cache and graph pool
+# included; 11.17 GiB with HFSampler) = 8.88 + 4.92, 2.1 copies of its logits: counted as 2, on top of the
+# GPU_SEED_OVERHEAD_GB. Partial checkpointing (ac.freq > 1) was not measured: it is counted as none.
+GPU_LOGIT_COPIES_CHECKPOINTED = 2
 GPU_MICRO_BATCH_TOKENS = 4096  # the trainer's micro-batch on a GPU (train.py): big vocabularies, big logits
 CPU_MICRO_BATCH_TOKENS = 16384  # and on the CPU
 GPU_MEMORY_USABLE = 0.9  # of a GPU's memory: the rest stays free for the allocator's fragmentation
@@ -69,24 +76,36 @@ def read_vocab_size(model_path: str) -> int:
     return size if isinstance(size, int) else 0
 
 
-def seed_gpu_memory_gb(n_params: int, vocab_size: int = 0) -> float:
+def checkpoint_every(freq: int | None, n_params: int) -> int:
+    """Every how many decoder layers one has its activations checkpointed (0: none): train.toml's
+    `trainer.model.ac.freq` where it sets [trainer.model.ac] (0 for ac = "None"), else every layer for a
+    model of SMALL_MODEL_PARAMS or more (prime-rl's default, TRL's too) and none for a smaller one."""
+    if freq is not None:
+        return freq
+    return 1 if n_params >= SMALL_MODEL_PARAMS else 0
+
+
+def seed_gpu_memory_gb(n_params: int, vocab_size: int = 0, every: int = 0) -> float:
     """GPU memory (GiB) one seed of a model with n_params parameters and a vocabulary of vocab_size needs
-    (trainer plus its vLLM fraction)."""
+    (trainer plus its vLLM fraction), with every `every`-th layer's activations checkpointed (0: none)."""
     logits_gb = GPU_MICRO_BATCH_TOKENS * vocab_size * 4 / 2**30
-    trainer_gb = (
-        n_params * TRAINING_BYTES_PER_PARAM / 2**30 + GPU_SEED_OVERHEAD_GB + GPU_LOGIT_COPIES * logits_gb
-    )
+    copies = GPU_LOGIT_COPIES_CHECKPOINTED if every == 1 else GPU_LOGIT_COPIES
+    trainer_gb = n_params * TRAINING_BYTES_PER_PARAM / 2**30 + GPU_SEED_OVERHEAD_GB + copies * logits_gb
     return trainer_gb / (1 - VLLM_GPU_FRACTION)
 
 
-def plan_slots(n_params: int | None, machine: Machine, vocab_size: int = 0) -> list[Slot]:
+def plan_slots(
+    n_params: int | None, machine: Machine, vocab_size: int = 0, ac_freq: int | None = None
+) -> list[Slot]:
     """The slots of ``machine`` for seeds of a model with ``n_params`` parameters and a vocabulary of
-    ``vocab_size`` (n_params None = unknown: one seed at a time on the whole machine)."""
+    ``vocab_size`` (n_params None = unknown: one seed at a time on the whole machine); ``ac_freq`` is
+    train.toml's activation checkpointing (RunSpec.activation_checkpointing: None unset)."""
     if n_params is None:
         return [WHOLE_MACHINE]
     cores = cpu_ids(machine)
     if machine.gpus:
-        return _gpu_slots(seed_gpu_memory_gb(n_params, vocab_size), machine, cores)
+        every = checkpoint_every(ac_freq, n_params)
+        return _gpu_slots(seed_gpu_memory_gb(n_params, vocab_size, every), machine, cores)
     if n_params >= SMALL_MODEL_PARAMS:
         return [WHOLE_MACHINE]
     per_seed = 1 + SAMPLER_CORES

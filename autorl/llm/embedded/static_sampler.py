@@ -19,7 +19,11 @@ milliseconds of weight reads) compiles the step with ``mode="reduce-overhead"``:
 step captured once as a CUDA graph and replayed (on a CPU the same compiled step, without graphs). Its shapes
 stay fixed from call to call: the cache and the attention mask are kept per (rows, cache width), and the
 prompts' width is rounded up to ``WIDTH_STEP`` (the new tokens are written from there; the gap is masked),
-so a run's batches share one capture. Not measured on a GPU yet (the kit's part 6, scripts/gpu_fast.py).
+so a run's batches share one capture. On an H200 (the kit's part 6, 2026-11-28, docs/verified.md) the trainer
+with it ran the Qwen3-0.6B shape at 3.50x HFSampler's samples/s, the GPU default since (without vLLM).
+
+Under autocast the cache holds autocast's dtype (`cache_dtype`) and each layer casts the keys and values it is
+given (`casting`): a Qwen3 layer's keys come out of a float32 norm, its values out of a bf16 projection.
 """
 
 from __future__ import annotations
@@ -35,6 +39,26 @@ from autorl.llm.embedded.generation import Decode, HFSampler, Rollouts, shared_p
 
 WIDTH_STEP = 64  # graphs: prompt widths are rounded up to a multiple of this (one capture per rounded width)
 WARM_STEPS = 3  # decode steps `warm` runs: torch's CUDA graph trees warm up on the first and capture later
+
+
+def cache_dtype(device: torch.device, keys: torch.dtype) -> torch.dtype:
+    """The static cache's dtype: autocast's where it is on (attention computes in it: storing the keys and
+    values so loses nothing, and halves the cache a decode step reads), else the prefill's keys'."""
+    if torch.is_autocast_enabled(device.type):
+        return torch.get_autocast_dtype(device.type)
+    return keys
+
+
+def casting(update: Any, dtype: torch.dtype) -> Any:
+    """A StaticLayer's `update` that casts the new keys and values to the cache's dtype first. Under autocast
+    a Qwen3 layer's keys come out of its float32 RMSNorm and its values out of a bf16 projection, and
+    StaticLayer's `index_copy_` takes neither into a cache of the other dtype (DynamicCache's concatenation
+    promotes; found by the GPU kit's first part-6 run, 2026-11-28)."""
+
+    def cast_update(keys: Tensor, values: Tensor, *args: Any, **kwargs: Any) -> Any:
+        return update(keys.to(dtype), values.to(dtype), *args, **kwargs)
+
+    return cast_update
 
 
 class StaticSampler(HFSampler):
@@ -122,9 +146,11 @@ class StaticSampler(HFSampler):
         room = -(-width // WIDTH_STEP) * WIDTH_STEP if self.graphs else width  # where the new tokens go
         cache, attn = self._cache(batch, room + max_new_tokens, device)
         layers: list[Any] = list(cache.layers)  # StaticLayer: keys, values, cumulative_length
+        dtype = cache_dtype(device, grown.layers[0].keys.dtype)  # type: ignore[attr-defined]
         for layer, prefilled in zip(layers, grown.layers, strict=True):  # type: ignore[attr-defined]
             if not layer.is_initialized:
-                layer.lazy_initialization(prefilled.keys, prefilled.values)
+                layer.lazy_initialization(prefilled.keys.to(dtype), prefilled.values.to(dtype))
+                layer.update = casting(layer.update, dtype)
             layer.keys[:, :, :width].copy_(prefilled.keys)
             layer.values[:, :, :width].copy_(prefilled.values)
             layer.cumulative_length.fill_(room)  # StaticLayer.update writes the next token there
