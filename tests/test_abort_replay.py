@@ -130,11 +130,12 @@ def test_a_huge_margin_never_aborts_and_changes_no_verdict(pool_file):
 
 
 def test_the_plain_verdict_is_aa_pools_decision_on_the_same_seeds(pool_file):
-    """Without the abort a pair is decided exactly as scripts/aa_pool.py decides it."""
+    """Without the abort a pair is decided exactly as scripts/aa_pool.py decides it (2 seeds a wave: one
+    candidate seed is never `worse`)."""
     import aa_pool  # scripts/ is on sys.path: abort_replay put it there
 
     pools = ar.read_pool_file(pool_file)
-    a, s = pools["A"], ar.Setting(1, CLASSIC.rungs, CLASSIC.seed_sd_prior, (1.0,))
+    a, s = pools["A"], ar.Setting(2, CLASSIC.rungs, CLASSIC.seed_sd_prior, (1.0,))
     legacy = aa_pool.Pool([a.ledger_row], [x.rows for x in a.seeds])
     rng = np.random.default_rng(5)
     verdicts = set()
@@ -143,7 +144,7 @@ def test_the_plain_verdict_is_aa_pools_decision_on_the_same_seeds(pool_file):
             ref_seeds, cand_seeds = [a.seeds[i] for i in ref], [(other or a).seeds[i] for i in cand]
             plain, _ = ar.replay_pair(ref_seeds, cand_seeds, a.ledger_row, a.medians(), s)
             ref_rows, cand_rows = ar.relabel(ref_seeds, 0), ar.relabel(cand_seeds, 1000)
-            theirs = aa_pool.decide(ref_rows, cand_rows, 1, legacy, CLASSIC.seed_sd_prior)
+            theirs = aa_pool.decide(ref_rows, cand_rows, 2, legacy, CLASSIC.seed_sd_prior)
             assert (plain.verdict, plain.cost) == (theirs["verdict"], theirs["seeds"])
             verdicts.add(plain.verdict)
     assert {"improved", "worse"} <= verdicts  # the check saw both kinds of decision

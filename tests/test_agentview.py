@@ -615,20 +615,23 @@ def test_the_summary_prints_the_levels_its_verdict_was_judged_at(root, monkeypat
     for quality, seeds in ((0.52, "1"), (0.9, "3"), (0.1, "3")):
         s = fake_trial(monkeypatch, root, capsys, "--budget", "0.3", "--seeds", seeds, quality=quality)
         m = re.fullmatch(
-            r"improved needs p_value < (\S+), worse needs 1 - p_value < (\S+) \(look (\d+) of (\d+)\)",
+            r"improved needs p_value < (\S+), worse needs 1 - p_value < (\S+)( and 2 seeds)? "
+            r"\(look (\d+) of (\d+)\)",
             s["levels"],
         )
         assert m, s["levels"]
-        improved, worse = stats.levels(int(m[3]), int(m[4]))
+        improved, worse = stats.levels(int(m[4]), int(m[5]))
         assert float(m[1]) == pytest.approx(improved, rel=1e-3) and float(m[2]) == pytest.approx(
             worse, rel=1e-3
         )
+        one_seed = m[3] is not None  # `worse` needs stats.MIN_SEEDS_WORSE candidate seeds
+        assert one_seed == (len(s["seeds"].split(",")) < 2)
         p, delta = float(s["p_value"]), float(s["delta"])
         expected = (
             "improved"
             if delta > 0 and p < improved
             else "worse"
-            if delta < 0 and 1 - p < worse
+            if delta < 0 and 1 - p < worse and not one_seed
             else "inconclusive"
         )
         assert s["verdict"] == expected, s

@@ -232,11 +232,14 @@ def test_efficacy_stop_rarely_fires_without_a_gain_and_often_with_a_large_one():
 # ---- each look's level: both sides spend at most ALPHA over a trial's looks ---------------------------
 
 
-def z_comparison(z: float) -> stats.Comparison:
-    """A comparison whose statistic is z (normal): delta z, one-sided p, its verdict at ALPHA both ways."""
+def z_comparison(z: float, seeds: int = 6) -> stats.Comparison:
+    """A comparison whose statistic is z (normal): delta z, one-sided p, its verdict at ALPHA both ways, on
+    `seeds` candidate and reference seeds."""
     p = float(sps.norm.sf(z))
     verdict = "improved" if p < stats.ALPHA and z > 0 else "worse" if 1 - p < stats.ALPHA and z < 0 else "-"
-    return stats.Comparison(z, p, verdict if verdict != "-" else "inconclusive", 100, "")
+    return stats.Comparison(
+        z, p, verdict if verdict != "-" else "inconclusive", 100, "", 1.0, 1e9, seeds, seeds
+    )
 
 
 def sequential_trials(
@@ -288,6 +291,11 @@ def test_levels_of_the_looks():
     assert stats.sequential_verdict(z_comparison(-1.9), 1, 1) == "inconclusive"
     assert stats.sequential_verdict(z_comparison(-2.5), 1, 1) == "worse"
     assert stats.sequential_verdict(z_comparison(1.9), 1, 1) == "improved"
+    # one candidate seed is never `worse`, however far behind (a bad seed of the left tail); two can be
+    assert stats.sequential_verdict(z_comparison(-6.0, seeds=1), 1, 3) == "inconclusive"
+    assert stats.sequential_verdict(z_comparison(-6.0, seeds=1), 1, 1) == "inconclusive"
+    assert stats.sequential_verdict(z_comparison(-6.0, seeds=2), 1, 3) == "worse"
+    assert stats.sequential_verdict(z_comparison(6.0, seeds=1), 1, 1) == "improved"  # improved: no such rule
     # the last look: improved at final_alpha, a little below ALPHA
     edge = z_comparison(float(sps.norm.isf(stats.ALPHA - 0.0005)))
     assert edge.verdict == "improved" and stats.sequential_verdict(edge, 3, 3) == "inconclusive"

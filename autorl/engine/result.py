@@ -135,9 +135,11 @@ class TrialResult:
             lines["delta"] = f"{self.comparison.delta:+.4f}"
             lines["p_value"] = fmt(self.comparison.p_value)
             improved, worse = stats.levels(*self.look)
+            seeds = self.comparison.n_candidate < stats.MIN_SEEDS_WORSE
             lines["levels"] = (
-                f"improved needs p_value < {improved:.4g}, worse needs 1 - p_value < {worse:.4g} "
-                f"(look {self.look[0]} of {self.look[1]})"
+                f"improved needs p_value < {improved:.4g}, worse needs 1 - p_value < {worse:.4g}"
+                + (f" and {stats.MIN_SEEDS_WORSE} seeds" if seeds else "")
+                + f" (look {self.look[0]} of {self.look[1]})"
             )
         else:
             lines["delta"] = "nan"

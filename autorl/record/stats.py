@@ -56,6 +56,11 @@ POWER = 0.80
 # candidate was called `worse` 11.8% of the time at ALPHA, 3.2% at 0.01 (docs/statistics.md, "A lucky
 # reference").
 WORSE_ALPHA = 0.01
+# `worse` needs at least this many candidate seeds. One seed is one draw from its config's seed
+# distribution, whose left tail is longer than a normal's on the LLM track (pool A at --budget 360: a seed 3
+# sds below the mean in 42); against a lucky reference every false `worse` came after one candidate seed, at
+# the futility stop (docs/statistics.md, "A lucky reference"). A single seed's stop is `inconclusive`.
+MIN_SEEDS_WORSE = 2
 MAX_SEEDS_NEEDED = 64  # run.py's --seeds limit: beyond it the figure says "more than"
 
 
@@ -434,13 +439,14 @@ def sequential_verdict(c: Comparison, looks_done: int, looks_planned: int) -> st
     `final_alpha` at the last; `worse` needs the decline's p below `worse_alpha` at any look. Both sides
     then spend at most ALPHA over all the looks. Judging every look at ALPHA, as the rule did before
     2026-11-25, spent a new ALPHA on `worse` at each futility stop: an A/A candidate was called `worse`
-    5.4% of the time on real classic seeds (docs/statistics.md). `worse` spends WORSE_ALPHA, not ALPHA."""
+    5.4% of the time on real classic seeds (docs/statistics.md). `worse` spends WORSE_ALPHA, not ALPHA, and
+    needs MIN_SEEDS_WORSE candidate seeds."""
     if not math.isfinite(c.p_value):
         return c.verdict
     improved, worse = levels(looks_done, looks_planned)
     if c.delta > 0 and c.p_value < improved:
         return "improved"
-    if c.delta < 0 and 1.0 - c.p_value < worse:
+    if c.delta < 0 and 1.0 - c.p_value < worse and c.n_candidate >= MIN_SEEDS_WORSE:
         return "worse"
     return "inconclusive"
 
