@@ -20,14 +20,16 @@ Parts (``--parts 1,2,...``; each is isolated: one that fails records its error a
    share of identical greedy completions.
 6. fast: the embedded trainer's fast path (issue 50; scripts/gpu_fast.py): StaticSampler with CUDA graphs
    against HFSampler (the same draws, tokens/s, the decode step against the bandwidth limit), the trainer with
-   it against TRL, the chunked log-probs' peak memory. Run it first, alone (``--parts 6``).
+   it against TRL, the chunked log-probs' peak memory. Run it first, alone (``--parts 6``; ``--fast-rows``
+   picks some of its rows: correct, sampler, trainer, memory).
 
 Without a CUDA device the kit runs in quick mode (a few steps and seconds per part, a scaled-down model, 20
 eval examples per env); GPU-only measurements are then rows with an explicit skip reason. A node with only
 torch and transformers gets the rest from the bundle: ``--bundle DIR`` (or AUTORL_GPU_BUNDLE) puts DIR on
 sys.path and on the children's PYTHONPATH; nothing is installed and ``uv sync`` is never needed.
-Results are written to ``--out`` (gpu_proof.json, gpu_proof.md) after every part; rows of parts not run
-this time are kept from an earlier run into the same directory. docs/gpu.md has the details.
+Results are written to ``--out`` (gpu_proof.json, gpu_proof.md) after every part, and after every row of
+part 6; rows of parts not run this time (part 6: rows not run this time) are kept from an earlier run into
+the same directory. docs/gpu.md has the details.
 """
 
 from __future__ import annotations
@@ -789,13 +791,20 @@ def table(rows: list[Row]) -> str:
 
 def write_results(out: Path, header: dict[str, Any], rows: list[Row]) -> None:
     """gpu_proof.json and gpu_proof.md in --out; rows of parts not run now are kept from the file, and
-    part 6's rows by name (`--fast-rows` runs some of them; each row carries its date)."""
+    part 6's measured rows by name (`--fast-rows` runs some of them; each row carries its date): a part-6
+    row for the whole part (its error or skip) replaces every earlier one, and the other way round."""
     path = out / "gpu_proof.json"
-    replaced = {r.part for r in rows if r.part != 6} | {(r.part, r.name) for r in rows}
+    whole = {r.part for r in rows if r.part != 6 or r.name == PARTS[6]}
+    named = {r.name for r in rows if r.part == 6}
     kept: list[dict[str, Any]] = []
     if path.is_file():
         earlier = json.loads(path.read_text()).get("rows", [])
-        kept = [r for r in earlier if r["part"] not in replaced and (r["part"], r["name"]) not in replaced]
+        kept = [
+            r
+            for r in earlier
+            if r["part"] not in whole
+            and not (r["part"] == 6 and (r["name"] in named or named and r["name"] == PARTS[6]))
+        ]
     new = [{**dataclasses.asdict(r), "device": header["device"], "date": header["date"]} for r in rows]
     all_rows = sorted(kept + new, key=lambda r: r["part"])
     path.write_text(json.dumps({**header, "rows": all_rows}, indent=2) + "\n")

@@ -195,3 +195,21 @@ def test_bundle_exclude_names_only_bundled_packages(tmp_path: Path) -> None:
     assert proc.returncode == 2
     assert "pandaz" in proc.stderr and "pandas" not in proc.stderr.split(":")[-1]
     assert not (tmp_path / "b").exists()
+
+
+def test_part_6_rows_are_kept_by_name_and_a_whole_part_row_replaces_them(gpu_proof, tmp_path: Path) -> None:
+    """write_results: a part-6 row run again replaces its earlier self and keeps the others; a row for the
+    whole of part 6 (its error) replaces every earlier part-6 row, and a measured row replaces that one."""
+    Row = gpu_proof.Row
+    header = {"device": "d", "date": "t", "command": "c"}
+
+    def names() -> list[str]:
+        return [r["name"] for r in json.loads((tmp_path / "gpu_proof.json").read_text())["rows"]]
+
+    gpu_proof.write_results(tmp_path, header, [Row(2, "qwen3/trl", "ok"), Row(6, "fast/correct", "ok")])
+    gpu_proof.write_results(tmp_path, header, [Row(6, "fast/sampler", "ok")])
+    assert sorted(names()) == ["fast/correct", "fast/sampler", "qwen3/trl"]
+    gpu_proof.write_results(tmp_path, header, [Row(6, "fast", "error", "setup")])
+    assert sorted(names()) == ["fast", "qwen3/trl"]
+    gpu_proof.write_results(tmp_path, header, [Row(6, "fast/memory", "ok")])
+    assert sorted(names()) == ["fast/memory", "qwen3/trl"]

@@ -157,6 +157,14 @@ def test_no_abort_scores_the_rungs_and_never_stops(root, monkeypatch, capsys, re
     assert [r.decision for r in rungs.read(root / s["run_dir"] / "seed-0")] == ["", ""]
 
 
+def test_two_candidate_seeds_far_behind_are_worse(root, monkeypatch, capsys, reference):
+    """The end-to-end `worse`: 2 candidate seeds (stats.MIN_SEEDS_WORSE) in one look, far behind."""
+    use_backend(monkeypatch, root, 0.2)
+    s = run_trial(capsys, "--seeds", "2", "--all-seeds")
+    assert s["verdict"] == "worse" and "and 2 seeds" not in s["levels"], s["levels"]
+    assert len(s["seeds"].split(",")) == 2 and float(s["delta"]) == pytest.approx(-0.4, abs=0.02)
+
+
 def test_a_reference_recorded_before_rungs_still_runs_without_abort(root, monkeypatch, capsys, reference):
     for f in (root / reference["run_dir"]).glob("seed-*/rungs.jsonl"):
         f.unlink()  # as a trial recorded before this change left it

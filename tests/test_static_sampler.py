@@ -94,7 +94,7 @@ def test_graphs_keeps_a_cache_per_shape_and_draws_what_hfsampler_draws(model):
         assert torch.equal(hf.completion_ids, got.completion_ids)
         assert torch.equal(hf.completion_mask, got.completion_mask)
         torch.testing.assert_close(got.logprobs, hf.logprobs, atol=1e-5, rtol=1e-5)
-    assert sorted(sampler._kept) == [(4, 64 + 9), (6, 64 + 9)]
+    assert sorted(sampler._kept) == [(4, 64 + 9, torch.float32), (6, 64 + 9, torch.float32)]
 
 
 def test_warm_runs_a_batch_shaped_step_before_the_clock_and_draws_nothing(model, capsys):
@@ -118,12 +118,12 @@ def test_warm_runs_a_batch_shaped_step_before_the_clock_and_draws_nothing(model,
     model.train()
     seconds = sampler.warm(6, 9)
     assert seconds is not None and seconds >= 0 and model.training and sampler.static
-    assert shapes == [(6, 1)] * WARM_STEPS and sorted(sampler._kept) == [(6, 64 + 9)]
+    assert shapes == [(6, 1)] * WARM_STEPS and sorted(sampler._kept) == [(6, 64 + 9, torch.float32)]
     batch = prompts(vocab)
     hf = HFSampler(model, PAD, eos).sample(batch, 0.9, 9, torch.Generator().manual_seed(3))
     got = sampler.sample(batch, 0.9, 9, torch.Generator().manual_seed(3))
     assert hf is not None and got is not None and torch.equal(hf.completion_ids, got.completion_ids)
-    assert sorted(sampler._kept) == [(6, 64 + 9)]  # the warm-up's capture serves the batch
+    assert sorted(sampler._kept) == [(6, 64 + 9, torch.float32)]  # the warm-up's capture serves the batch
     # a real call feeds the step its tokens with the warm-up's strides: the compiled step guards on them
     # (a column of the sampler's token buffer, stride 9, once recompiled at the first step of a run)
     assert len(strides) > WARM_STEPS and set(strides) == {(1, 1)}
@@ -170,9 +170,15 @@ def test_under_bf16_autocast_a_qwen3_layer_fills_a_bf16_cache():
     ):
         with torch.autocast("cpu", dtype=torch.bfloat16):
             got[name] = sampler.sample(batch, 1.0, 9, torch.Generator().manual_seed(11))
-    cache, _ = graphs._kept[(6, 64 + 9)]
+    cache, _ = graphs._kept[(6, 64 + 9, torch.bfloat16)]
     assert {layer.keys.dtype for layer in cache.layers} == {layer.values.dtype for layer in cache.layers}
     assert cache.layers[0].values.dtype == torch.bfloat16
+    assert {type(layer).__name__ for layer in cache.layers} == {"CastingStaticLayer"}  # one class, no closure
     for name in ("static", "graphs"):
         assert torch.equal(got["hf"].completion_ids, got[name].completion_ids), name
         torch.testing.assert_close(got[name].logprobs, got["hf"].logprobs, atol=0.05, rtol=0)
+    # without autocast the same shape gets a float32 cache of its own, never the bf16 one
+    plain = graphs.sample(batch, 1.0, 9, torch.Generator().manual_seed(11))
+    hf = HFSampler(qwen3, PAD, []).sample(batch, 1.0, 9, torch.Generator().manual_seed(11))
+    assert hf is not None and plain is not None and torch.equal(hf.completion_ids, plain.completion_ids)
+    assert set(graphs._kept) == {(6, 64 + 9, torch.bfloat16), (6, 64 + 9, torch.float32)}

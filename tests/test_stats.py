@@ -287,7 +287,7 @@ def test_levels_of_the_looks():
     assert behind.verdict == "worse" and stats.sequential_verdict(behind, 1, 3) == "inconclusive"
     assert stats.sequential_verdict(z_comparison(-2.5), 1, 3) == "inconclusive"  # 0.006 > 0.01 / 3
     assert stats.sequential_verdict(z_comparison(-2.8), 1, 3) == "worse"  # p_decline 0.0026 < 0.01 / 3
-    # one look (--all-seeds, one seed): `worse` at WORSE_ALPHA too, `improved` at ALPHA
+    # one look (--all-seeds, or every seed in one wave): `worse` at WORSE_ALPHA too, `improved` at ALPHA
     assert stats.sequential_verdict(z_comparison(-1.9), 1, 1) == "inconclusive"
     assert stats.sequential_verdict(z_comparison(-2.5), 1, 1) == "worse"
     assert stats.sequential_verdict(z_comparison(1.9), 1, 1) == "improved"

@@ -135,10 +135,10 @@ class TrialResult:
             lines["delta"] = f"{self.comparison.delta:+.4f}"
             lines["p_value"] = fmt(self.comparison.p_value)
             improved, worse = stats.levels(*self.look)
-            seeds = self.comparison.n_candidate < stats.MIN_SEEDS_WORSE
+            too_few = self.comparison.n_candidate < stats.MIN_SEEDS_WORSE
             lines["levels"] = (
                 f"improved needs p_value < {improved:.4g}, worse needs 1 - p_value < {worse:.4g}"
-                + (f" and {stats.MIN_SEEDS_WORSE} seeds" if seeds else "")
+                + (f" and {stats.MIN_SEEDS_WORSE} seeds" if too_few else "")
                 + f" (look {self.look[0]} of {self.look[1]})"
             )
         else:
@@ -335,7 +335,8 @@ def verdict_of(
     quick: bool,
 ) -> str:
     """The trial's verdict. A seed stopped at a rung (the early abort): the seeds that ran to the end may
-    say `worse`, never `improved`; none ran to the end: nothing decided (`inconclusive`)."""
+    say `worse` (2 or more: stats.MIN_SEEDS_WORSE), never `improved`; none ran to the end: nothing decided
+    (`inconclusive`)."""
     if quick:  # run.py --quick: compared with nothing, never a baseline
         return QUICK
     if comparison is not None:

@@ -28,6 +28,7 @@ given (`casting`): a Qwen3 layer's keys come out of a float32 norm, its values o
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -49,16 +50,20 @@ def cache_dtype(device: torch.device, keys: torch.dtype) -> torch.dtype:
     return keys
 
 
-def casting(update: Any, dtype: torch.dtype) -> Any:
-    """A StaticLayer's `update` that casts the new keys and values to the cache's dtype first. Under autocast
-    a Qwen3 layer's keys come out of its float32 RMSNorm and its values out of a bf16 projection, and
-    StaticLayer's `index_copy_` takes neither into a cache of the other dtype (DynamicCache's concatenation
-    promotes; found by the GPU kit's first part-6 run, 2026-11-28)."""
+@functools.cache
+def casting(layer_class: Any) -> Any:
+    """`layer_class` (a transformers cache layer: StaticLayer, or its sliding-window kind) whose `update`
+    casts the new keys and values to the cache's dtype first. Under autocast a Qwen3 layer's keys come out of
+    its float32 RMSNorm and its values out of a bf16 projection, and StaticLayer's `index_copy_` takes
+    neither into a cache of the other dtype (DynamicCache's concatenation promotes; found by the GPU kit's
+    first part-6 run, 2026-11-28). A class, one per layer class, not a closure per layer: the compiled step
+    sees the same `update` at every call (no recompile: TORCH_LOGS=recompiles over 4 calls of the tiny model)
+    and a cache holds no cycle that would keep it past its call."""
 
-    def cast_update(keys: Tensor, values: Tensor, *args: Any, **kwargs: Any) -> Any:
-        return update(keys.to(dtype), values.to(dtype), *args, **kwargs)
+    def update(self: Any, keys: Tensor, values: Tensor, *args: Any, **kwargs: Any) -> Any:
+        return layer_class.update(self, keys.to(self.dtype), values.to(self.dtype), *args, **kwargs)
 
-    return cast_update
+    return type(f"Casting{layer_class.__name__}", (layer_class,), {"update": update})
 
 
 class StaticSampler(HFSampler):
@@ -76,7 +81,9 @@ class StaticSampler(HFSampler):
         self.graphs = graphs
         self.compiled = compiled or graphs
         self.static = True  # False once a compiled step failed: HFSampler's way from then on
-        self._kept: dict[tuple[int, int], tuple[Any, Tensor]] = {}  # graphs: (rows, width) -> (cache, mask)
+        self._kept: dict[
+            tuple[int, int, torch.dtype], tuple[Any, Tensor]
+        ] = {}  # graphs: (rows, width, dtype)
         if graphs:  # fixed shapes, a CUDA graph per shape (none on a CPU)
             self._step: Any = torch.compile(self._forward, mode="reduce-overhead", dynamic=False)
         elif compiled:  # dynamic shapes: one compile serves every batch (rows and prompt width change)
@@ -144,13 +151,13 @@ class StaticSampler(HFSampler):
         logits, grown, prompt_mask, prompt_lens = shared_prefill(self.model, prompts, self.pad_id, device)
         batch, width = prompt_mask.shape
         room = -(-width // WIDTH_STEP) * WIDTH_STEP if self.graphs else width  # where the new tokens go
-        cache, attn = self._cache(batch, room + max_new_tokens, device)
-        layers: list[Any] = list(cache.layers)  # StaticLayer: keys, values, cumulative_length
         dtype = cache_dtype(device, grown.layers[0].keys.dtype)  # type: ignore[attr-defined]
+        cache, attn = self._cache(batch, room + max_new_tokens, dtype, device)
+        layers: list[Any] = list(cache.layers)  # StaticLayer: keys, values, cumulative_length
         for layer, prefilled in zip(layers, grown.layers, strict=True):  # type: ignore[attr-defined]
             if not layer.is_initialized:
                 layer.lazy_initialization(prefilled.keys.to(dtype), prefilled.values.to(dtype))
-                layer.update = casting(layer.update, dtype)
+                layer.__class__ = casting(type(layer))  # type: ignore[arg-type]
             layer.keys[:, :, :width].copy_(prefilled.keys)
             layer.values[:, :, :width].copy_(prefilled.values)
             layer.cumulative_length.fill_(room)  # StaticLayer.update writes the next token there
@@ -170,16 +177,19 @@ class StaticSampler(HFSampler):
 
         return logits, decode, prompt_mask
 
-    def _cache(self, batch: int, length: int, device: torch.device) -> tuple[Any, Tensor]:
+    def _cache(self, batch: int, length: int, dtype: torch.dtype, device: torch.device) -> tuple[Any, Tensor]:
         """A StaticCache of `length` positions and its attention mask: new for each call, or with `graphs`
-        kept per (rows, length), so that a captured step finds its tensors where it left them."""
+        kept per (rows, length, dtype), so that a captured step finds its tensors where it left them (and a
+        call under autocast never gets a cache made without it). One per prompt width rounded up to
+        WIDTH_STEP and row count: a run's batches of one shape share one."""
         from transformers import StaticCache
 
-        kept = self._kept.get((batch, length)) if self.graphs else None
+        key = (batch, length, dtype)
+        kept = self._kept.get(key) if self.graphs else None
         if kept is None:
             cache = StaticCache(config=self.model.config, max_cache_len=length)  # type: ignore[arg-type]
             kept = cache, torch.zeros((batch, length), dtype=torch.long, device=device)
             if self.graphs:
                 torch._dynamo.mark_static_address(kept[1])  # updated in place between the replays
-                self._kept[(batch, length)] = kept
+                self._kept[key] = kept
         return kept

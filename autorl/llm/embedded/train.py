@@ -159,8 +159,8 @@ class Trainer:
         spec = self.spec
         if spec.sampler != "auto":
             return spec.sampler
-        if self.device.type != "cpu":
-            return "vllm" if vllm_available() else "hf-graphs"
+        if self.device.type != "cpu":  # CUDA graphs on CUDA alone
+            return "vllm" if vllm_available() else "hf-graphs" if self.device.type == "cuda" else "hf"
         cores = len(own_cpu_ids())
         if self.lag == 1 and torch.get_num_threads() == 1 and cores >= 2:
             return "hf-process"
@@ -189,7 +189,9 @@ class Trainer:
         if name == "hf":
             return hf, None, name
         if self.device.type != "cpu":
-            raise ValueError(f"sampler {name!r} is for CPU training (on a GPU use 'hf' or 'vllm')")
+            raise ValueError(
+                f"sampler {name!r} is for CPU training (on a GPU: 'hf', 'hf-static', 'hf-graphs' or 'vllm')"
+            )
         warm = self._warm_shape() if name == "hf-static-process" else None
         process = ProcessSampler(self.model, spec.model_path, self.pad_id, self.eos_ids, self.seed, warm)
         return hf, process, name

@@ -91,3 +91,11 @@ python3 -m uv run autorl mark discard --lesson "batch 256 (group 8, lr 1e-4): 42
 python3 -m uv run autorl status
 # (each trial was launched in the background as: (python3 -m uv run run.py --description "..." > run.log 2>&1; echo "rc=$?" > run.rc) &; run.rc removed at the end)
 rm run.rc
+# resumed 2026-11-28
+python3 -m uv run autorl status
+python3 -m uv run autorl show 20261127-230809-fba2a3f
+# edit train.toml: trainer.optim.lr 1e-4 -> 5e-5 (line 13)
+git commit -am "lr 1e-4 -> 5e-5: lr 2e-4 lost 0.070 and more movement per step hurt greedy arithmetic most (diagnosis of 774d9be, fba2a3f), so half the step tests the other side: less movement per step should raise greedy eval, arithmetic first"
+python3 -m uv run run.py --dry-run
+python3 -m uv run autorl mark discard --run 20261127-230809-fba2a3f --lesson "batch 256 (group 8, lr 1e-4): 4240 steps at 0.085 s/step; rungs ahead (0.489/0.564 vs 0.442/0.505) and level at the end: 0.662 (-0.0004, 1 seed, futile stop); arithmetic +0.031, reverse -0.032. Diagnosis (autorl show): its reward and the reference's both peak at their last steps (0.544@4022 of 4240, 0.553@~12062 of 11940-13836): every config is still learning at 360 s; mismatch_kl 0.0005-0.0012, so the 0.2 masks and kl_tau never bind: the levers left are step size (lr) and samples/s"
+(python3 -m uv run run.py --description "lr 1e-4 -> 5e-5: lr 2e-4 lost 0.070 and more movement per step hurt greedy arithmetic most (diagnosis of 774d9be, fba2a3f), so half the step tests the other side: less movement per step should raise greedy eval, arithmetic first" > run.log 2>&1; echo "rc=$?" > run.rc) &
