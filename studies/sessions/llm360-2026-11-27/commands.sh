@@ -99,3 +99,14 @@ git commit -am "lr 1e-4 -> 5e-5: lr 2e-4 lost 0.070 and more movement per step h
 python3 -m uv run run.py --dry-run
 python3 -m uv run autorl mark discard --run 20261127-230809-fba2a3f --lesson "batch 256 (group 8, lr 1e-4): 4240 steps at 0.085 s/step; rungs ahead (0.489/0.564 vs 0.442/0.505) and level at the end: 0.662 (-0.0004, 1 seed, futile stop); arithmetic +0.031, reverse -0.032. Diagnosis (autorl show): its reward and the reference's both peak at their last steps (0.544@4022 of 4240, 0.553@~12062 of 11940-13836): every config is still learning at 360 s; mismatch_kl 0.0005-0.0012, so the 0.2 masks and kl_tau never bind: the levers left are step size (lr) and samples/s"
 (python3 -m uv run run.py --description "lr 1e-4 -> 5e-5: lr 2e-4 lost 0.070 and more movement per step hurt greedy arithmetic most (diagnosis of 774d9be, fba2a3f), so half the step tests the other side: less movement per step should raise greedy eval, arithmetic first" > run.log 2>&1; echo "rc=$?" > run.rc) &
+grep -E "^(error|eval_score|eval_ci|delta|p_value|levels|verdict|seeds_needed|stopped_early|note|status|eval/.*|health/.*):" run.log
+cp run.log logs/20261128-072551-c04e056.log
+python3 -m uv run autorl show 20261128-072551-c04e056
+git reset --hard HEAD~1
+python3 -m uv run autorl mark discard --lesson "lr 5e-5 (half the shipped 1e-4) is worse on both tasks alike: 0.584 (-0.079, p 0.992, 1 seed, futile stop), arithmetic 0.548 (-0.079), reverse 0.620 (-0.079); training reward 0.336->0.488@10516 vs the reference's 0.553, rungs behind (0.432/0.491 vs 0.442/0.505), 11535 steps (CPU wait 9%, no contended flag): less movement per step does not help greedy arithmetic, it just learns slower; with 2e-4 at -0.070, lr 1e-4 is the peak at 360 s: leave lr"
+rm run.rc
+python3 -m uv run autorl status
+# edit train.toml: orchestrator.batch_size 64 -> 128; append [orchestrator.train.source.sampling] temperature = 0.5 to the reverse source
+python3 -m uv run run.py --dry-run
+git commit -am "batch 128 (the one near-miss, +0.021, arithmetic +0.038) with the reverse source at temperature 0.5 (reverse +0.017 alone, +0.050 at global 0.5): each raised a different task, so together both tasks should gain at 360 s"
+(python3 -m uv run run.py --description "batch 128 (the one near-miss, +0.021, arithmetic +0.038) with the reverse source at temperature 0.5 (reverse +0.017 alone, +0.050 at global 0.5): each raised a different task, so together both tasks should gain at 360 s" > run.log 2>&1; echo "rc=$?" > run.rc) &
