@@ -110,3 +110,9 @@ python3 -m uv run autorl status
 python3 -m uv run run.py --dry-run
 git commit -am "batch 128 (the one near-miss, +0.021, arithmetic +0.038) with the reverse source at temperature 0.5 (reverse +0.017 alone, +0.050 at global 0.5): each raised a different task, so together both tasks should gain at 360 s"
 (python3 -m uv run run.py --description "batch 128 (the one near-miss, +0.021, arithmetic +0.038) with the reverse source at temperature 0.5 (reverse +0.017 alone, +0.050 at global 0.5): each raised a different task, so together both tasks should gain at 360 s" > run.log 2>&1; echo "rc=$?" > run.rc) &
+grep -E "^(error|eval_score|eval_ci|delta|p_value|levels|verdict|seeds_needed|stopped_early|note|status|eval/.*|health/.*):" run.log
+cp run.log logs/20261128-073947-2e49593.log
+python3 -m uv run autorl show 20261128-073947-2e49593
+python3 -m uv run autorl mark keep --lesson "batch 128 (group 8, lr 1e-4) + reverse source at temperature 0.5 (arithmetic at 0.7): 0.719 (+0.057, p 0.0022, 6 seeds, improved); both tasks gain: reverse 0.775 (+0.077, every seed 0.756-0.793), arithmetic 0.663 (+0.036, seeds 0.578-0.738); ~7200 steps at 0.050 s/step, training reward 0.567-0.605 vs the reference's 0.553, still rising at 360 s; rungs ahead (0.488/0.562 vs 0.442/0.506) and the lead held to the end, unlike batch 128 alone; the two near-miss parts added up: try the reverse temperature lower (0.3) or batch 128 with other per-source settings next; not yet confirmed on the test split"
+rm run.rc
+python3 -m uv run autorl status
