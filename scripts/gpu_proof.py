@@ -794,17 +794,17 @@ def write_results(out: Path, header: dict[str, Any], rows: list[Row]) -> None:
     part 6's measured rows by name (`--fast-rows` runs some of them; each row carries its date): a part-6
     row for the whole part (its error or skip) replaces every earlier one, and the other way round."""
     path = out / "gpu_proof.json"
-    whole = {r.part for r in rows if r.part != 6 or r.name == PARTS[6]}
-    named = {r.name for r in rows if r.part == 6}
+    whole = {r.part for r in rows if r.part != 6 or r.name == PARTS[6]}  # parts whose earlier rows all go
+    named = {r.name for r in rows if r.part == 6}  # part 6's rows measured now (a whole-part row among them)
+
+    def replaced(r: dict[str, Any]) -> bool:
+        if r["part"] in whole:
+            return True
+        return r["part"] == 6 and bool(named) and (r["name"] in named or r["name"] == PARTS[6])
+
     kept: list[dict[str, Any]] = []
     if path.is_file():
-        earlier = json.loads(path.read_text()).get("rows", [])
-        kept = [
-            r
-            for r in earlier
-            if r["part"] not in whole
-            and not (r["part"] == 6 and (r["name"] in named or named and r["name"] == PARTS[6]))
-        ]
+        kept = [r for r in json.loads(path.read_text()).get("rows", []) if not replaced(r)]
     new = [{**dataclasses.asdict(r), "device": header["device"], "date": header["date"]} for r in rows]
     all_rows = sorted(kept + new, key=lambda r: r["part"])
     path.write_text(json.dumps({**header, "rows": all_rows}, indent=2) + "\n")

@@ -57,7 +57,7 @@ POWER = 0.80
 # reference").
 WORSE_ALPHA = 0.01
 # `worse` needs at least this many candidate seeds. One seed is one draw from its config's seed
-# distribution, whose left tail is longer than a normal's on the LLM track (pool A at --budget 360: a seed 3
+# distribution, whose left tail is longer than a normal's on the LLM track (pool A at --budget 360: a seed 3.5
 # sds below the mean in 42); against a lucky reference every false `worse` came after one candidate seed, at
 # the futility stop (docs/statistics.md, "A lucky reference"). A single seed's stop is `inconclusive`.
 MIN_SEEDS_WORSE = 2

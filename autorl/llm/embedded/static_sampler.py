@@ -81,9 +81,8 @@ class StaticSampler(HFSampler):
         self.graphs = graphs
         self.compiled = compiled or graphs
         self.static = True  # False once a compiled step failed: HFSampler's way from then on
-        self._kept: dict[
-            tuple[int, int, torch.dtype], tuple[Any, Tensor]
-        ] = {}  # graphs: (rows, width, dtype)
+        # graphs: (rows, cache width, dtype) -> (cache, attention mask), kept from call to call
+        self._kept: dict[tuple[int, int, torch.dtype], tuple[Any, Tensor]] = {}
         if graphs:  # fixed shapes, a CUDA graph per shape (none on a CPU)
             self._step: Any = torch.compile(self._forward, mode="reduce-overhead", dynamic=False)
         elif compiled:  # dynamic shapes: one compile serves every batch (rows and prompt width change)
