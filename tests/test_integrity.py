@@ -311,7 +311,9 @@ def classic_trial(ledger: Ledger, root: Path, run_id: str, decision: str, text: 
     )
 
 
-def test_confirm_retrains_both_configs_on_fresh_seeds_and_scores_the_test_split(root, capsys):
+def test_confirm_retrains_both_configs_on_fresh_seeds_and_scores_the_test_split(root, capsys, monkeypatch):
+    from autorl.engine import pool
+
     ledger = Ledger(root / "results.tsv")
     classic = (REPO / "classic.toml").read_text()
     classic_trial(ledger, root, "base", "keep", classic, 100.0)
@@ -323,7 +325,15 @@ def test_confirm_retrains_both_configs_on_fresh_seeds_and_scores_the_test_split(
     assert cli.main(["confirm", "--run", "later"]) == 2
     assert "not kept" in capsys.readouterr().err
 
+    order: list[str] = []  # the sides in the order the real pool is given their seeds
+    real_pool = pool.run_local
+    monkeypatch.setattr(
+        pool,
+        "run_local",
+        lambda run, view: order.extend(j.dir.parent.name for j in run.jobs) or real_pool(run, view),
+    )
     assert cli.main(["confirm", "--seeds", "2"]) == 0
+    assert order == ["candidate", "baseline"] * 2  # interleaved: the machine's drift falls on both alike
     out = capsys.readouterr().out
     (row,) = CONFIRMED.read(root / "confirmed.tsv")
     assert (row["run_id"], row["baseline_run"], row["status"]) == ("cand", "base", "ok")

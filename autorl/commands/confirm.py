@@ -231,11 +231,12 @@ def run_confirm(
     say(the_plan.describe())
     if estimate := confirm_estimate(rows, context, 2 * n, the_plan.parallel, (times, budget)):
         say(estimate)
-    # Both sides' seeds in one pool, on the machine's slots as a trial's seeds run.
+    # Both sides' seeds in one pool, on the machine's slots as a trial's seeds run, interleaved (seed k of
+    # both sides before seed k+1 of either): the machine's drift in speed falls on both sides alike.
     jobs = [
-        SeedJob(i * n + k, seed, paths.runs_dir() / confirm_id / role / f"seed-{k}", configs[role], "test")
-        for i, role in enumerate(("candidate", "baseline"))
+        SeedJob(2 * k + i, seed, paths.runs_dir() / confirm_id / role / f"seed-{k}", configs[role], "test")
         for k, seed in enumerate(seeds)
+        for i, role in enumerate(("candidate", "baseline"))
     ]
 
     def report(result: SeedResult) -> None:

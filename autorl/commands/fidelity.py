@@ -290,12 +290,14 @@ def _configs(plan: Plan, rows: list[LedgerRow]) -> tuple[list[Config], Any, Any]
 
 
 def _pending(plan: Plan, chosen: list[Config]) -> list[Any]:
-    """The seeds still to run (autorl.engine.pool.SeedJob); the finished ones' rows go to their config."""
+    """The seeds still to run (autorl.engine.pool.SeedJob), interleaved (seed k of every config before seed
+    k+1 of any: the machine's drift in speed falls on every config alike); the finished ones' rows go to
+    their config."""
     from autorl.engine.pool import SeedJob
 
     jobs: list[SeedJob] = []
-    for c in chosen:
-        for k, seed in enumerate(plan.seeds):
+    for k, seed in enumerate(plan.seeds):
+        for c in chosen:
             seed_dir = plan.seed_dir(c.row.run_id, k)
             if (done := finished_rows(seed_dir)) is not None:
                 c.long_rows.append(done)
