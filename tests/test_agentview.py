@@ -396,6 +396,68 @@ def test_a_long_budget_confirm_trains_both_sides_longer(classic_runs, monkeypatc
     assert json.loads((seed_dir / "resolved.json").read_text())["harness"]["score_env_steps"] == 100_000
 
 
+def test_a_stopped_confirm_keeps_its_seeds_and_resumes_under_its_plan(classic_runs, monkeypatch, capsys):
+    """SIGINT after the first finished seed: exit 130, nothing recorded, the finished seeds kept and the
+    command that goes on named; `--resume` runs only the others under the saved plan (its seeds, its size),
+    then records; resuming again, resuming with other settings or an unknown id: exit 2."""
+    import signal
+
+    from autorl.record.sidetables import CONFIRMED
+
+    root, _, cand = classic_runs
+    run_id = cand["run_dir"].split("/")[-1]
+    if Ledger(root / "results.tsv").find(run_id).decision != "keep":
+        Ledger(root / "results.tsv").mark("keep", lesson="lr 1e-3", reason="test of confirm")
+    before = CONFIRMED.read(root / "confirmed.tsv")
+    one_cpu = min(os.sched_getaffinity(0))  # one seed at a time: the signal lands while the second trains
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "autorl.commands.cli", "confirm", "--seeds", "2", "--run", run_id],
+        cwd=REPO,
+        env={**os.environ, "AUTORL_ROOT": str(root)},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        preexec_fn=lambda: os.sched_setaffinity(0, {one_cpu}),
+    )
+    assert proc.stdout is not None
+    lines = []
+    for line in proc.stdout:
+        lines.append(line)
+        if line.startswith(("[confirm] candidate: ", "[confirm] baseline: ")):  # the first seed finished
+            proc.send_signal(signal.SIGINT)
+            break
+    rest, _ = proc.communicate(timeout=120)
+    out = "".join(lines) + rest
+    assert proc.returncode == 130, out
+    confirm_id = out.split("[confirm] ")[1].split(":")[0]
+    assert f"`uv run autorl confirm --resume {confirm_id}` runs the rest" in out
+    assert CONFIRMED.read(root / "confirmed.tsv") == before  # nothing recorded
+    plan = json.loads((root / "runs" / confirm_id / "plan.json").read_text())
+
+    monkeypatch.setenv("AUTORL_ROOT", str(root))
+    assert cli.main(["confirm", "--resume", confirm_id]) == 0
+    out = capsys.readouterr().out
+    done = int(out.split("resumed: ")[1].split()[0])
+    assert 1 <= done < 4 and f"{4 - done} to run" in out and f"plan: {4 - done} seed(s)" in out
+    (row,) = CONFIRMED.read(root / "confirmed.tsv")[len(before) :]
+    assert row["confirm_id"] == confirm_id and [int(s) for s in row["seeds"].split(",")] == plan["seeds"]
+    assert row["status"] == "ok" and "seeds_per_side: 2 (--seeds)" in out
+    for side in ("candidate", "baseline"):
+        for k in range(2):
+            assert (root / "runs" / confirm_id / side / f"seed-{k}" / "eval.jsonl").exists()
+    for argv, reason in (
+        (["--resume", confirm_id], "already recorded"),
+        (["--resume", confirm_id, "--seeds", "3"], "its own plan"),
+        (["--resume", "confirm-nope"], "plan.json is missing"),
+        (["--resume", "confirm-bad"], "not a confirm's plan"),
+    ):
+        if argv[1] == "confirm-bad":
+            (root / "runs" / "confirm-bad").mkdir()
+            (root / "runs" / "confirm-bad" / "plan.json").write_text('{"confirm_id": "confirm-bad"}')
+        assert cli.main(["confirm", *argv]) == 2
+        assert reason in capsys.readouterr().err
+
+
 # ---------------------------------------------------------------------------------------------- flags
 
 

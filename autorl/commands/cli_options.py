@@ -142,6 +142,9 @@ class ConfirmOptions:
     budget: float | None = flag(
         None, "confirm at this budget in seconds (instead of --factor)", type=budget_seconds
     )
+    resume: str | None = flag(
+        None, "go on with this stopped confirm: only its missing seeds run, then it records", metavar="ID"
+    )
     ray: str | None = ray_flag()
 
 

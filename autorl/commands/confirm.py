@@ -8,21 +8,34 @@ each seed through `autorl.engine.seed.run_seed` with its eval on the test split,
 `autorl.record.stats.compare`. The result (delta, its 90% interval: the one that matches the one-sided test at
 0.05, and p) goes to confirmed.tsv, next to results.tsv; `autorl report` shows it next to the eval delta.
 Both sides' seeds run in one pool, on the machine's slots, as a trial's do.
+
+Recorded, never lost: runs/<confirm_id>/plan.json (what runs, written before any seed starts) and
+runs/<confirm_id>/{candidate,baseline}/seed-<k>/ (every seed's files). A stopped confirm keeps its finished
+seeds; `--resume CONFIRM_ID` runs only the missing ones, then records.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import math
 import sys
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 from autorl.engine import warm
-from autorl.engine.retrain import RetrainError, recorded_config, retrain_plan, run_jobs, same_harness
+from autorl.engine.retrain import (
+    RetrainError,
+    finished_rows,
+    recorded_config,
+    retrain_plan,
+    run_jobs,
+    same_harness,
+)
 from autorl.engine.seed import SeedResult, worst_status
-from autorl.io import paths
+from autorl.io import atomic, inputs, paths
 from autorl.io.cliargs import CONFIRM_MAX_SEEDS
 from autorl.record import events, stats
 from autorl.record.context import ResearchContext, best_kept
@@ -36,6 +49,7 @@ CONFIRM_SEED_BASE = 2_000_000
 
 
 NEEDED_MOST = 100_000  # the seeds a side the size line names at most ("more than" beyond)
+ROLES = ("candidate", "baseline")
 
 
 class ConfirmError(RetrainError):
@@ -167,6 +181,50 @@ def size(cand: LedgerRow, base: LedgerRow, noise: stats.NoiseFloor, cap: int, gi
     return Size(n, c.delta, low, noise.sd, stats.power(low, noise.sd, n), needed, how, at_delta)
 
 
+@dataclass(frozen=True)
+class ConfirmPlan:
+    """What a confirm trains, written to runs/<confirm_id>/plan.json before any seed starts: a stopped
+    confirm keeps its finished seeds, and `--resume CONFIRM_ID` runs only the others under this plan."""
+
+    confirm_id: str
+    run_id: str  # the kept trial confirmed
+    baseline_run: str
+    times: float  # the confirm's budget over the trial's (1: the trial's own)
+    budget: float  # seconds per seed
+    seeds: list[int]  # the same fresh seeds on both sides
+    size: Size
+    noise: stats.NoiseFloor  # the context's when it started: a resumed confirm decides as it would have
+
+    @property
+    def dir(self) -> Path:
+        return paths.runs_dir() / self.confirm_id
+
+    def seed_dir(self, role: str, k: int) -> Path:
+        return self.dir / role / f"seed-{k}"
+
+    def save(self) -> None:
+        self.dir.mkdir(parents=True, exist_ok=True)
+        atomic.write_text(self.dir / "plan.json", json.dumps(asdict(self), indent=2) + "\n")
+
+    @classmethod
+    def load(cls, confirm_id: str) -> ConfirmPlan:
+        path = paths.runs_dir() / confirm_id / "plan.json"
+        data = (
+            inputs.read_json_object(path)
+            if confirm_id.startswith("confirm-") and "/" not in confirm_id
+            else {}
+        )
+        if not data:
+            raise ConfirmError(f"{path}: no confirm {confirm_id!r} to resume (its plan.json is missing)")
+        try:
+            plan = cls(**{**data, "size": Size(**data["size"]), "noise": stats.NoiseFloor(**data["noise"])})
+        except (TypeError, KeyError) as exc:
+            raise ConfirmError(f"{path}: not a confirm's plan ({exc}): it cannot be resumed") from None
+        if plan.confirm_id != confirm_id:
+            raise ConfirmError(f"{path}: the plan of {plan.confirm_id!r}, not of {confirm_id!r}")
+        return plan
+
+
 def confirm_seeds(confirm_id: str, n: int) -> list[int]:
     base = int(hashlib.sha256(confirm_id.encode()).hexdigest()[:8], 16) % 1_000_000
     return [CONFIRM_SEED_BASE + base + k for k in range(n)]
@@ -196,65 +254,142 @@ def run_confirm(
     factor: float | None = None,
     budget: float | None = None,
     ray: str | None = None,
+    resume: str | None = None,
 ) -> int:
-    from autorl.engine.pool import SeedJob
     from autorl.engine.track import get_track
 
     if problem := warm.keep_problem():
         raise ConfirmError(problem)
     ledger = ledger or Ledger()
     rows = ledger.rows()
-    candidate, baseline, context = choose(rows, run_id, ledger)
+    if resume is None:
+        candidate, baseline, context = choose(rows, run_id, ledger)
+        plan = new_plan(rows, candidate, baseline, context, (n_seeds, max_seeds), (factor, budget))
+    else:
+        plan, candidate, baseline = resumed(ledger, resume, (run_id, n_seeds, factor, budget))
+        context = ResearchContext.of(candidate)
     track = get_track(candidate.track)
     same_harness(candidate, "confirmed")
-    assert context.budget is not None  # choose() refuses a trial without one
-    times = long_factor(context.budget, factor, budget)
     configs = {  # a long-budget confirm trains both `times` longer (Track.lengthen: classic, its horizon)
-        role: track.lengthen(recorded_config(row, track, role), times)
-        for role, row in (("candidate", candidate), ("baseline", baseline))
+        role: track.lengthen(recorded_config(row, track, role), plan.times)
+        for role, row in zip(ROLES, (candidate, baseline), strict=True)
     }
+    plan.save()
+    done, jobs = pending(plan, configs)
+    announce(plan, candidate, baseline, len(done))
     backend = track.make_backend(candidate.backend)
-    budget = context.budget * times
-    noise = stats.noise_floor(rows, context, prior_sd=track.seed_sd_prior)
-    sized = size(candidate, baseline, noise, max_seeds, n_seeds)
-    n = sized.seeds
-    confirm_id = f"confirm-{datetime.now().strftime('%Y%m%d-%H%M%S')}-{candidate.run_id[-7:]}"
-    seeds = confirm_seeds(confirm_id, n)
-    the_plan = retrain_plan(backend, configs["candidate"], budget, 2 * n, ray)
-    say(
-        f"{confirm_id}: {candidate.run_id} vs the baseline {baseline.run_id}, {n} fresh seeds a side "
-        f"{seeds}, budget {budget:g} s per seed"
-        + (f" ({times:g}x the trial's: a long-budget confirm)" if times > 1 else "")
-        + ", scored on the sealed test split"
-    )
-    say(f"size: {sized.describe()}")
-    say(the_plan.describe())
-    if estimate := confirm_estimate(rows, context, 2 * n, the_plan.parallel, (times, budget)):
-        say(estimate)
-    # Both sides' seeds in one pool, on the machine's slots as a trial's seeds run, interleaved (seed k of
-    # both sides before seed k+1 of either): the machine's drift in speed falls on both sides alike.
-    jobs = [
-        SeedJob(2 * k + i, seed, paths.runs_dir() / confirm_id / role / f"seed-{k}", configs[role], "test")
-        for k, seed in enumerate(seeds)
-        for i, role in enumerate(("candidate", "baseline"))
-    ]
-
-    def report(result: SeedResult) -> None:
-        role = result.dir.parent.name
-        for line in result.log:
-            say(f"{role}: {line}")
-        if result.error:
-            print(result.error, flush=True)
-
-    results = run_jobs(backend, jobs, budget, the_plan, report, ray)
+    results = train(backend, configs["candidate"], jobs, plan, (rows, context), ray) if jobs else []
     if results is None:
-        say("interrupted: nothing recorded")
+        say(
+            "stopped: the seeds that finished are kept; "
+            f"`uv run autorl confirm --resume {plan.confirm_id}` runs the rest"
+        )
         return 130
     sides = {
-        role: Side(row, sorted((r for r in results if r.dir.parent.name == role), key=lambda r: r.index))
-        for role, row in (("candidate", candidate), ("baseline", baseline))
+        role: Side(
+            row, sorted((r for r in done + results if r.dir.parent.name == role), key=lambda r: r.seed)
+        )
+        for role, row in zip(ROLES, (candidate, baseline), strict=True)
     }
-    return record(ledger, confirm_id, seeds, sides, noise, sized, budget)
+    return record(ledger, plan.confirm_id, plan.seeds, sides, plan.noise, plan.size, plan.budget)
+
+
+def new_plan(
+    rows: list[LedgerRow],
+    candidate: LedgerRow,
+    baseline: LedgerRow,
+    context: ResearchContext,
+    seeds: tuple[int | None, int],
+    longer: tuple[float | None, float | None],
+) -> ConfirmPlan:
+    """A new confirm of `candidate` against `baseline`: `seeds` (--seeds, --max-seeds) sized by `size` at
+    the context's noise floor, `longer` (--factor, --budget) by `long_factor`."""
+    from autorl.engine.track import get_track
+
+    assert context.budget is not None  # choose() refuses a trial without one
+    times = long_factor(context.budget, *longer)
+    noise = stats.noise_floor(rows, context, prior_sd=get_track(context.track).seed_sd_prior)
+    sized = size(candidate, baseline, noise, seeds[1], seeds[0])
+    confirm_id = f"confirm-{datetime.now().strftime('%Y%m%d-%H%M%S')}-{candidate.run_id[-7:]}"
+    seed_list = confirm_seeds(confirm_id, sized.seeds)
+    return ConfirmPlan(
+        confirm_id, candidate.run_id, baseline.run_id, times, context.budget * times, seed_list, sized, noise
+    )
+
+
+def resumed(
+    ledger: Ledger, confirm_id: str, given: tuple[str | None, int | None, float | None, float | None]
+) -> tuple[ConfirmPlan, LedgerRow, LedgerRow]:
+    """(the plan of the stopped confirm `confirm_id`, its candidate's row, its baseline's); `given`: --run,
+    --seeds, --factor, --budget, none of which a resumed confirm takes."""
+    if any(g is not None for g in given):
+        raise ConfirmError(
+            "--resume goes on under its own plan: give none of --run, --seeds, --factor, --budget"
+        )
+    plan = ConfirmPlan.load(confirm_id)
+    if any(r["confirm_id"] == confirm_id for r in CONFIRMED.read(CONFIRMED.beside(ledger))):
+        raise ConfirmError(f"{confirm_id} is already recorded in confirmed.tsv: nothing to resume")
+    candidate = ledger.find(plan.run_id)
+    if candidate.decision != "keep":
+        raise ConfirmError(f"trial {candidate.run_id} is no longer kept: only kept trials are confirmed")
+    return plan, candidate, ledger.find(plan.baseline_run)
+
+
+def pending(plan: ConfirmPlan, configs: dict[str, Any]) -> tuple[list[SeedResult], list[Any]]:
+    """(the seeds that finished before, the jobs (autorl.engine.pool.SeedJob) still to run), interleaved:
+    seed k of both sides before seed k+1 of either, so the machine's drift in speed falls on both alike."""
+    from autorl.engine.pool import SeedJob
+
+    done: list[SeedResult] = []
+    jobs: list[SeedJob] = []
+    for k, seed in enumerate(plan.seeds):
+        for role in ROLES:
+            seed_dir = plan.seed_dir(role, k)
+            if (rows := finished_rows(seed_dir)) is not None:
+                done.append(SeedResult(k, seed, seed_dir, eval_rows=rows))
+            else:
+                jobs.append(SeedJob(len(jobs), seed, seed_dir, configs[role], "test"))
+    return done, jobs
+
+
+def train(
+    backend: Any,
+    cfg: Any,
+    jobs: list[Any],
+    plan: ConfirmPlan,
+    measured: tuple[list[LedgerRow], ResearchContext],
+    ray: str | None,
+) -> list[SeedResult] | None:
+    """The jobs on the machine's slots (or Ray's), planned for `cfg` (the candidate's config), their plan and
+    expected time said first; None when a signal stopped them. `measured`: the ledger's rows and the context
+    whose seconds per seed estimate the time."""
+    the_plan = retrain_plan(backend, cfg, plan.budget, len(jobs), ray)
+    say(the_plan.describe())
+    if estimate := confirm_estimate(*measured, len(jobs), the_plan.parallel, (plan.times, plan.budget)):
+        say(estimate)
+    return run_jobs(backend, jobs, plan.budget, the_plan, report, ray)
+
+
+def announce(plan: ConfirmPlan, candidate: LedgerRow, baseline: LedgerRow, n_done: int) -> None:
+    n = len(plan.seeds)
+    say(
+        f"{plan.confirm_id}: {candidate.run_id} vs the baseline {baseline.run_id}, {n} fresh seeds a side "
+        f"{plan.seeds}, budget {plan.budget:g} s per seed"
+        + (f" ({plan.times:g}x the trial's: a long-budget confirm)" if plan.times > 1 else "")
+        + ", scored on the sealed test split"
+    )
+    say(f"size: {plan.size.describe()}")
+    if n_done:
+        say(f"resumed: {n_done} of {2 * n} seeds finished before, {2 * n - n_done} to run")
+
+
+def report(result: SeedResult) -> None:
+    """A finished seed's lines, as it ends."""
+    role = result.dir.parent.name
+    for line in result.log:
+        say(f"{role}: {line}")
+    if result.error:
+        print(result.error, flush=True)
 
 
 def confirm_estimate(
@@ -335,10 +470,13 @@ def main(
     factor: float | None = None,
     budget: float | None = None,
     ray: str | None = None,
+    resume: str | None = None,
 ) -> int:
     """`autorl confirm` (autorl.commands.cli_options.ConfirmOptions): exit 2 when it cannot start."""
     try:
-        return run_confirm(run, seeds, max_seeds=max_seeds, factor=factor, budget=budget, ray=ray)
+        return run_confirm(
+            run, seeds, max_seeds=max_seeds, factor=factor, budget=budget, ray=ray, resume=resume
+        )
     except RetrainError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

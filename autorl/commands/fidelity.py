@@ -30,10 +30,16 @@ from scipy import stats as sps
 
 from autorl.engine import warm
 from autorl.engine.backend import TrialConfig
-from autorl.engine.retrain import RetrainError, recorded_config, retrain_plan, run_jobs, same_harness
+from autorl.engine.retrain import (
+    RetrainError,
+    finished_rows,
+    recorded_config,
+    retrain_plan,
+    run_jobs,
+    same_harness,
+)
 from autorl.engine.seed import SeedResult
 from autorl.io import atomic, inputs, paths
-from autorl.io.jsonl import eval_rows_problem, read_jsonl
 from autorl.record import events, stats
 from autorl.record.context import ResearchContext, is_quick
 from autorl.record.ledger import Ledger
@@ -132,14 +138,6 @@ class Plan:
 
     def seed_dir(self, run_id: str, k: int) -> Path:
         return self.dir / run_id / f"seed-{k}"
-
-
-def finished_rows(seed_dir: Path) -> list[dict[str, Any]] | None:
-    """A seed that finished: its eval rows (outcome ok, eval.jsonl whole); None when it must run."""
-    if SeedOutcome.read(seed_dir).status != "ok" or not (seed_dir / "eval.jsonl").exists():
-        return None
-    rows = read_jsonl(seed_dir / "eval.jsonl")
-    return None if eval_rows_problem(rows) else rows
 
 
 def fidelity_seeds(fidelity_id: str, n: int) -> list[int]:
