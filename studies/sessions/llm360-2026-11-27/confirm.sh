@@ -1,9 +1,11 @@
 #!/bin/bash
 # The recorded 360 s night's best keep (trial 11) confirmed at twice its budget on the sealed test split
-# (issue 49 item 5): `autorl confirm --factor 2 --seeds N` in the night's clone, its ledger and its code,
-# except the confirm's job order: 78e28df interleaves the two sides' seeds (the night's commit ran all the
-# candidate's seeds, then all the baseline's), taken from a copy of the clone's package with that change
-# (CODE, first on PYTHONPATH; the harness hash is read from the clone's files, which are unchanged).
+# (issue 49 item 5): `autorl confirm --factor 2 --seeds N` in the night's clone, its ledger and its code.
+# It meant to take the confirm's job order from 78e28df (the two sides' seeds interleaved; the night's
+# commit runs all the candidate's seeds, then all the baseline's) from a copy of the clone's package with
+# that change (CODE, on PYTHONPATH), and it did not: `python -m` puts the working directory (the clone)
+# first on sys.path, ahead of PYTHONPATH, so the clone's own confirm.py ran, the candidate's seeds first.
+# (To run a package from elsewhere, run from another directory with AUTORL_ROOT set.)
 #   studies/sessions/llm360-2026-11-27/confirm.sh DIR CODE SEEDS
 set -euo pipefail
 dir=$1; code=$2; seeds=$3
