@@ -11,7 +11,8 @@ import pytest
 import torch
 from transformers import AutoModelForCausalLM
 
-from autorl.llm.embedded.generation import HFSampler
+from autorl.llm.embedded import generation
+from autorl.llm.embedded.generation import HFSampler, draw
 from autorl.llm.embedded.static_sampler import WARM_STEPS, StaticSampler
 
 PAD = 0
@@ -50,6 +51,20 @@ def test_the_static_cache_draws_what_the_growing_one_draws(model):
                 logits = model(input_ids=torch.tensor([p + ids])).logits[0, len(p) - 1 : -1]
             own = torch.log_softmax(logits / temperature, -1).gather(-1, torch.tensor(ids)[:, None])[:, 0]
             torch.testing.assert_close(static.logprobs[row, : len(ids)], own, atol=1e-4, rtol=1e-4)
+
+
+def test_draw_samples_each_rows_categorical_and_never_a_token_of_probability_zero(monkeypatch):
+    """The samplers' draw (generation.draw, one uniform a row against the cumulative sums): frequencies
+    match the probabilities, a zero-probability token is never drawn, and a uniform that rounding puts at the
+    top of the sums takes the last token of positive probability, not the zero-probability tail."""
+    p = torch.tensor([[0.1, 0.0, 0.6, 0.3, 0.0], [0.0, 0.0, 0.0, 1.0, 0.0]])
+    n = 40_000
+    tok = draw(p.repeat(n, 1), torch.Generator().manual_seed(3)).view(n, 2)
+    freq = torch.stack([torch.bincount(tok[:, r], minlength=5) for r in (0, 1)]).float() / n
+    assert (freq[p == 0] == 0).all()
+    torch.testing.assert_close(freq, p, atol=0.01, rtol=0)  # 4 binomial sds at n = 40000 are < 0.01
+    monkeypatch.setattr(generation.torch, "rand", lambda shape, **kw: torch.ones(shape, dtype=kw["dtype"]))
+    assert draw(p, torch.Generator()).tolist() == [3, 3]
 
 
 def test_a_stop_request_returns_nothing_and_leaves_the_model_training(model):

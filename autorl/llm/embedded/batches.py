@@ -154,7 +154,7 @@ class Batches:
         self, rollouts: Rollouts, call: SamplerCall, plan: BatchPlan, groups: list[list[Sample]]
     ) -> None:
         comps = rollouts.completion_token_lists()
-        lps = rollouts.logprobs.float().cpu()
+        lps = rollouts.logprobs.float().tolist()
         lens = rollouts.completion_lens.tolist()
         truncated = rollouts.truncated.tolist()
         for row, (task_i, prompt, ids) in enumerate(zip(call.owners, call.prompts, comps, strict=True)):
@@ -164,7 +164,7 @@ class Batches:
                 Sample(
                     prompt_ids=prompt,
                     completion_ids=ids,
-                    logprobs=lps[row, : lens[row]].tolist(),
+                    logprobs=lps[row][: lens[row]],
                     reward=reward,
                     advantage=0.0,
                     temperature=call.temperature,

@@ -55,7 +55,9 @@ class Rollouts:
         return self.prompt_mask.sum(-1)
 
     def completion_token_lists(self) -> list[list[int]]:
-        return [row[m].tolist() for row, m in zip(self.completion_ids, self.completion_mask, strict=True)]
+        """Each row's sampled tokens (its mask is a prefix of the row)."""
+        lens = self.completion_lens.tolist()
+        return [row[:n] for row, n in zip(self.completion_ids.tolist(), lens, strict=True)]
 
 
 def left_pad(seqs: Sequence[Sequence[int]], pad_id: int, device: torch.device) -> tuple[Tensor, Tensor]:
@@ -113,6 +115,20 @@ def shared_prefill(
         cache.batch_select_indices(row_index)
     row_mask = mask[row_index]
     return last[:, -1][row_index], cache, row_mask, row_mask.long().sum(-1)
+
+
+def draw(probs: Tensor, generator: torch.Generator) -> Tensor:
+    """One token per row [B] from the rows' probabilities [B, V], by inverting their cumulative sums at one
+    uniform draw per row. It samples the same categorical distribution as ``torch.multinomial(probs, 1)``,
+    but draws one uniform a row where multinomial draws an exponential per vocabulary entry. On a 64 x 258
+    draw that is 34 us against 265-272 us on one core (2026-11-28, studies/fast-2026-11-28/parts.log).
+    A token of probability 0 is never drawn: the search takes the first token whose cumulative sum passes
+    the draw. A draw that rounding put at or past the last sum takes the last token of positive
+    probability, where the sums reach their maximum."""
+    cdf = probs.cumsum(-1)
+    u = torch.rand((probs.shape[0], 1), generator=generator, device=probs.device, dtype=cdf.dtype)
+    tok = torch.searchsorted(cdf, u * cdf[:, -1:], right=True).squeeze(-1)
+    return torch.where(tok < probs.shape[-1], tok, cdf.argmax(-1))
 
 
 # One decode step: the tokens just sampled [B, 1], their index t among the new ones -> the next logits [B, V]
@@ -180,7 +196,7 @@ class HFSampler:
                 if should_stop is not None and should_stop():
                     return None
                 logp = torch.log_softmax(logits.float() / temperature, dim=-1)
-                tok = torch.multinomial(logp.exp(), 1, generator=generator).squeeze(-1)
+                tok = draw(logp.exp(), generator)
                 alive = ~finished
                 tokens[:, t] = torch.where(alive, tok, self.pad_id)
                 logps[:, t] = torch.where(alive, logp.gather(-1, tok.unsqueeze(-1)).squeeze(-1), 0.0)

@@ -93,14 +93,13 @@ class ChunkedLogprob(torch.autograd.Function):
 def pack(rows: list[tuple[Sample, int]], pad_id: int, device: torch.device) -> tuple[Tensor, ...]:
     """The rows' kept completion tokens [R, W] (pad elsewhere), their mask, their sampling logprobs, each
     row's temperature [R] and advantage [R], on ``device``."""
-    width = max(1, max(keep for _, keep in rows))
+    keeps = torch.tensor([keep for _, keep in rows], dtype=torch.long)
+    width = max(1, int(keeps.max()))
+    mask = torch.arange(width) < keeps[:, None]  # each row's kept tokens come first
     comp = torch.full((len(rows), width), pad_id, dtype=torch.long)
-    mask = torch.zeros((len(rows), width), dtype=torch.bool)
+    comp[mask] = torch.tensor([t for s, keep in rows for t in s.completion_ids[:keep]], dtype=torch.long)
     logmu = torch.zeros((len(rows), width), dtype=torch.float32)
-    for i, (s, keep) in enumerate(rows):
-        comp[i, :keep] = torch.tensor(s.completion_ids[:keep], dtype=torch.long)
-        mask[i, :keep] = True
-        logmu[i, :keep] = torch.tensor(s.logprobs[:keep], dtype=torch.float32)
+    logmu[mask] = torch.tensor([x for s, keep in rows for x in s.logprobs[:keep]], dtype=torch.float32)
     temps = torch.tensor([s.temperature for s, _ in rows], dtype=torch.float32)
     adv = torch.tensor([s.advantage for s, _ in rows], dtype=torch.float32)
     return tuple(x.to(device) for x in (comp, mask, logmu, temps, adv))

@@ -95,10 +95,17 @@ def peak_memory_gb(device: torch.device) -> float:
 
 
 def _optimizer(model: torch.nn.Module, spec: RunSpec) -> tuple[torch.optim.Optimizer, Any]:
-    """AdamW with the config's settings, and its lr schedule (the scheduler type's own fields)."""
+    """AdamW with the config's settings, and its lr schedule (the scheduler type's own fields). Its fused
+    kernel where torch has one (one core: 0.20 ms a step against the foreach kernels' 0.63 ms on the
+    tiny model, 2026-11-28, studies/fast-2026-11-28/parts.log); the same update up to float rounding."""
     o = spec.optim
+    fused = next(model.parameters()).device.type in ("cpu", "cuda")
     optimizer = torch.optim.AdamW(
-        model.parameters(), lr=o.lr, betas=(o.betas1, o.betas2), weight_decay=o.weight_decay, foreach=True
+        model.parameters(),
+        lr=o.lr,
+        betas=(o.betas1, o.betas2),
+        weight_decay=o.weight_decay,
+        **({"fused": True} if fused else {"foreach": True}),
     )
     sched = spec.scheduler  # warmup_steps, decay_steps, min_lr: as its type has them
     scheduler = build_scheduler(
