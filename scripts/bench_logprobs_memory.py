@@ -73,7 +73,7 @@ def measure(way: str, n: int, prompt: int, completion: int, threads: int) -> dic
     model = Qwen3ForCausalLM(Qwen3Config(**shape, dtype="float32"))
     model.train()
     policy.checkpoint_layers(model, 1 if way == "checkpointed" else 0)
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-6, foreach=True)  # as the trainer builds it
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-6, fused=True)  # as the trainer builds it
     cpu, chunk = torch.device("cpu"), None if way == "plain" else 32 * 2**20
 
     def loss(batch: list) -> None:

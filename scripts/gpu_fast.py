@@ -248,7 +248,7 @@ def memory(kit: Any, g: Any) -> Any:
         model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32).to(dev)
         model.train()
         policy.checkpoint_layers(model, 1 if way == "checkpointed" else 0)  # the trainer's default here
-        opt = torch.optim.AdamW(model.parameters(), lr=1e-6, foreach=True)
+        opt = torch.optim.AdamW(model.parameters(), lr=1e-6, fused=True)  # as the trainer builds it
         vocab = model.config.vocab_size
 
         def step(batch: list, chunk=chunk, model=model) -> None:

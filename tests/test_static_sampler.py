@@ -55,16 +55,21 @@ def test_the_static_cache_draws_what_the_growing_one_draws(model):
 
 def test_draw_samples_each_rows_categorical_and_never_a_token_of_probability_zero(monkeypatch):
     """The samplers' draw (generation.draw, one uniform a row against the cumulative sums): frequencies
-    match the probabilities, a zero-probability token is never drawn, and a uniform that rounding puts at the
-    top of the sums takes the last token of positive probability, not the zero-probability tail."""
-    p = torch.tensor([[0.1, 0.0, 0.6, 0.3, 0.0], [0.0, 0.0, 0.0, 1.0, 0.0]])
+    match the probabilities and a zero-probability token is never drawn; a uniform of 0 takes the first
+    token of positive probability, one that rounding puts at the top of the sums over a zero-probability
+    tail takes the most probable token; probabilities that are not finite raise."""
+    p = torch.tensor([[0.0, 0.1, 0.6, 0.3, 0.0], [0.0, 0.0, 0.0, 1.0, 0.0]])
     n = 40_000
     tok = draw(p.repeat(n, 1), torch.Generator().manual_seed(3)).view(n, 2)
     freq = torch.stack([torch.bincount(tok[:, r], minlength=5) for r in (0, 1)]).float() / n
     assert (freq[p == 0] == 0).all()
     torch.testing.assert_close(freq, p, atol=0.01, rtol=0)  # 4 binomial sds at n = 40000 are < 0.01
-    monkeypatch.setattr(generation.torch, "rand", lambda shape, **kw: torch.ones(shape, dtype=kw["dtype"]))
-    assert draw(p, torch.Generator()).tolist() == [3, 3]
+    for u, expected in ((0.0, [1, 3]), (1.0, [2, 3])):
+        monkeypatch.setattr(generation.torch, "rand", lambda shape, u=u, **kw: torch.full(shape, u))
+        assert draw(p, torch.Generator()).tolist() == expected
+    monkeypatch.undo()
+    with pytest.raises(RuntimeError, match="inf or nan"):
+        draw(torch.tensor([[0.5, float("nan")]]), torch.Generator())
 
 
 def test_a_stop_request_returns_nothing_and_leaves_the_model_training(model):

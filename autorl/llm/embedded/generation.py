@@ -121,14 +121,20 @@ def draw(probs: Tensor, generator: torch.Generator) -> Tensor:
     """One token per row [B] from the rows' probabilities [B, V], by inverting their cumulative sums at one
     uniform draw per row. It samples the same categorical distribution as ``torch.multinomial(probs, 1)``,
     but draws one uniform a row where multinomial draws an exponential per vocabulary entry. On a 64 x 258
-    draw that is 34 us against 265-272 us on one core (2026-11-28, studies/fast-2026-11-28/parts.log).
-    A token of probability 0 is never drawn: the search takes the first token whose cumulative sum passes
-    the draw. A draw that rounding put at or past the last sum takes the last token of positive
-    probability, where the sums reach their maximum."""
+    draw that is 48 us against 265 us on one core (2026-11-28, studies/fast-2026-11-28/parts.log).
+
+    The search takes the first token whose cumulative sum passes the draw, so on exact sums a token of
+    probability 0 is never taken. Rounding can still land a draw on one: at or past the last sum, or (on
+    CUDA, whose scan adds in another order) on a sum one rounding step apart. Such a row takes its most
+    probable token instead, about once in 10^7 draws. A row whose probabilities are not finite (a model
+    that diverged) raises, as multinomial does."""
     cdf = probs.cumsum(-1)
+    if not bool(torch.isfinite(cdf[:, -1]).all()):
+        raise RuntimeError("probability tensor contains inf or nan: the policy's logits diverged")
     u = torch.rand((probs.shape[0], 1), generator=generator, device=probs.device, dtype=cdf.dtype)
-    tok = torch.searchsorted(cdf, u * cdf[:, -1:], right=True).squeeze(-1)
-    return torch.where(tok < probs.shape[-1], tok, cdf.argmax(-1))
+    tok = torch.searchsorted(cdf, u * cdf[:, -1:], right=True).squeeze(-1).clamp_(max=probs.shape[-1] - 1)
+    drawable = probs.gather(-1, tok[:, None]).squeeze(-1) > 0
+    return torch.where(drawable, tok, probs.argmax(-1))
 
 
 # One decode step: the tokens just sampled [B, 1], their index t among the new ones -> the next logits [B, V]
