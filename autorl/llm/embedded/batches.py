@@ -155,7 +155,7 @@ class Batches:
     ) -> None:
         comps = rollouts.completion_token_lists()
         lps = rollouts.logprobs.float().tolist()
-        lens = rollouts.completion_lens.tolist()
+        lens = [len(ids) for ids in comps]  # the rows' sampled tokens, counted once by the rollouts
         truncated = rollouts.truncated.tolist()
         for row, (task_i, prompt, ids) in enumerate(zip(call.owners, call.prompts, comps, strict=True)):
             src, example, _ = plan.tasks[task_i]
