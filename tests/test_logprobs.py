@@ -11,9 +11,15 @@ import pytest
 import torch
 from transformers import AutoModelForCausalLM
 
-from autorl.llm.embedded import grpo
+from autorl.llm.embedded import grpo, logprobs
 from autorl.llm.embedded.batches import Sample
-from autorl.llm.embedded.logprobs import ChunkedLogprob, completion_logprobs, plain_head
+from autorl.llm.embedded.logprobs import (
+    PACK_WIDTH,
+    ChunkedLogprob,
+    completion_logprobs,
+    packed_layout,
+    plain_head,
+)
 from autorl.llm.schema import DefaultLoss
 
 PAD = 0
@@ -87,3 +93,55 @@ def test_a_head_that_changes_the_logits_takes_the_plain_way(model, monkeypatch):
     assert plain_head(model) is None
     monkeypatch.setattr(model.config, "final_logit_softcapping", None, raising=False)
     assert plain_head(model) is not None
+
+
+def test_packed_layout_runs_each_prompt_once_with_its_rows_completions():
+    """Each distinct prompt once, its rows' completion inputs after it with no padding between them; the
+    position that predicts each kept token; and what each of those positions sees: its prompt and its own
+    row's earlier tokens, nothing of another row's."""
+    batch = rows(50)
+    ids, mask, pos, source = packed_layout(batch, PAD)
+    # two lines: prompt 3 + inputs 6 + 1 + 0, prompt 6 + the same: width 13, no padding on the longer
+    assert ids.shape == (2, 13) and mask.shape == (2, 1, 13, 13)
+    assert source.shape == (sum(keep for _, keep in batch),)
+    k, line_start = 0, {}
+    for sample, keep in batch:
+        line = 0 if len(sample.prompt_ids) == 3 else 1
+        p = len(sample.prompt_ids)
+        assert ids[line, :p].tolist() == sample.prompt_ids
+        start = line_start.setdefault(line, p)
+        inputs = list(range(start, start + keep - 1))  # this row's input positions on its line
+        line_start[line] = start + keep - 1
+        for j in range(keep):
+            at = int(source[k]) - line * 13
+            expected_at = p - 1 if j == 0 else inputs[j - 1]
+            assert at == expected_at and int(pos[line, at]) == p - 1 + j
+            assert int(ids[line, at]) == (sample.prompt_ids[-1] if j == 0 else sample.completion_ids[j - 1])
+            sees = set(torch.nonzero(mask[line, 0, at]).flatten().tolist())
+            assert sees == set(range(p)) | set(inputs[:j])
+            k += 1
+    assert mask[0, 0, 12].tolist() == [False] * 10 + [True] * 3  # padding (10-12) sees only padding
+
+
+@pytest.mark.parametrize("pack_width", [PACK_WIDTH, 8])
+def test_packed_logprobs_and_gradients_equal_a_forward_per_row(model, monkeypatch, pack_width):
+    """The packed forward against each row's prompt and completion run alone (fp32, CPU), on prompts of
+    mixed lengths and rows cut short; at 8 positions a line a prompt's rows spread over several lines."""
+    monkeypatch.setattr(logprobs, "PACK_WIDTH", pack_width)
+    batch = rows(model.get_output_embeddings().weight.shape[0])
+    assert len(packed_layout(batch, PAD)[0]) == (2 if pack_width == PACK_WIDTH else 4)
+    model.zero_grad(set_to_none=True)
+    logpi, _, _, mask = completion_logprobs(model, batch, PAD, torch.device("cpu"))
+    logpi[mask].sum().backward()
+    packed = {n: p.grad.clone() for n, p in model.named_parameters()}
+    model.zero_grad(set_to_none=True)
+    total = torch.zeros(())
+    for i, (s, keep) in enumerate(batch):
+        ids = torch.tensor([s.prompt_ids + s.completion_ids[:keep]])
+        logits = model(input_ids=ids).logits[0, len(s.prompt_ids) - 1 : -1] / s.temperature
+        row = torch.log_softmax(logits, -1).gather(-1, torch.tensor(s.completion_ids[:keep])[:, None])[:, 0]
+        torch.testing.assert_close(logpi[i, :keep].detach(), row.detach(), atol=1e-5, rtol=1e-5)
+        total = total + row.sum()
+    total.backward()
+    for name, p in model.named_parameters():
+        torch.testing.assert_close(packed[name], p.grad, atol=1e-5, rtol=1e-4, msg=name)

@@ -90,15 +90,13 @@ def shared_prefill(
     prompts: Sequence[Sequence[int]],
     pad_id: int,
     device: torch.device,
-    hidden: bool = False,
 ) -> tuple[Tensor, object, Tensor, Tensor]:
     """Run each distinct prompt once and fan its KV cache out to every row that uses it.
 
-    A GRPO batch holds ``group_size`` copies of each prompt, so this divides the prompt compute by the group
-    size, for sampling and for the trainer's forward alike (gradients flow back through the fan-out into the
-    one prompt forward: the result equals a full forward per row up to float rounding).
-    Returns (logits at each row's last prompt position [R, V], or with ``hidden`` the decoder's hidden state
-    there [R, H] (no LM head run), the cache, the rows' prompt mask [R, P], the rows' prompt lengths [R]).
+    A GRPO batch holds ``group_size`` copies of each prompt, so this divides the sampler's prompt compute by
+    the group size (the trainer's forward shares its prompts its own way: logprobs.packed_layout).
+    Returns (logits at each row's last prompt position [R, V], the cache, the rows' prompt mask [R, P], the
+    rows' prompt lengths [R]).
     """
     from transformers import DynamicCache
 
@@ -106,10 +104,7 @@ def shared_prefill(
     ids, mask = left_pad(unique, pad_id, device)
     cache = DynamicCache(config=model.config)  # type: ignore[arg-type]  # a PreTrainedModel's config
     inputs = {"input_ids": ids, "attention_mask": mask.long(), "position_ids": positions(mask)}
-    if hidden:
-        last = model.get_decoder()(**inputs, past_key_values=cache, use_cache=True).last_hidden_state  # type: ignore[operator]
-    else:
-        last = model(**inputs, past_key_values=cache, use_cache=True, logits_to_keep=1).logits
+    last = model(**inputs, past_key_values=cache, use_cache=True, logits_to_keep=1).logits
     row_index = torch.tensor(rows, dtype=torch.long, device=device)
     if len(unique) != len(rows) or rows != list(range(len(rows))):
         cache.batch_select_indices(row_index)
