@@ -36,7 +36,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from autorl.llm.embedded.generation import Decode, HFSampler, Rollouts, shared_prefill
+from autorl.llm.embedded.generation import Advance, HFSampler, Rollouts, Step, pick, shared_prefill
 
 WIDTH_STEP = 64  # graphs: prompt widths are rounded up to a multiple of this (one capture per rounded width)
 WARM_STEPS = 3  # decode steps `warm` runs: torch's CUDA graph trees warm up on the first and capture later
@@ -84,11 +84,11 @@ class StaticSampler(HFSampler):
         # graphs: (rows, cache width, dtype) -> (cache, attention mask), kept from call to call
         self._kept: dict[tuple[int, int, torch.dtype], tuple[Any, Tensor]] = {}
         if graphs:  # fixed shapes, a CUDA graph per shape (none on a CPU)
-            self._step: Any = torch.compile(self._forward, mode="reduce-overhead", dynamic=False)
+            self._step: Any = torch.compile(self._advance, mode="reduce-overhead", dynamic=False)
         elif compiled:  # dynamic shapes: one compile serves every batch (rows and prompt width change)
-            self._step = torch.compile(self._forward, dynamic=True)
+            self._step = torch.compile(self._advance, dynamic=True)
         else:
-            self._step = self._forward
+            self._step = self._advance
 
     def sample(self, *args: Any, **kwargs: Any) -> Rollouts | None:
         """HFSampler.sample on the static cache; if the compiled step fails (a compiler missing, a model
@@ -116,10 +116,12 @@ class StaticSampler(HFSampler):
         self.model.eval()
         t0 = time.perf_counter()
         try:
-            _, decode, _ = self.start([[self.pad_id]] * rows, max_new_tokens, device)
+            _, advance, _ = self.start([[self.pad_id]] * rows, max_new_tokens, device)
             tok = torch.full((rows, 1), self.pad_id, dtype=torch.long, device=device)
+            u, temperature = torch.zeros((rows, 1), device=device), torch.tensor(1.0, device=device)
+            finished = torch.zeros(rows, dtype=torch.bool, device=device)
             for t in range(min(WARM_STEPS, max_new_tokens)):  # graphs: warm-up runs, then the capture
-                decode(tok, t)
+                advance(tok, t, u, temperature, finished)
             return time.perf_counter() - t0
         except Exception as exc:
             self._fall_back(exc)
@@ -131,7 +133,17 @@ class StaticSampler(HFSampler):
         self.static = False
         print(f"warning: the compiled sampler failed ({type(exc).__name__}: {exc}); HFSampler from now")
 
-    def _forward(self, tok: Tensor, attn: Tensor, pos: Tensor, cache_position: Tensor, cache: Any) -> Tensor:
+    def _advance(
+        self,
+        tok: Tensor,
+        attn: Tensor,
+        pos: Tensor,
+        cache_position: Tensor,
+        cache: Any,
+        sampling: tuple[Tensor, Tensor, Tensor, Tensor],
+    ) -> Step:
+        """The step the compiler captures: the forward of the tokens just sampled and the draw of the next
+        (`pick`: its dozen small operations ran one by one after each step before 2026-11-28)."""
         out = self.model(
             input_ids=tok,
             attention_mask=attn,
@@ -140,11 +152,11 @@ class StaticSampler(HFSampler):
             past_key_values=cache,
             use_cache=True,
         )
-        return out.logits[:, -1]
+        return pick(out.logits[:, -1], *sampling, self.pad_id)
 
     def start(
         self, prompts: Sequence[Sequence[int]], max_new_tokens: int, device: torch.device
-    ) -> tuple[Tensor, Decode, Tensor]:
+    ) -> tuple[Tensor, Advance, Tensor]:
         if not self.static:
             return super().start(prompts, max_new_tokens, device)
         logits, grown, prompt_mask, prompt_lens = shared_prefill(self.model, prompts, self.pad_id, device)
@@ -163,18 +175,19 @@ class StaticSampler(HFSampler):
         attn.zero_()  # a kept cache's other positions hold an earlier call's keys: masked out
         attn[:, :width] = prompt_mask.long()
         next_pos = prompt_lens.unsqueeze(-1)
-        where = torch.arange(room, room + max_new_tokens, device=device)
+        where, eos = torch.arange(room, room + max_new_tokens, device=device), self.eos_ids.to(device)
 
-        def decode(tok: Tensor, t: int) -> Tensor:
+        def advance(tok: Tensor, t: int, u: Tensor, temperature: Tensor, finished: Tensor) -> Step:
             attn[:, room + t] = 1  # the token fed now sits at position room + t of the cache
             if self.graphs:
                 torch.compiler.cudagraph_mark_step_begin()  # the last step's output is no longer read
             # contiguous: a column of the caller's token buffer has its width as stride, `warm`'s tokens
             # have 1; the compiled step guards on strides and would compile again at the first real call
-            logits = self._step(tok.contiguous(), attn, next_pos + t, where[t : t + 1], cache)
-            return logits.clone() if self.graphs else logits  # a replay overwrites a graph's output
+            sampling = (u, temperature, finished, eos)
+            step = self._step(tok.contiguous(), attn, next_pos + t, where[t : t + 1], cache, sampling)
+            return Step(*(x.clone() for x in step)) if self.graphs else step  # a replay overwrites them
 
-        return logits, decode, prompt_mask
+        return logits, advance, prompt_mask
 
     def _cache(self, batch: int, length: int, dtype: torch.dtype, device: torch.device) -> tuple[Any, Tensor]:
         """A StaticCache of `length` positions and its attention mask: new for each call, or with `graphs`
