@@ -29,6 +29,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -70,13 +71,15 @@ def bench_embedded(spec, steps: int, warmup: int, seed: int, threads: int, sampl
         return out
 
     trainer.train_step = timed  # type: ignore[method-assign]
-    _quiet(trainer.run)
+    _, printed = _quiet(trainer.run)
+    compiled = re.search(r"its step compiled in ([\d.]+) s", printed)  # the trainer's header line
     rows = [json.loads(x) for x in (run_dir / "metrics.jsonl").read_text().splitlines()]
     shutil.rmtree(run_dir, ignore_errors=True)
     seconds = times[-1] - times[warmup - 1]
     return {
         "samples_per_s": steps * spec.batch_size / seconds,
         "seconds_per_step": seconds / steps,
+        "compile_s": float(compiled.group(1)) if compiled else None,  # start-up, before the clock
         "reward_mean": sum(r["reward_mean"] for r in rows) / len(rows),
         "completion_len_mean": sum(r["completion_len_mean"] for r in rows) / len(rows),
         # the share of a step's seconds spent sampling (that training did not overlap)
@@ -165,12 +168,13 @@ def bench_trl(spec, steps: int, warmup: int, seed: int, threads: int) -> dict:
 
 
 def _quiet(fn):
-    """Run fn with stdout silenced (the trainer's progress lines), keeping stderr."""
+    """Run fn with stdout silenced (the trainer's progress lines), keeping stderr: (its result, what it
+    printed)."""
     import contextlib
     import io
 
-    with contextlib.redirect_stdout(io.StringIO()):
-        return fn()
+    with contextlib.redirect_stdout(io.StringIO()) as out:
+        return fn(), out.getvalue()
 
 
 def main() -> None:
@@ -209,7 +213,8 @@ def main() -> None:
     ours = bench_embedded(spec, args.steps, args.warmup, args.seed, args.threads, args.sampler)
     print(
         f"embedded ({args.sampler}): {ours['samples_per_s']:8.1f} samples/s  "
-        f"({ours['seconds_per_step']:.3f} s/step; sampling not overlapped {ours['gen_share']:.0%} of it)",
+        f"({ours['seconds_per_step']:.3f} s/step; sampling not overlapped {ours['gen_share']:.0%} of it)"
+        + (f"; its step compiled in {ours['compile_s']:.1f} s at start-up" if ours["compile_s"] else ""),
         flush=True,
     )
     trl = bench_trl(spec, args.steps, args.warmup, args.seed, args.threads)
