@@ -6,6 +6,7 @@
 # Both trees run on this tree's venv (bench_trl.py puts its own tree first on sys.path; the header line
 # prints which autorl it imported).
 #   bash studies/fast-2026-11-28/before-after.sh BEFORE_TREE [ROUNDS]  > LOG 2>&1
+# ONE_CORE=1 runs the one-core runs alone.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 after=$PWD
@@ -15,7 +16,8 @@ for i in $(seq 1 "${2:-3}"); do
   order="before after"; [ $((i % 2)) = 0 ] && order="after before"
   for tree in $order; do
     dir=$before; [ "$tree" = after ] && dir=$after
-    for run in "1 hf-static" "2 hf-process"; do
+    runs=("1 hf-static" "2 hf-process"); [ -n "${ONE_CORE:-}" ] && runs=("1 hf-static")
+    for run in "${runs[@]}"; do
       read -r threads sampler <<< "$run"
       echo "== round $i $tree ($(git -C "$dir" rev-parse --short HEAD)$(git -C "$dir" diff --quiet HEAD -- autorl || echo +changes)) threads $threads sampler $sampler $(date -u +%T)"
       (cd "$dir" && "$py" -c "import sys; sys.path.insert(0, '.'); import autorl; print('autorl from', autorl.__file__)" \

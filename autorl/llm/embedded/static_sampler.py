@@ -13,6 +13,10 @@ scripts/bench_sampler.py measured the compiled step (dynamic shapes) at 1.24x HF
 on one core: the one-core CPU default since 2026-11-28 (docs/verified.md). The trainer compiles it before
 `ready` (``warm``: start-up, outside the training clock); in the ``hf-static-process`` sampler the sampling
 process compiles and warms it before it says ready (sampler_process.py).
+The compiled step draws the next token too (``_advance``: the forward, then ``generation.pick``): the
+log-softmax, the draw at the call's uniforms, the token's logprob and the rows' ends, a dozen small
+operations that ran eagerly after every step before; 1.09x the trainer's one-core samples/s
+(docs/verified.md).
 
 ``graphs`` (for a CUDA GPU, where a decode step is launch-bound: a few hundred small kernels for a few
 milliseconds of weight reads) compiles the step with ``mode="reduce-overhead"``: fixed shapes, each shape's
@@ -20,7 +24,8 @@ step captured once as a CUDA graph and replayed (on a CPU the same compiled step
 stay fixed from call to call: the cache and the attention mask are kept per (rows, cache width), and the
 prompts' width is rounded up to ``WIDTH_STEP`` (the new tokens are written from there; the gap is masked),
 so a run's batches share one capture. On an H200 (the kit's part 6, 2026-11-28, docs/verified.md) the trainer
-with it ran the Qwen3-0.6B shape at 3.50x HFSampler's samples/s, the GPU default since (without vLLM).
+with it ran the Qwen3-0.6B shape at 3.50x HFSampler's samples/s, the GPU default since (without vLLM). That
+run's step did not draw; the step that draws is not yet run on a GPU.
 
 Under autocast the cache holds autocast's dtype (`cache_dtype`) and each layer casts the keys and values it is
 given (`casting`): a Qwen3 layer's keys come out of a float32 norm, its values out of a bf16 projection.
