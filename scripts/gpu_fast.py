@@ -85,7 +85,7 @@ def graphs_sampler(model, eos: list[int], kit: Any):
 
     sampler = StaticSampler(model, 0, eos, graphs=True)
     if not kit.cuda:
-        sampler._step = sampler._advance
+        sampler._step = sampler._forward
     return sampler
 
 

@@ -7,7 +7,6 @@ training batch's `pack`, AdamW's foreach against its fused kernel, on the tiny m
 
 from __future__ import annotations
 
-import inspect
 import subprocess
 import sys
 import tempfile
@@ -41,10 +40,8 @@ def main() -> None:
     g = torch.Generator().manual_seed(0)
     probs = torch.softmax(torch.randn(64, 258, generator=g) * 3 / 0.7, -1)
     print(f"multinomial, 64 x 258   {cpu_us(lambda: torch.multinomial(probs, 1, generator=g)):8.1f} us")
-    if hasattr(generation, "draw"):  # since 2026-11-28 15:40 draw takes the row's uniforms, drawn per call
-        takes_u = "u" in inspect.signature(generation.draw).parameters
-        arg = torch.rand((64, 1), generator=g) if takes_u else g
-        print(f"generation.draw         {cpu_us(lambda: generation.draw(probs, arg)):8.1f} us")
+    if hasattr(generation, "draw"):
+        print(f"generation.draw         {cpu_us(lambda: generation.draw(probs, g)):8.1f} us")
     spec = load_spec(TREE / "train.toml")
     update = {"max_steps": 10**6, "save_interval_s": 1e9, "sampler": "hf", "num_threads": 1}
     trainer = Trainer(spec.model_copy(update=update), Path(tempfile.mkdtemp()), 0)

@@ -27,7 +27,6 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import NamedTuple
 
 import torch
 from torch import Tensor
@@ -113,56 +112,28 @@ def shared_prefill(
     return last[:, -1][row_index], cache, row_mask, row_mask.long().sum(-1)
 
 
-def draw(probs: Tensor, u: Tensor) -> tuple[Tensor, Tensor]:
-    """One token per row [B] from the rows' probabilities [B, V], by inverting their cumulative sums at the
-    row's uniform draw ``u`` [B, 1], and whether every row's probabilities were finite []. It samples the same
-    categorical distribution as ``torch.multinomial(probs, 1)``, but with one uniform a row where multinomial
-    draws an exponential per vocabulary entry. On a 64 x 258 draw that is 48 us against 265 us on one core
-    (2026-11-28, studies/fast-2026-11-28/parts.log).
+def draw(probs: Tensor, generator: torch.Generator) -> Tensor:
+    """One token per row [B] from the rows' probabilities [B, V], by inverting their cumulative sums at one
+    uniform draw per row. It samples the same categorical distribution as ``torch.multinomial(probs, 1)``,
+    but draws one uniform a row where multinomial draws an exponential per vocabulary entry. On a 64 x 258
+    draw that is 48 us against 265 us on one core (2026-11-28, studies/fast-2026-11-28/parts.log).
 
     The search takes the first token whose cumulative sum passes the draw, so on exact sums a token of
     probability 0 is never taken. Rounding can still land a draw on one: at or past the last sum, or (on
     CUDA, whose scan adds in another order) on a sum one rounding step apart. Such a row takes its most
-    probable token instead, about once in 10^7 draws. Where a row's probabilities are not finite (a model
-    that diverged) the sampler raises, as multinomial does (`HFSampler.sample`)."""
+    probable token instead, about once in 10^7 draws. A row whose probabilities are not finite (a model
+    that diverged) raises, as multinomial does."""
     cdf = probs.cumsum(-1)
+    if not bool(torch.isfinite(cdf[:, -1]).all()):
+        raise RuntimeError("probability tensor contains inf or nan: the policy's logits diverged")
+    u = torch.rand((probs.shape[0], 1), generator=generator, device=probs.device, dtype=cdf.dtype)
     tok = torch.searchsorted(cdf, u * cdf[:, -1:], right=True).squeeze(-1).clamp_(max=probs.shape[-1] - 1)
     drawable = probs.gather(-1, tok[:, None]).squeeze(-1) > 0
-    return torch.where(drawable, tok, probs.argmax(-1)), torch.isfinite(cdf[:, -1]).all()
+    return torch.where(drawable, tok, probs.argmax(-1))
 
 
-class Step(NamedTuple):
-    """One new token of every row, from the logits that predict it (`pick`)."""
-
-    tokens: Tensor  # [B] the drawn tokens; pad where a row had finished before
-    logprobs: Tensor  # [B] their logprobs after temperature; 0 where a row had finished
-    alive: Tensor  # [B] bool: the rows that sampled this token
-    finished: Tensor  # [B] bool: the rows finished after it (an EOS drawn now or before)
-    stop: Tensor  # [] bool: every row finished, or a row's probabilities were not finite
-    finite: Tensor  # [] bool: every row's probabilities were finite
-
-
-def pick(logits: Tensor, u: Tensor, temperature: Tensor, finished: Tensor, eos: Tensor, pad_id: int) -> Step:
-    """The sampling of one token a row from its logits [B, V]: processed logprobs (after temperature, a
-    0-dim tensor), a draw at the uniforms ``u`` [B, 1], and the rows' ends. The samplers run it after each
-    forward; StaticSampler's compiled step runs it inside the step."""
-    logp = torch.log_softmax(logits.float() / temperature, dim=-1)
-    tok, finite = draw(logp.exp(), u)
-    alive = ~finished
-    finished = finished | torch.isin(tok, eos)
-    return Step(
-        tokens=torch.where(alive, tok, pad_id),
-        logprobs=torch.where(alive, logp.gather(-1, tok[:, None])[:, 0], 0.0),
-        alive=alive,
-        finished=finished,
-        stop=finished.all() | ~finite,
-        finite=finite,
-    )
-
-
-# The step after the prefill: (the tokens just sampled [B, 1], their index t among the new ones, the uniforms
-# of token t + 1 [B, 1], the temperature [], the rows finished [B]) -> token t + 1's Step
-Advance = Callable[[Tensor, int, Tensor, Tensor, Tensor], Step]
+# One decode step: the tokens just sampled [B, 1], their index t among the new ones -> the next logits [B, V]
+Decode = Callable[[Tensor, int], Tensor]
 
 
 class HFSampler:
@@ -178,13 +149,13 @@ class HFSampler:
 
     def start(
         self, prompts: Sequence[Sequence[int]], max_new_tokens: int, device: torch.device
-    ) -> tuple[Tensor, Advance, Tensor]:
-        """The prompts' prefill: (the logits that predict new token 0 [B, V], the step after it, the prompt
+    ) -> tuple[Tensor, Decode, Tensor]:
+        """The prompts' prefill: (the logits that predict new token 0 [B, V], the decode step, the prompt
         mask [B, P]). Here a ``DynamicCache`` that grows by a token a step."""
         logits, cache, prompt_mask, prompt_lens = shared_prefill(self.model, prompts, self.pad_id, device)
-        attn, next_pos, eos = prompt_mask.long(), prompt_lens.unsqueeze(-1), self.eos_ids.to(device)
+        attn, next_pos = prompt_mask.long(), prompt_lens.unsqueeze(-1)
 
-        def advance(tok: Tensor, t: int, u: Tensor, temperature: Tensor, finished: Tensor) -> Step:
+        def decode(tok: Tensor, t: int) -> Tensor:
             nonlocal attn
             attn = torch.cat([attn, torch.ones((attn.shape[0], 1), dtype=attn.dtype, device=device)], dim=1)
             out = self.model(
@@ -194,9 +165,9 @@ class HFSampler:
                 past_key_values=cache,
                 use_cache=True,
             )
-            return pick(out.logits[:, -1], u, temperature, finished, eos, self.pad_id)
+            return out.logits[:, -1]
 
-        return logits, advance, prompt_mask
+        return logits, decode, prompt_mask
 
     @torch.no_grad()
     def sample(
@@ -207,8 +178,7 @@ class HFSampler:
         generator: torch.Generator,
         should_stop: Callable[[], bool] | None = None,
     ) -> Rollouts | None:
-        """Sample one completion per prompt; None when ``should_stop()`` turned true meanwhile. The call's
-        uniforms are drawn from ``generator`` at its start, one a row for each of its ``max_new_tokens``."""
+        """Sample one completion per prompt; None when ``should_stop()`` turned true meanwhile."""
         model = self.model
         device = next(model.parameters()).device
         was_training = model.training
@@ -216,28 +186,27 @@ class HFSampler:
         try:
             batch = len(prompts)
             eos = self.eos_ids.to(device)
-            uniforms = torch.rand((max_new_tokens, batch, 1), generator=generator, device=device)
-            temp = torch.tensor(temperature, dtype=torch.float32, device=device)
-            logits, advance, prompt_mask = self.start(prompts, max_new_tokens, device)
+            logits, decode, prompt_mask = self.start(prompts, max_new_tokens, device)
             prompt_ids, _ = left_pad(prompts, self.pad_id, device)
             tokens = torch.full((batch, max_new_tokens), self.pad_id, dtype=torch.long, device=device)
             logps = torch.zeros((batch, max_new_tokens), dtype=torch.float32, device=device)
             sampled = torch.zeros((batch, max_new_tokens), dtype=torch.bool, device=device)
             finished = torch.zeros(batch, dtype=torch.bool, device=device)
-            step = pick(logits, uniforms[0], temp, finished, eos, self.pad_id)
             steps = 0
             for t in range(max_new_tokens):
                 if should_stop is not None and should_stop():
                     return None
-                tokens[:, t], logps[:, t], sampled[:, t] = step.tokens, step.logprobs, step.alive
+                logp = torch.log_softmax(logits.float() / temperature, dim=-1)
+                tok = draw(logp.exp(), generator)
+                alive = ~finished
+                tokens[:, t] = torch.where(alive, tok, self.pad_id)
+                logps[:, t] = torch.where(alive, logp.gather(-1, tok.unsqueeze(-1)).squeeze(-1), 0.0)
+                sampled[:, t] = alive
+                finished = finished | torch.isin(tok, eos)
                 steps = t + 1
-                if bool(step.stop) or t == max_new_tokens - 1:
-                    if not bool(step.finite):
-                        raise RuntimeError(
-                            "probability tensor contains inf or nan: the policy's logits diverged"
-                        )
+                if bool(finished.all()) or t == max_new_tokens - 1:
                     break
-                step = advance(tokens[:, t : t + 1], t, uniforms[t + 1], temp, step.finished)
+                logits = decode(tokens[:, t : t + 1], t)
             last = sampled[:, :steps].long().sum(-1) - 1
             ended_with_eos = torch.isin(tokens[torch.arange(batch, device=device), last.clamp(min=0)], eos)
             return Rollouts(

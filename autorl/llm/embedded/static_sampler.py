@@ -13,10 +13,6 @@ scripts/bench_sampler.py measured the compiled step (dynamic shapes) at 1.24x HF
 on one core: the one-core CPU default since 2026-11-28 (docs/verified.md). The trainer compiles it before
 `ready` (``warm``: start-up, outside the training clock); in the ``hf-static-process`` sampler the sampling
 process compiles and warms it before it says ready (sampler_process.py).
-The compiled step draws the next token too (``_advance``: the forward, then ``generation.pick``): the
-log-softmax, the draw at the call's uniforms, the token's logprob and the rows' ends, a dozen small
-operations that ran eagerly after every step before; 1.09x the trainer's one-core samples/s
-(docs/verified.md).
 
 ``graphs`` (for a CUDA GPU, where a decode step is launch-bound: a few hundred small kernels for a few
 milliseconds of weight reads) compiles the step with ``mode="reduce-overhead"``: fixed shapes, each shape's
@@ -24,8 +20,7 @@ step captured once as a CUDA graph and replayed (on a CPU the same compiled step
 stay fixed from call to call: the cache and the attention mask are kept per (rows, cache width), and the
 prompts' width is rounded up to ``WIDTH_STEP`` (the new tokens are written from there; the gap is masked),
 so a run's batches share one capture. On an H200 (the kit's part 6, 2026-11-28, docs/verified.md) the trainer
-with it ran the Qwen3-0.6B shape at 3.50x HFSampler's samples/s, the GPU default since (without vLLM). That
-run's step did not draw; the step that draws is not yet run on a GPU.
+with it ran the Qwen3-0.6B shape at 3.50x HFSampler's samples/s, the GPU default since (without vLLM).
 
 Under autocast the cache holds autocast's dtype (`cache_dtype`) and each layer casts the keys and values it is
 given (`casting`): a Qwen3 layer's keys come out of a float32 norm, its values out of a bf16 projection.
@@ -41,7 +36,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from autorl.llm.embedded.generation import Advance, HFSampler, Rollouts, Step, pick, shared_prefill
+from autorl.llm.embedded.generation import Decode, HFSampler, Rollouts, shared_prefill
 
 WIDTH_STEP = 64  # graphs: prompt widths are rounded up to a multiple of this (one capture per rounded width)
 WARM_STEPS = 3  # decode steps `warm` runs: torch's CUDA graph trees warm up on the first and capture later
@@ -89,11 +84,11 @@ class StaticSampler(HFSampler):
         # graphs: (rows, cache width, dtype) -> (cache, attention mask), kept from call to call
         self._kept: dict[tuple[int, int, torch.dtype], tuple[Any, Tensor]] = {}
         if graphs:  # fixed shapes, a CUDA graph per shape (none on a CPU)
-            self._step: Any = torch.compile(self._advance, mode="reduce-overhead", dynamic=False)
+            self._step: Any = torch.compile(self._forward, mode="reduce-overhead", dynamic=False)
         elif compiled:  # dynamic shapes: one compile serves every batch (rows and prompt width change)
-            self._step = torch.compile(self._advance, dynamic=True)
+            self._step = torch.compile(self._forward, dynamic=True)
         else:
-            self._step = self._advance
+            self._step = self._forward
 
     def sample(self, *args: Any, **kwargs: Any) -> Rollouts | None:
         """HFSampler.sample on the static cache; if the compiled step fails (a compiler missing, a model
@@ -121,12 +116,10 @@ class StaticSampler(HFSampler):
         self.model.eval()
         t0 = time.perf_counter()
         try:
-            _, advance, _ = self.start([[self.pad_id]] * rows, max_new_tokens, device)
+            _, decode, _ = self.start([[self.pad_id]] * rows, max_new_tokens, device)
             tok = torch.full((rows, 1), self.pad_id, dtype=torch.long, device=device)
-            u, temperature = torch.zeros((rows, 1), device=device), torch.tensor(1.0, device=device)
-            finished = torch.zeros(rows, dtype=torch.bool, device=device)
             for t in range(min(WARM_STEPS, max_new_tokens)):  # graphs: warm-up runs, then the capture
-                advance(tok, t, u, temperature, finished)
+                decode(tok, t)
             return time.perf_counter() - t0
         except Exception as exc:
             self._fall_back(exc)
@@ -138,17 +131,7 @@ class StaticSampler(HFSampler):
         self.static = False
         print(f"warning: the compiled sampler failed ({type(exc).__name__}: {exc}); HFSampler from now")
 
-    def _advance(
-        self,
-        tok: Tensor,
-        attn: Tensor,
-        pos: Tensor,
-        cache_position: Tensor,
-        cache: Any,
-        sampling: tuple[Tensor, Tensor, Tensor, Tensor],
-    ) -> Step:
-        """The step the compiler captures: the forward of the tokens just sampled and the draw of the next
-        (`pick`: its dozen small operations ran one by one after each step before 2026-11-28)."""
+    def _forward(self, tok: Tensor, attn: Tensor, pos: Tensor, cache_position: Tensor, cache: Any) -> Tensor:
         out = self.model(
             input_ids=tok,
             attention_mask=attn,
@@ -157,11 +140,11 @@ class StaticSampler(HFSampler):
             past_key_values=cache,
             use_cache=True,
         )
-        return pick(out.logits[:, -1], *sampling, self.pad_id)
+        return out.logits[:, -1]
 
     def start(
         self, prompts: Sequence[Sequence[int]], max_new_tokens: int, device: torch.device
-    ) -> tuple[Tensor, Advance, Tensor]:
+    ) -> tuple[Tensor, Decode, Tensor]:
         if not self.static:
             return super().start(prompts, max_new_tokens, device)
         logits, grown, prompt_mask, prompt_lens = shared_prefill(self.model, prompts, self.pad_id, device)
@@ -180,19 +163,18 @@ class StaticSampler(HFSampler):
         attn.zero_()  # a kept cache's other positions hold an earlier call's keys: masked out
         attn[:, :width] = prompt_mask.long()
         next_pos = prompt_lens.unsqueeze(-1)
-        where, eos = torch.arange(room, room + max_new_tokens, device=device), self.eos_ids.to(device)
+        where = torch.arange(room, room + max_new_tokens, device=device)
 
-        def advance(tok: Tensor, t: int, u: Tensor, temperature: Tensor, finished: Tensor) -> Step:
+        def decode(tok: Tensor, t: int) -> Tensor:
             attn[:, room + t] = 1  # the token fed now sits at position room + t of the cache
             if self.graphs:
                 torch.compiler.cudagraph_mark_step_begin()  # the last step's output is no longer read
             # contiguous: a column of the caller's token buffer has its width as stride, `warm`'s tokens
             # have 1; the compiled step guards on strides and would compile again at the first real call
-            sampling = (u, temperature, finished, eos)
-            step = self._step(tok.contiguous(), attn, next_pos + t, where[t : t + 1], cache, sampling)
-            return Step(*(x.clone() for x in step)) if self.graphs else step  # a replay overwrites them
+            logits = self._step(tok.contiguous(), attn, next_pos + t, where[t : t + 1], cache)
+            return logits.clone() if self.graphs else logits  # a replay overwrites a graph's output
 
-        return logits, advance, prompt_mask
+        return logits, decode, prompt_mask
 
     def _cache(self, batch: int, length: int, dtype: torch.dtype, device: torch.device) -> tuple[Any, Tensor]:
         """A StaticCache of `length` positions and its attention mask: new for each call, or with `graphs`
