@@ -533,8 +533,8 @@ def test_launch_runs_the_seed_on_its_slot(tmp_path, write_resolved):
 
 
 def test_shared_prompt_forward_equals_a_full_forward_per_row(tiny_model, tmp_path):
-    """Running each distinct prompt once (KV fanned out to its group) gives the same logprobs and gradients
-    as a plain forward of every prompt+completion row."""
+    """Running each distinct prompt once (packed lines: logprobs.packed_layout) on a sampled batch gives the
+    same logprobs and gradients as a plain forward of every prompt+completion row."""
     trainer = make_trainer(tiny_model, tmp_path)
     batch = trainer.sample_batch()
     rows = [(s, len(s.completion_ids)) for s in batch]
@@ -704,8 +704,8 @@ def test_vllm_sampler_up_to_the_engine_boundary(monkeypatch, tiny_model):
 
 def test_checkpointed_layers_give_the_same_loss_and_gradients(tiny_model):
     """Activation checkpointing (policy.checkpoint_layers, prime-rl's trainer.model.ac) recomputes a layer's
-    forward in the backward, and the log-probs then run each row whole (a checkpointed layer keeps no KV cache
-    for shared prompts): the same GRPO loss and gradients (fp32, CPU) as keeping every activation, for every
+    forward in the backward, and the log-probs then run each row whole (as the GPU kit measured such a model,
+    logprobs.packs): the same GRPO loss and gradients (fp32, CPU) as keeping every activation, for every
     layer (freq 1) and every second (freq 2), on prompts of mixed lengths; the default: none for the tiny
     model, every layer from SMALL_MODEL_PARAMS on, train.toml's freq where it is set."""
     from autorl.llm.embedded import grpo, policy

@@ -18,6 +18,7 @@ from autorl.llm.embedded.logprobs import (
     ChunkedLogprob,
     completion_logprobs,
     packed_layout,
+    packs,
     plain_head,
 )
 from autorl.llm.schema import DefaultLoss
@@ -123,12 +124,34 @@ def test_packed_layout_runs_each_prompt_once_with_its_rows_completions():
     assert mask[0, 0, 12].tolist() == [False] * 10 + [True] * 3  # padding (10-12) sees only padding
 
 
+def test_a_model_that_does_not_pack_runs_whole_rows_to_the_same_logprobs(model, monkeypatch):
+    """Attention other than sdpa (here eager), a sliding window or a checkpointed layer: each row runs whole
+    (`_whole_rows`), to the packed forward's logprobs; a prompt with no token is refused."""
+    batch = rows(model.get_output_embeddings().weight.shape[0])
+    assert packs(model)
+    packed = completion_logprobs(model, batch, PAD, torch.device("cpu"))[0].detach()
+    monkeypatch.setattr(model.config, "_attn_implementation", "eager")
+    assert not packs(model)
+    whole = completion_logprobs(model, batch, PAD, torch.device("cpu"))[0].detach()
+    torch.testing.assert_close(whole, packed, atol=1e-5, rtol=1e-5)
+    monkeypatch.undo()
+    monkeypatch.setattr(model.config, "layer_types", ["sliding_attention"], raising=False)
+    assert not packs(model)
+    monkeypatch.undo()
+    sample = batch[0][0]
+    empty = Sample([], sample.completion_ids, sample.logprobs, 1.0, 0.5, 1.0, 0, "s", False)
+    with pytest.raises(ValueError, match="prompt has no token"):
+        packed_layout([(empty, 2)], PAD)
+
+
 @pytest.mark.parametrize("pack_width", [PACK_WIDTH, 8])
 def test_packed_logprobs_and_gradients_equal_a_forward_per_row(model, monkeypatch, pack_width):
     """The packed forward against each row's prompt and completion run alone (fp32, CPU), on prompts of
     mixed lengths and rows cut short; at 8 positions a line a prompt's rows spread over several lines."""
     monkeypatch.setattr(logprobs, "PACK_WIDTH", pack_width)
-    batch = rows(model.get_output_embeddings().weight.shape[0])
+    grouped = rows(model.get_output_embeddings().weight.shape[0])
+    batch = [grouped[i] for i in (0, 3, 1, 4, 2, 5)]  # the two prompts' rows interleaved
+    batch.insert(2, (grouped[0][0], 0))  # a row that keeps no token takes no place
     assert len(packed_layout(batch, PAD)[0]) == (2 if pack_width == PACK_WIDTH else 4)
     model.zero_grad(set_to_none=True)
     logpi, _, _, mask = completion_logprobs(model, batch, PAD, torch.device("cpu"))

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# Issue 50, the CPU side, the compiled step that draws too (b13c3a2): one core, hf-static of the tree before
-# (BEFORE, e.g. a worktree of 2f6d140) against this tree, the order swapped every round (ABBA); then on two
-# cores this tree's hf-process (HFSampler in a second process, the default on 2+ cores) against
-# hf-static-process (the compiled StaticSampler in that process). Each run times TRL's GRPOTrainer too
-# (scripts/bench_trl.py: 50 measured steps after the warm-up steps). Both trees run on this tree's venv.
+# Issue 50, the CPU side: one core, hf-static of the tree before a change (BEFORE, e.g. a worktree of the
+# commit before it) against this tree, the order swapped every round (ABBA); then on two cores this tree's
+# hf-process (HFSampler in a second process, the default on 2+ cores) against hf-static-process (the compiled
+# StaticSampler in that process). Each run times TRL's GRPOTrainer too (scripts/bench_trl.py: 50 measured
+# steps after the warm-up steps). Both trees run on this tree's venv. First run for the step that draws
+# (b13c3a2, reverted since) against 2f6d140: fused-rounds.log; then for the final code against 77a38e6:
+# final-rounds.log.
 #   bash studies/fast-2026-11-28/fused-rounds.sh BEFORE_TREE [ROUNDS]  > LOG 2>&1
 set -uo pipefail
 cd "$(dirname "$0")/../.."

@@ -129,7 +129,7 @@ class RunSpec(BaseModel):
     # docs/verified.md). hf-static / hf-graphs:
     # StaticSampler with its decode step compiled (dynamic shapes) / captured as CUDA graphs
     # (static_sampler.py), before `ready` (start-up: the trainer's header says how long); hf-static-process:
-    # hf-process with StaticSampler compiled in the sampling process (by name only: 1.25x hf-process's
+    # hf-process with StaticSampler compiled in the sampling process (by name only: 1.20-1.38x hf-process's
     # samples/s on a 2-core VM, 2026-11-28, for a compile at every seed's start-up; docs/verified.md).
     sampler: Literal["auto", "hf", "hf-process", "hf-static-process", "hf-static", "hf-graphs", "vllm"] = (
         "auto"

@@ -15,7 +15,7 @@ The forward (``packed_layout``): a GRPO batch holds ``group_size`` completions o
 prompt runs once, on a line with its rows' completions after it and no padding between them, under a
 block-causal attention mask (a completion token sees its prompt and its own row's earlier tokens). The
 gradients of every row flow into the one prompt forward, so the result equals a forward per row up to float
-rounding (tests/test_embedded_trainer.py). It replaced a prefill of the distinct prompts whose KV cache was
+rounding (tests/test_logprobs.py). It replaced a prefill of the distinct prompts whose KV cache was
 fanned out to the rows, under a second forward of the completions padded to the longest: one forward
 instead of two, no cache copies, no padding (docs/verified.md: 1.2x the training step's speed on one core).
 """
@@ -35,9 +35,10 @@ from autorl.llm.embedded.generation import left_pad, positions
 # Qwen3-0.6B shape's vocab, the whole micro-batch of the shipped tiny model.
 CHUNK_BYTES = 32 * 2**20
 HEAD_CHANGERS = ("final_logit_softcapping", "logit_scale")  # config keys that change logits after the head
-# A packed line holds at most this many positions (a prompt and the completions that fit; one always fits):
-# its attention mask is W x W bools, and attention computes every pair of it.
+# A packed line holds its prompt and the completions that fit in this many positions (a line with one
+# completion is as long as it needs): its attention mask is W x W bools, and attention computes every pair.
 PACK_WIDTH = 2048
+CPU = torch.device("cpu")
 
 
 def plain_head(model: torch.nn.Module) -> torch.nn.Linear | None:
@@ -116,20 +117,26 @@ def pack(rows: list[tuple[Sample, int]], pad_id: int, device: torch.device) -> t
     return tuple(x.to(device) for x in (comp, mask, logmu, temps, adv))
 
 
-def packed_layout(rows: list[tuple[Sample, int]], pad_id: int) -> tuple[Tensor, ...]:
+def packed_layout(
+    rows: list[tuple[Sample, int]], pad_id: int, device: torch.device = CPU
+) -> tuple[Tensor, ...]:
     """The rows laid out without padding between them: each distinct prompt once, then the inputs of its rows'
     completions (kept tokens 0..n-2) after it on the same line, a line holding at most PACK_WIDTH positions (a
     prompt starts a new line when its line is full). Returns (token ids [L, W], the attention mask
     [L, 1, W, W]: a prompt token sees its prompt's earlier tokens, a completion token its prompt and its own
     row's earlier tokens, a padding token itself and the padding before it; position ids [L, W]; and for each
     kept token, in the rows' order, the flat index [N] of the position that predicts it: the last prompt token
-    for token 0, input j - 1 for token j)."""
+    for token 0, input j - 1 for token j), on ``device``. A row that keeps no token takes no place."""
     lines: list[list[int]] = []
     segments: list[list[int]] = []  # 0 the prompt, r + 1 row r's completion
     position: list[list[int]] = []
     open_line: dict[tuple[int, ...], int] = {}
     line_of, index_in = [], []  # per kept token: its line and where on it the position that predicts it is
     for r, (sample, keep) in enumerate(rows):
+        if not sample.prompt_ids:
+            raise ValueError("a row's prompt has no token: nothing predicts its first completion token")
+        if keep <= 0:
+            continue
         prompt, inputs = tuple(sample.prompt_ids), sample.completion_ids[: keep - 1]
         line = open_line.get(prompt)
         if line is None or len(lines[line]) + len(inputs) > PACK_WIDTH:
@@ -149,10 +156,11 @@ def packed_layout(rows: list[tuple[Sample, int]], pad_id: int) -> tuple[Tensor, 
     pos = torch.zeros((len(lines), width), dtype=torch.long)
     for i, (tokens, s, q) in enumerate(zip(lines, segments, position, strict=True)):
         ids[i, : len(tokens)], seg[i, : len(s)], pos[i, : len(q)] = map(torch.tensor, (tokens, s, q))
-    sees, seen = seg[:, :, None], seg[:, None, :]
+    ids, seg, pos = (x.to(device) for x in (ids, seg, pos))
+    sees, seen = seg[:, :, None], seg[:, None, :]  # the mask is built where it is used: L x W x W
     visible = (seen == sees) | ((seen == 0) & (sees >= 0))
-    mask = torch.ones((width, width), dtype=torch.bool).tril() & visible
-    source = torch.tensor(line_of) * width + torch.tensor(index_in)
+    mask = torch.ones((width, width), dtype=torch.bool, device=device).tril() & visible
+    source = (torch.tensor(line_of) * width + torch.tensor(index_in)).to(device)
     return ids, mask[:, None], pos, source
 
 
@@ -161,10 +169,22 @@ def _packed(
 ) -> Tensor:
     """The outputs (hidden states, or logits) that predict each kept token [N, .], in the rows' order: one
     forward of `packed_layout`'s lines, each distinct prompt run once for the rows on its line."""
-    ids, mask, pos, source = (x.to(device) for x in packed_layout(rows, pad_id))
+    ids, mask, pos, source = packed_layout(rows, pad_id, device)
     step = model.get_decoder() if hidden else model  # type: ignore[operator]
     out = step(input_ids=ids, attention_mask=mask, position_ids=pos, use_cache=False)
     return (out.last_hidden_state if hidden else out.logits).flatten(0, 1)[source]
+
+
+def packs(model: torch.nn.Module) -> bool:
+    """Whether the model runs the rows packed: its attention is sdpa (which takes the [L, 1, W, W] mask), no
+    layer attends through a sliding window (a 4D mask replaces the window's own), and no decoder layer is
+    checkpointed (such a model runs whole rows, the way the GPU kit measured it: docs/verified.md)."""
+    config: Any = model.config
+    windowed = "sliding_attention" in (getattr(config, "layer_types", None) or ()) or bool(
+        getattr(config, "sliding_window", None) and getattr(config, "use_sliding_window", True)
+    )
+    checkpointed = getattr(model, "is_gradient_checkpointing", False)
+    return config._attn_implementation == "sdpa" and not windowed and not checkpointed
 
 
 def _whole_rows(
@@ -175,9 +195,9 @@ def _whole_rows(
     pad_id: int,
     hidden: bool,
 ) -> Tensor:
-    """`_packed`'s outputs from one forward of every row's prompt and completion, left-padded to one width:
-    for a model whose decoder layers are checkpointed (the way the GPU kit measured it, docs/verified.md) or
-    whose attention takes no [rows, 1, W, W] mask (flash_attention_2, eager)."""
+    """`_packed`'s outputs from one forward of every row's prompt and completion, left-padded to one width,
+    for a model that does not run packed (`packs`). Each row runs its own prompt: on flash_attention_2 (a GPU
+    with the `flash-attn` extra) a model too small to be checkpointed shares no prompt compute."""
     ids, prompt_mask = left_pad([s.prompt_ids for s, _ in rows], pad_id, comp.device)
     width, prompt_lens = ids.shape[1], prompt_mask.long().sum(-1)
     after = prompt_lens.unsqueeze(-1) + torch.arange(comp.shape[1] - 1, device=comp.device)
@@ -203,13 +223,13 @@ def completion_logprobs(
     mask), the sampling ones, the advantages [R] and the mask.
 
     The rows run in one forward of `packed_layout`'s lines (each distinct prompt once, no padding between
-    completions); a checkpointed model, or one whose attention takes no such mask, runs each row whole.
+    completions); a model that does not (`packs`) runs each row whole.
     ``chunk_bytes`` None (or a head that is not plain) computes every position's full logits, the reference
     the chunked way is tested against."""
     comp, mask, logmu, temps, adv = pack(rows, pad_id, device)
     head = plain_head(model) if chunk_bytes is not None else None
     inv_temp, target = (1.0 / temps)[:, None].expand_as(mask)[mask], comp[mask]
-    whole = getattr(model, "is_gradient_checkpointing", False) or model.config._attn_implementation != "sdpa"
+    whole = not packs(model)
     with autocast or contextlib.nullcontext():
         if whole:
             out = _whole_rows(model, rows, comp, mask, pad_id, head is not None)
