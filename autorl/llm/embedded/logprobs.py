@@ -229,12 +229,11 @@ def completion_logprobs(
     comp, mask, logmu, temps, adv = pack(rows, pad_id, device)
     head = plain_head(model) if chunk_bytes is not None else None
     inv_temp, target = (1.0 / temps)[:, None].expand_as(mask)[mask], comp[mask]
-    whole = not packs(model)
     with autocast or contextlib.nullcontext():
-        if whole:
-            out = _whole_rows(model, rows, comp, mask, pad_id, head is not None)
-        else:
+        if packs(model):
             out = _packed(model, rows, pad_id, device, head is not None)
+        else:
+            out = _whole_rows(model, rows, comp, mask, pad_id, head is not None)
         if head is not None:
             assert chunk_bytes is not None
             chunk = max(1, chunk_bytes // (4 * head.weight.shape[0]))
