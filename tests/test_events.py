@@ -208,3 +208,27 @@ def test_a_broken_wandb_is_one_warning_and_the_row_is_recorded(root, monkeypatch
         "[trial] warning: W&B runs not written (RuntimeError: api_key not configured (no-tty)"
     ]
     assert Ledger(root / "results.tsv").rows()[-1].status == "ok"
+
+
+def test_a_seed_s_events_are_written_without_importing_torch(tmp_path):
+    """The trial's runner never loads torch; writing the events (tensorboardX would import it) keeps it so,
+    and the scalars read back. A process that has torch already still writes them."""
+    import subprocess
+    import sys
+
+    seed = tmp_path / "run" / "seed-0"
+    seed.mkdir(parents=True)
+    rows = [{"step": k, "seconds": 0.5 * k, "loss": 1.0 / k} for k in (1, 2, 3)]
+    (seed / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    code = (
+        "import sys; from pathlib import Path; from autorl.record import events\n"
+        "if sys.argv[2] == 'torch': import torch\n"
+        "print(len(events.write_run(Path(sys.argv[1]))), 'torch' in sys.modules)\n"
+    )
+    for first, imported in (("", "False"), ("torch", "True")):
+        run = subprocess.run(
+            [sys.executable, "-c", code, str(tmp_path / "run"), first], capture_output=True, text=True
+        )
+        assert run.returncode == 0 and run.stdout.split() == ["1", imported], run.stdout + run.stderr
+        acc = read_back(tmp_path / "run" / "tb" / "seed-0")
+        assert [e.value for e in acc.Scalars("step/loss")] == pytest.approx([1.0, 0.5, 1 / 3])

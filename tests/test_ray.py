@@ -27,6 +27,7 @@ import pytest
 
 from autorl.commands.tune import parse_summary
 from autorl.engine.process import kill_marked, kill_processes, processes_with_env
+from autorl.engine.ray_pool import STOP_ESCALATE_S
 from autorl.record.ledger import Ledger
 
 pytest.importorskip("ray")
@@ -287,7 +288,10 @@ class Trial:
         return "".join(f"{t:7.2f} {line}" for t, line in zip(self.times, self.lines, strict=False))
 
     def check_stopped(self, took: float, code: int) -> None:
-        if took >= 10 or self.proc.returncode != code:
+        """Stopped with `code` well before the grace period (30 s) or the budget (60 s) would end it: the
+        running tasks get STOP_ESCALATE_S to save, then Ray's shutdown (1.5 s on an idle 2-core VM) and the
+        exit (0.8 s) follow, each about twice as long beside the rest of the suite (2026-11-28)."""
+        if took >= STOP_ESCALATE_S + 10 or self.proc.returncode != code:
             pytest.fail(f"{took:.1f} s after the signal, exit {self.proc.returncode}:\n{self.timeline()}")
 
     def wait_for(self, test, timeout: float, what: str) -> None:
@@ -369,8 +373,9 @@ def test_a_node_lost_mid_trial_costs_only_its_seed(cluster, tmp_path):
     assert took < 120
 
 
-def test_sigterm_stops_running_and_waiting_seeds_within_10_s(cluster, tmp_path):
-    """Three seeds on two one-CPU nodes: two run, one waits for resources; SIGTERM ends all within 10 s."""
+def test_sigterm_stops_running_and_waiting_seeds_soon(cluster, tmp_path):
+    """Three seeds on two one-CPU nodes: two run, one waits for resources; SIGTERM ends all soon after the
+    escalation (check_stopped)."""
     root = checkout(tmp_path / "root", LONG)
     trial = Trial(
         "uv --no-sync",

@@ -139,7 +139,7 @@ class HFGenerator:
             config = AutoConfig.from_pretrained(base_model)
         dtype = torch.bfloat16 if device == "cuda" else torch.float32
         model = AutoModelForCausalLM.from_pretrained(weights, config=config, dtype=dtype)
-        self.model = model.to(device)  # type: ignore[arg-type]  # transformers types .to's self oddly
+        self.model = model.to(device)
         self.model.eval()
         self.batch_size = HF_BATCH_SIZE_GPU if device == "cuda" else HF_BATCH_SIZE_CPU
         eos = self.model.generation_config.eos_token_id

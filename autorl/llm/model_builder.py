@@ -256,7 +256,7 @@ def greedy_accuracy(
     batch = tokenizer.pad({"input_ids": prompts}, return_tensors="pt")  # left padding
     was_training = model.training
     model.eval()
-    out = model.generate(**batch, generation_config=config)  # type: ignore[misc]  # transformers' self type
+    out = model.generate(**batch, generation_config=config)
     model.train(was_training)
     texts = tokenizer.batch_decode(out[:, batch["input_ids"].shape[1] :], skip_special_tokens=True)
     return sum(env.score(t, p) for t, p in zip(texts, problems, strict=True)) / len(problems)

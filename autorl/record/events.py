@@ -54,11 +54,10 @@ def write_run(run_dir: Path, description: str = "") -> list[Path]:
 
 def write_seed(seed_dir: Path, out: Path) -> bool:
     """One seed's events into `out` (False: the seed left no metrics)."""
-    from tensorboardX import SummaryWriter
-
     rows = [r for r in read_jsonl(seed_dir / "metrics.jsonl") if isinstance(r.get("step"), int | float)]
     if not rows:
         return False
+    SummaryWriter = summary_writer()
     last_step, last_ms = int(rows[-1]["step"]), _ms(rows[-1])
     with SummaryWriter(logdir=str(out), flush_secs=3600) as writer:
         for row in thinned(rows, MAX_POINTS):
@@ -73,6 +72,25 @@ def write_seed(seed_dir: Path, out: Path) -> bool:
                 writer.add_scalar("step/rung/score", rung.eval_score, rung.step)
                 writer.add_scalar("time/rung/score", rung.eval_score, int(round(rung.at_s * 1000)))
     return True
+
+
+def summary_writer() -> Any:
+    """tensorboardX's SummaryWriter, imported without torch where torch is not loaded yet. tensorboardX
+    imports torch when it can, only to accept tensors as values; these are floats, and torch's import is a
+    trial's slowest line after its seeds (3.2 of tensorboardX's 3.4 s on a 2-core VM, 2026-11-28), paid
+    before the summary prints and again on the way out of a trial stopped by a signal."""
+    import sys
+
+    if "torch" in sys.modules or "tensorboardX" in sys.modules:
+        from tensorboardX import SummaryWriter
+
+        return SummaryWriter
+    sys.modules["torch"] = None  # type: ignore[assignment]  # `import torch` raises ImportError meanwhile
+    try:
+        from tensorboardX import SummaryWriter
+    finally:
+        del sys.modules["torch"]
+    return SummaryWriter
 
 
 def final_scores(seed_dir: Path) -> dict[str, float]:

@@ -102,7 +102,7 @@ def shared_prefill(
 
     unique, rows = dedupe(prompts)
     ids, mask = left_pad(unique, pad_id, device)
-    cache = DynamicCache(config=model.config)  # type: ignore[arg-type]  # a PreTrainedModel's config
+    cache = DynamicCache(config=model.config)
     inputs = {"input_ids": ids, "attention_mask": mask.long(), "position_ids": positions(mask)}
     last = model(**inputs, past_key_values=cache, use_cache=True, logits_to_keep=1).logits
     row_index = torch.tensor(rows, dtype=torch.long, device=device)

@@ -77,7 +77,7 @@ def load_policy(spec: RunSpec, device: torch.device) -> tuple[Any, torch.nn.Modu
     tokenizer = load_tokenizer(spec.model_path)
     model = AutoModelForCausalLM.from_pretrained(
         spec.model_path, dtype=torch.float32, attn_implementation=attention_implementation(device)
-    ).to(device)  # type: ignore[arg-type]  # transformers types .to's self oddly
+    ).to(device)
     n_params = sum(p.numel() for p in model.parameters())
     torch.set_num_threads(cpu_threads(spec.num_threads, n_params))
     model.train()

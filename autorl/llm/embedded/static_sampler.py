@@ -186,7 +186,7 @@ class StaticSampler(HFSampler):
         key = (batch, length, dtype)
         kept = self._kept.get(key) if self.graphs else None
         if kept is None:
-            cache = StaticCache(config=self.model.config, max_cache_len=length)  # type: ignore[arg-type]
+            cache = StaticCache(config=self.model.config, max_cache_len=length)
             kept = cache, torch.zeros((batch, length), dtype=torch.long, device=device)
             if self.graphs:
                 torch._dynamo.mark_static_address(kept[1])  # updated in place between the replays
