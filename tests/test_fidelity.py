@@ -99,6 +99,7 @@ def fidelity_cmd(root: Path, *args: str) -> subprocess.Popen[str]:
     )
 
 
+@pytest.mark.xdist_group("fidelity-context")  # one worker: `context` is set up once
 def test_a_fidelity_run_is_recorded_and_resumes_after_a_signal(context, capsys, monkeypatch):
     """SIGINT after the first finished seed: exit 130, that seed kept; `--resume` runs only the rest, then the
     summary, fidelity.tsv (rho = scipy's on its rows) and the scatter plot."""
@@ -153,6 +154,7 @@ def test_a_fidelity_run_is_recorded_and_resumes_after_a_signal(context, capsys, 
     assert f"keeps that hold at the long budget: {int(kept['holds'] == 'holds')}/1" in line
 
 
+@pytest.mark.xdist_group("fidelity-context")  # one worker: `context` is set up once
 def test_bad_input_is_refused_with_nothing_recorded(tmp_path, monkeypatch, capsys, context):
     monkeypatch.setenv("AUTORL_ROOT", str(tmp_path))
     assert cli.main(["fidelity"]) == 2  # no trials: no context

@@ -576,3 +576,12 @@ def test_a_ray_seed_task_runs_its_job_s_own_config_and_split_where_the_job_lies(
     assert result.dir == seed_dir and "resolved.json" in files
     assert json.loads(files["resolved.json"])["harness"]["score_env_steps"] == 100_000  # the job's config
     assert result.eval_rows and not any(str(r["example_id"]).startswith("steps-") for r in result.eval_rows)
+
+
+def test_this_module_runs_as_one_xdist_group(request):
+    """Under `--dist loadgroup` (the suite's default) pytest-xdist sends the "ray" group to one worker only
+    when the test's id carries the group's name: pytest 9.2 keeps ids where pytest-xdist 3.8 does not write
+    it (pyproject.toml pins pytest below 9.2), and the Ray tests then ran beside each other and beside the
+    docs' classic trials."""
+    if getattr(request.config.option, "loadgroup", False):
+        assert request.node.nodeid.endswith("@ray"), request.node.nodeid
