@@ -289,3 +289,15 @@ def test_the_architecture_page_names_every_module_in_its_folder_and_the_floors_a
         for name in re.findall(r"`autorl/(\w+)/`", cell)
     }
     assert table == {k: v for k, v in FLOORS.items() if k != "autorl"}
+
+
+_A_TIME_OF_DAY = re.compile(r"\d\d:\d\d:\d\d")
+
+
+def test_no_test_id_holds_a_time_of_day(request):
+    """Each xdist worker collects the suite for itself and refuses to run if their ids differ; an id built
+    from a value that holds the clock (a ledger row's timestamp) differs whenever a second turns between
+    two workers' collections. Parametrize such values with explicit ids."""
+    ids = [item.nodeid for item in request.session.items]
+    assert len(ids) > 1
+    assert [i for i in ids if _A_TIME_OF_DAY.search(i)] == []

@@ -101,6 +101,7 @@ def test_concurrent_appends_never_interleave(tmp_path: Path) -> None:
         ("\t".join(COLUMNS) + "\n" + Ledger(Path("r")).format_row(row("old")) + "a\tb\n", 3, "2 fields"),
         ("\t".join(COLUMNS) + "\n" + "\t".join(["x"] * len(COLUMNS)), 2, "no newline"),
     ],
+    ids=["missing columns", "2 fields", "no newline"],  # a row's timestamp in an id differs between workers
 )
 def test_malformed_file_is_reported_never_rewritten(tmp_path: Path, content: str, line: int, words: str):
     path = tmp_path / "results.tsv"
