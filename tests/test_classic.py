@@ -485,42 +485,35 @@ def changed(tmp_path: Path, name: str, changes: dict[str, str]) -> Path:
 
 
 def test_a_config_that_learns_faster_is_improved(tmp_path, monkeypatch, capsys):
-    """The real runner on the classic track. The shipped classic.toml is the reference (6 seeds): its interval
-    lies strictly inside score_range (not at the ceiling). A config that learns faster per env step (4 envs
-    x 32 steps per rollout, learning_rate 1e-3, 10 update epochs: 0.897, seed sd 0.022 over 8 seeds against
-    the shipped one's 0.679, sd 0.109 over 12; README) is `improved` against it with 3 seeds. Training ends
-    at the score's 50k env steps, long before the 600 s budget: the scores do not depend on the machine's
-    speed. Every seed scores its rungs (the curve up to 25% and 50% of the horizon, as the offline replay cuts
-    the final curve); a config that cannot learn is aborted at the first rung once the early abort is on (the
-    track ships it off)."""
+    """The real runner on the classic track. The reference is the shipped classic.toml with a tenth of its
+    learning rate (5e-5: 0.255, seed sd 0.068 over 6 seeds, against the shipped one's 0.690, sd 0.172 over 6;
+    studies/suite-2026-11-28/handicap.log), 6 seeds; the shipped config is `improved` against it with 3 seeds,
+    and its interval lies strictly inside score_range (not at the ceiling: a config can still beat it).
+    Training ends at the score's 50k env steps, long before the 600 s budget: the scores do not depend on the
+    machine's speed. Every seed scores its rungs (the curve up to 25% and 50% of the horizon, as the offline
+    replay cuts the final curve); a config that cannot learn is aborted at the first rung once the early abort
+    is on (the track ships it off)."""
     from autorl.classic.track import ClassicTrack
 
     monkeypatch.setenv("AUTORL_ROOT", str(tmp_path))
-    faster = changed(
-        tmp_path,
-        "faster.toml",
-        {
-            "num_envs = 16 ": "num_envs = 4 ",
-            "learning_rate = 5e-4 ": "learning_rate = 1e-3 ",
-            "update_epochs = 4 ": "update_epochs = 10 ",
-        },
-    )
+    slower = changed(tmp_path, "slower.toml", {"learning_rate = 5e-4 ": "learning_rate = 5e-5 "})
 
     def run(config: Path, *flags: str) -> dict[str, str]:
         argv = ["--track", "classic", "--config", str(config), "--budget", "600", *flags]
         assert trial.main(argv) == 0
         return parse_summary(capsys.readouterr().out)
 
-    ref = run(SHIPPED, "--seeds", "6", "--all-seeds")
+    ref = run(slower, "--seeds", "6", "--all-seeds")
     assert ref["verdict"] == "baseline" and ref["score_range"] == "0 1" and "note" not in ref
-    fast = run(faster, "--seeds", "3")
+    fast = run(SHIPPED, "--seeds", "3")
     assert fast["verdict"] == "improved", fast
     assert float(fast["eval_score"]) > float(ref["eval_score"])
     for summary in (ref, fast):  # both intervals strictly inside score_range: neither is at the ceiling
         low, high = map(float, summary["eval_ci"].split())
         assert 0.0 < low <= float(summary["eval_score"]) <= high < 1.0
     assert float(fast["final_return"]) > 0  # the final policy's return stays in the summary
-    assert "stopped_early" not in fast
+    # never aborted; a lead this large may stop adding seeds at the interim look (after parallel seeds)
+    assert fast.get("stopped_early", "below the efficacy boundary").endswith("below the efficacy boundary")
 
     from autorl.classic.track import TRACK
     from autorl.io.jsonl import read_jsonl
