@@ -432,7 +432,7 @@ def test_a_worker_that_cannot_start_is_a_crash_seed_with_its_error(tmp_path):
     root = checkout(tmp_path / "root")
     env = user_env(tmp_path, root, RAY_ENABLE_UV_RUN_RUNTIME_ENV="1", **{MARK: uuid.uuid4().hex})
     run = run_py(
-        "uv --no-sync", env, "--seeds", "2", "--ray", "local", "--ray-start-timeout", "30", timeout=300
+        "uv --no-sync", env, "--seeds", "2", "--ray", "local", "--ray-start-timeout", "15", timeout=300
     )
     assert run.returncode == 1, run.out
     s = parse_summary(run.out)
