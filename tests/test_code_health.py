@@ -13,6 +13,8 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parent.parent
 TRIAL_PATH = [
     "run.py",
@@ -63,6 +65,14 @@ def test_no_function_is_above_complexity_12():
     cmd = [str(ruff), "check", "--select", "C90", "--output-format", "concise", "--no-cache", "."]
     run = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True)
     assert run.returncode == 0, f"split these by responsibility:\n{run.stdout}{run.stderr}"
+
+
+@pytest.mark.parametrize("check", [["check"], ["format", "--check"]], ids=["lint", "format"])
+def test_the_whole_tree_is_ruff_clean(check):
+    """docs/development.md's lint line (`ruff check .` and `ruff format --check .`): studies' scripts too."""
+    ruff = Path(sys.executable).with_name("ruff")
+    run = subprocess.run([str(ruff), *check, "--no-cache", "."], cwd=REPO, capture_output=True, text=True)
+    assert run.returncode == 0, f"{run.stdout}{run.stderr}"
 
 
 def test_the_complexity_rule_finds_a_complex_function(tmp_path):

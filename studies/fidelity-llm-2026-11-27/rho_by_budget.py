@@ -31,13 +31,17 @@ short_seeds = [row_seed_scores(c.row) or [s] for c, s in zip(scored, short, stri
 table = fidelity.rho_by_budget(track, scored, short, short_seeds, plan.factor)
 long = [stats.eval_score(c.rows) for c in scored]
 low, high = fidelity.rho_interval(short_seeds, [list(stats.seed_scores(c.rows).values()) for c in scored])
-table.append({"budget_x": round(plan.factor, 2), "rho": fidelity.rank_stats(short, long)["rho"], "rho_ci": [low, high]})
+table.append(
+    {"budget_x": round(plan.factor, 2), "rho": fidelity.rank_stats(short, long)["rho"], "rho_ci": [low, high]}
+)
 print("budget_x  rho    90% interval")
 for p in table:
     print(f"{p['budget_x']:>8g}  {p['rho']:+.2f}  {p['rho_ci'][0]:+.2f} {p['rho_ci'][1]:+.2f}")
 for c in scored:
     at = [
-        stats.eval_score([r for d, seed in zip(c.long_dirs, c.long_rows, strict=True) for r in track.rows_at(d, seed, f)])
+        stats.eval_score(
+            [r for d, seed in zip(c.long_dirs, c.long_rows, strict=True) for r in track.rows_at(d, seed, f)]
+        )
         for f in fidelity.budget_fractions(plan.factor)
     ]
     why = fidelity.trained_no_longer(c)

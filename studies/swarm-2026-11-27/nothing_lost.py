@@ -17,6 +17,9 @@ for run_id in trained:
     if run_id in rows:
         statuses[rows[run_id]["status"]] = statuses.get(rows[run_id]["status"], 0) + 1
 files = [f for f in claims.claims_dir().glob("*") if not f.name.startswith(".")]
-print(f"trials that trained: {len(trained)}; with their row: {len(trained) - len(missing)}; rows by status: {statuses}")
+print(
+    f"trials that trained: {len(trained)}; with their row: {len(trained) - len(missing)}; "
+    f"rows by status: {statuses}"
+)
 print(f"run directories without a row: {missing or 'none'}")
 print(f"claims in flight: {len(claims.in_flight())}; claim files left: {len(files)}")

@@ -33,7 +33,9 @@ def pool_rates(pool_seeds: int, r: int, n: int, pools: int = 200, pairs: int = 2
 
 fresh = improved(rng.normal(0, 1, (200_000, 12)), rng.normal(0, 1, (200_000, 6))).mean()
 print(f"fresh seeds, 12 v 6: A/A improved {fresh:.1%} (the test's own rate)")
-print("pool seeds, reference seeds, candidate seeds: A/A improved over 200 pools: 5% / 50% / 95%; pools >= seen")
+print(
+    "pool seeds, reference seeds, candidate seeds: A/A improved over 200 pools: 5% / 50% / 95%; pools >= seen"
+)
 for pool_seeds, r, n, seen in [(42, 12, 6, 0.052), (37, 12, 6, 0.059), (42, 6, 6, 0.029)]:
     rates = pool_rates(pool_seeds, r, n)
     q = np.quantile(rates, [0.05, 0.5, 0.95])

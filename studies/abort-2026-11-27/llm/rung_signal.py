@@ -61,7 +61,9 @@ def fidelity_configs(folder: Path) -> list[dict]:
     for row in rows:
         run_id = row["run_id"]
         along = sorted((folder / "seeds").glob(f"{run_id}-seed-*.along.jsonl"))
-        outcomes = [json.loads(Path(str(p).replace(".along.jsonl", ".outcome.json")).read_text()) for p in along]
+        outcomes = [
+            json.loads(Path(str(p).replace(".along.jsonl", ".outcome.json")).read_text()) for p in along
+        ]
         if all(o.get("stop_reason") == "exited" for o in outcomes):
             continue  # its own step limit: the rung is its end
         at: dict[float, list[float]] = {0.25: [], 0.5: []}
@@ -89,7 +91,9 @@ def main() -> None:
     configs += fidelity_configs(STUDIES / "fidelity-llm-2026-11-27")
     base = {c["study"]: c["at"] for c in configs if c["baseline"]}
     ideas = [c for c in configs if not c["baseline"]]
-    print(f"{len(ideas)} configs against their study's baseline ({', '.join(sorted(base))}); seeds quiet only")
+    print(
+        f"{len(ideas)} configs against their study's baseline ({', '.join(sorted(base))}); seeds quiet only"
+    )
     print(f"{'study':<9} {'config':<50} {'seeds':>5} {'d@25%':>7} {'d@50%':>7} {'d@end':>7}")
     for c in configs:
         d = [x - b for x, b in zip(c["at"], base[c["study"]], strict=True)]
