@@ -16,6 +16,7 @@ from __future__ import annotations
 import math
 import re
 import shutil
+import sys
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -79,8 +80,6 @@ def summary_writer() -> Any:
     imports torch when it can, only to accept tensors as values; these are floats, and torch's import is a
     trial's slowest line after its seeds (3.2 of tensorboardX's 3.4 s on a 2-core VM, 2026-11-28), paid
     before the summary prints and again on the way out of a trial stopped by a signal."""
-    import sys
-
     if "torch" in sys.modules or "tensorboardX" in sys.modules:
         from tensorboardX import SummaryWriter
 
