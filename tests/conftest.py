@@ -27,17 +27,22 @@ def pytest_configure(config: pytest.Config) -> None:
         signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
-@pytest.fixture
-def root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """AUTORL_ROOT in a temp dir with train.toml, the repo's eval.toml and a prepared (fake) machine file."""
-    monkeypatch.setenv("AUTORL_ROOT", str(tmp_path))
-    (tmp_path / "train.toml").write_text(TRAIN_TOML)
-    shutil.copyfile(REPO / "eval.toml", tmp_path / "eval.toml")
+def make_root(path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """AUTORL_ROOT in `path` with train.toml, the repo's eval.toml and a prepared (fake) machine file."""
+    monkeypatch.setenv("AUTORL_ROOT", str(path))
+    (path / "train.toml").write_text(TRAIN_TOML)
+    shutil.copyfile(REPO / "eval.toml", path / "eval.toml")
     machine = Machine(
         python="3", platform="test", torch=None, cpus=2, ram_gb=1.0, model_name="tiny-test-model"
     )
     save_machine(machine)
-    return tmp_path
+    return path
+
+
+@pytest.fixture
+def root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """make_root in the test's temp dir."""
+    return make_root(tmp_path, monkeypatch)
 
 
 @pytest.fixture

@@ -85,16 +85,26 @@ def test_the_complexity_rule_finds_a_complex_function(tmp_path):
     assert run.returncode == 1 and "C901 `f` is too complex (14 > 12)" in run.stdout
 
 
-def test_the_package_type_checks(tmp_path):
+@pytest.fixture(scope="module")
+def mypy_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One mypy cache for both checks below (one worker runs them, in this order): the second reads the
+    package (and torch, numpy, pydantic) from the first's cache instead of checking them again."""
+    return tmp_path_factory.mktemp("mypy-cache")
+
+
+@pytest.mark.xdist_group("mypy")
+def test_the_package_type_checks(mypy_cache):
     """mypy over the whole autorl/ package with pyproject.toml's [tool.mypy] (the pydantic plugin, every
     module): a config's type flows from its track's loader (Track[C]) through the engine, which reads it as a
     TrialConfig, into its backend (Backend[C])."""
     mypy = Path(sys.executable).with_name("mypy")
-    run = subprocess.run([str(mypy), "--cache-dir", str(tmp_path)], cwd=REPO, capture_output=True, text=True)
+    cmd = [str(mypy), "--cache-dir", str(mypy_cache)]
+    run = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True)
     assert run.returncode == 0 and "Success: no issues found" in run.stdout, run.stdout[-6000:] + run.stderr
 
 
-def test_the_type_check_finds_a_config_passed_where_another_is_expected(tmp_path):
+@pytest.mark.xdist_group("mypy")
+def test_the_type_check_finds_a_config_passed_where_another_is_expected(tmp_path, mypy_cache):
     """The check above can fail: with the project's settings, the classic track's config handed to an LLM
     backend is an error, and so is a config without what the engine reads of every config."""
     (tmp_path / "m.py").write_text(
@@ -107,7 +117,7 @@ def test_the_type_check_finds_a_config_passed_where_another_is_expected(tmp_path
         "plan(EmbeddedBackend(), object(), seeds=1)\n"
     )
     mypy = Path(sys.executable).with_name("mypy")
-    cmd = [str(mypy), "--config-file", str(REPO / "pyproject.toml"), "--cache-dir", str(tmp_path / "cache")]
+    cmd = [str(mypy), "--config-file", str(REPO / "pyproject.toml"), "--cache-dir", str(mypy_cache)]
     run = subprocess.run([*cmd, str(tmp_path / "m.py")], cwd=REPO, capture_output=True, text=True)
     assert run.returncode == 1, run.stdout
     wrong_track = 'Argument 1 to "launch" of "EmbeddedBackend" has incompatible type "LoadedClassicConfig"'

@@ -5,10 +5,15 @@ in tests/test_classic.py (it shares that file's reference trial)."""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
+import shutil
 import signal
+from pathlib import Path
 
 import pytest
+from conftest import make_root
 from fakes.fake_backend import FakeBackend
 
 from autorl.commands import show, status, trial
@@ -87,19 +92,35 @@ def run_trial(capsys, *argv: str) -> dict[str, str]:
     return parse_summary(out) | {"_log": out}
 
 
-@pytest.fixture
-def reference(root, monkeypatch, capsys) -> dict[str, str]:
-    """A baseline of 2 seeds at quality 0.6: every seed scored at 25% and 50% of the budget."""
-    monkeypatch.setattr(LLMTrack, "abort_margin", 1.0)  # the LLM track ships the abort off
-    use_backend(monkeypatch, root, 0.6)
-    s = run_trial(capsys, "--seeds", "2", "--description", "baseline")
+@pytest.fixture(scope="module")
+def baseline(tmp_path_factory) -> tuple[Path, dict[str, str]]:
+    """A baseline of 2 seeds at quality 0.6, run once for the tests below (in a root of its own): every seed
+    scored at 25% and 50% of the budget."""
+    site = tmp_path_factory.mktemp("rungs-baseline")
+    with pytest.MonkeyPatch.context() as mp:
+        make_root(site, mp)
+        mp.setattr(LLMTrack, "abort_margin", 1.0)  # the LLM track ships the abort off
+        use_backend(mp, site, 0.6)
+        with contextlib.redirect_stdout(io.StringIO()) as out:
+            code = trial.main(["--budget", "1.2", "--seeds", "2", "--description", "baseline"])
+    assert code == 0, out.getvalue()
+    s = parse_summary(out.getvalue()) | {"_log": out.getvalue()}
     assert s["verdict"] == "baseline" and "early abort off: no reference" in s["_log"]
     for k in (0, 1):
-        scored = rungs.read(root / s["run_dir"] / f"seed-{k}")
+        scored = rungs.read(site / s["run_dir"] / f"seed-{k}")
         assert [(r.rung, r.fraction, r.decision) for r in scored] == [(1, 0.25, ""), (2, 0.5, "")]
         assert all(r.eval_score == pytest.approx(0.6, abs=0.01) for r in scored)
         assert all(r.at_s == pytest.approx(0.3 * r.rung) for r in scored)
         assert all(0 < r.eval_seconds < 30 for r in scored)  # the fake eval's process, paused
+    return site, s
+
+
+@pytest.fixture
+def reference(root, monkeypatch, baseline) -> dict[str, str]:
+    """The baseline's root copied into this test's (its ledger, run directories and caches), the abort on."""
+    site, s = baseline
+    shutil.copytree(site, root, dirs_exist_ok=True)
+    monkeypatch.setattr(LLMTrack, "abort_margin", 1.0)  # the LLM track ships the abort off
     return s
 
 

@@ -235,7 +235,7 @@ def test_efficacy_stop_rarely_fires_without_a_gain_and_often_with_a_large_one():
 def z_comparison(z: float, seeds: int = 6) -> stats.Comparison:
     """A comparison whose statistic is z (normal): delta z, one-sided p, its verdict at ALPHA both ways, on
     `seeds` candidate and reference seeds."""
-    p = float(sps.norm.sf(z))
+    p = 0.5 * math.erfc(z / math.sqrt(2))  # the normal's sf: scipy's costs 100x more a call
     verdict = "improved" if p < stats.ALPHA and z > 0 else "worse" if 1 - p < stats.ALPHA and z < 0 else "-"
     return stats.Comparison(
         z, p, verdict if verdict != "-" else "inconclusive", 100, "", 1.0, 1e9, seeds, seeds

@@ -19,6 +19,7 @@ for a decline is < alpha; else `inconclusive`. `scripts/simulate_decisions.py` m
 
 from __future__ import annotations
 
+import functools
 import math
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
@@ -361,6 +362,7 @@ def futile(interim: Comparison) -> bool:
     return not interim.delta > 0
 
 
+@functools.cache  # a handful of (t, alpha) pairs, asked for at every look of every simulated trial
 def spent_alpha(t: float, alpha: float = EFFICACY_ALPHA) -> float:
     """The one-sided alpha an O'Brien-Fleming-type spending function (Lan-DeMets) has spent by the share `t`
     of the looks: 2 (1 - Phi(z_{1-alpha/2} / sqrt(t))); almost nothing early, `alpha` at t = 1."""
