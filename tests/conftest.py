@@ -5,23 +5,13 @@ from __future__ import annotations
 import os
 import shutil
 import signal
-import sys
 from pathlib import Path
 
-# The suite writes the bytecode of what it imports, once, into the environment, also where
-# PYTHONDONTWRITEBYTECODE is set (this project's VMs): otherwise each of its hundreds of processes would
-# compile torch's sources again (17 s of imports instead of 6), and the only way round it would be to compile
-# all of the environment's 24,000 files before the tests (`uv sync --compile-bytecode`, 50 s on 2 cores), of
-# which the suite imports about a quarter. Set before pytest starts its workers: they and every process a
-# test starts inherit it. (tests/test_prepare.py tests autorl/io/bytecode.py with the setting patched.)
-os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
-sys.dont_write_bytecode = False
+import pytest
+from fakes.fake_backend import TRAIN_TOML
 
-import pytest  # noqa: E402
-from fakes.fake_backend import TRAIN_TOML  # noqa: E402
-
-from autorl.engine.seed import write_resolved as write_resolved_json  # noqa: E402
-from autorl.io.machine import Machine, save_machine  # noqa: E402
+from autorl.engine.seed import write_resolved as write_resolved_json
+from autorl.io.machine import Machine, save_machine
 
 REPO = Path(__file__).resolve().parent.parent
 
