@@ -10,7 +10,8 @@
 (``hf-static-process``, by name only, the same with the static sampler compiled in the sampling process):
 a 1-thread trainer plus a 1-thread sampling process overlapped with it (2 cores);
 compare it with TRL at ``--threads 2`` and, since TRL may run faster on one thread, at ``--threads 1``.
-A compiled sampler step is compiled before the timed steps (start-up, as in a trial).
+A compiled sampler step is compiled before the timed steps (start-up, as in a trial), and so is the training
+step's decoder with ``--compile-train`` (the RunSpec's ``compile_train``, off in a trial by default).
 
 Both trainers run in this process one after the other, with the same torch thread count, on the model,
 environment and batch shape of the config: ``batch_size`` rollouts per optimizer step, ``group_size``
@@ -73,6 +74,9 @@ def bench_embedded(spec, steps: int, warmup: int, seed: int, threads: int, sampl
     trainer.train_step = timed  # type: ignore[method-assign]
     _, printed = _quiet(trainer.run)
     compiled = re.search(r"its step compiled in ([\d.]+) s", printed)  # the trainer's header line
+    trained = re.search(r"its training step compiled in ([\d.]+) s", printed)  # compile_train
+    if failed := re.search(r"warning: the compiled .*", printed):  # the trainer fell back to eager
+        print(failed.group(0), file=sys.stderr, flush=True)
     rows = [json.loads(x) for x in (run_dir / "metrics.jsonl").read_text().splitlines()]
     shutil.rmtree(run_dir, ignore_errors=True)
     seconds = times[-1] - times[warmup - 1]
@@ -80,6 +84,7 @@ def bench_embedded(spec, steps: int, warmup: int, seed: int, threads: int, sampl
         "samples_per_s": steps * spec.batch_size / seconds,
         "seconds_per_step": seconds / steps,
         "compile_s": float(compiled.group(1)) if compiled else None,  # start-up, before the clock
+        "compile_train_s": float(trained.group(1)) if trained else None,  # the same
         "reward_mean": sum(r["reward_mean"] for r in rows) / len(rows),
         "completion_len_mean": sum(r["completion_len_mean"] for r in rows) / len(rows),
         # the share of a step's seconds spent sampling (that training did not overlap)
@@ -191,6 +196,11 @@ def main() -> None:
         help="the embedded trainer's sampler",
     )
     ap.add_argument(
+        "--compile-train",
+        action="store_true",
+        help="the training step's decoder compiled before the clock (compile_train, off by default)",
+    )
+    ap.add_argument(
         "--no-filter",
         action="store_true",
         help="train every rollout (filter_zero_advantages = false), as TRL does: compares raw compute only",
@@ -201,6 +211,8 @@ def main() -> None:
     spec = load_spec(args.config)
     if args.no_filter:
         spec = spec.model_copy(update={"filter_zero_advantages": False})
+    if args.compile_train:
+        spec = spec.model_copy(update={"compile_train": True})
     src = spec.sources[0]
     prompts = spec.batch_size // src.group_size
     print(f"model {spec.model_path}")
@@ -212,9 +224,11 @@ def main() -> None:
     )
     ours = bench_embedded(spec, args.steps, args.warmup, args.seed, args.threads, args.sampler)
     print(
-        f"embedded ({args.sampler}): {ours['samples_per_s']:8.1f} samples/s  "
+        f"embedded ({args.sampler}{', compile-train' if args.compile_train else ''}): "
+        f"{ours['samples_per_s']:8.1f} samples/s  "
         f"({ours['seconds_per_step']:.3f} s/step; sampling not overlapped {ours['gen_share']:.0%} of it)"
-        + (f"; its step compiled in {ours['compile_s']:.1f} s at start-up" if ours["compile_s"] else ""),
+        + (f"; its step compiled in {ours['compile_s']:.1f} s at start-up" if ours["compile_s"] else "")
+        + (f"; its training step in {ours['compile_train_s']:.1f} s" if ours["compile_train_s"] else ""),
         flush=True,
     )
     trl = bench_trl(spec, args.steps, args.warmup, args.seed, args.threads)

@@ -344,6 +344,47 @@ def test_static_process_sampler_warms_in_the_child_and_draws_what_hf_process_dra
     assert [r[2] for r in b] == pytest.approx([r[2] for r in a], abs=1e-5)
 
 
+@pytest.mark.parametrize("compile_fails", [False, True], ids=["compiled", "compile-fails"])
+def test_compile_train_warms_before_the_clock_and_trains_as_eager(
+    tiny_model, tmp_path, monkeypatch, capsys, compile_fails
+):
+    """compile_train: the training step's decoder compiled (dynamo's capture for real, run by its `eager`
+    backend: inductor's numerics and speed are studies/fast-2026-11-29's) and warmed before `ready` with a
+    forward and backward that leave no gradient and draw nothing: the run's rollouts, losses and gradient
+    norms are the eager run's, step for step. A compile that fails is one warning line, then eager."""
+    real_compile = torch.compile
+
+    def fake_compile(fn, **kwargs):
+        if not compile_fails:
+            return real_compile(fn, backend="eager", **kwargs)
+
+        def broken(*args, **kwargs):
+            raise RuntimeError("no compiler here")
+
+        return broken
+
+    monkeypatch.setattr(torch, "compile", fake_compile)
+
+    def run(name: str, **overrides) -> tuple[list[tuple], str]:
+        trainer = make_trainer(tiny_model, tmp_path / name, seed=3, max_steps=3, **overrides)
+        assert (trainer.train_decoder is not None) == bool(overrides)
+        trainer.run()
+        rows = [
+            (r["reward_mean"], r["rl_tokens"], r["loss"], r["grad_norm"]) for r in metrics(tmp_path / name)
+        ]
+        return rows, capsys.readouterr().out
+
+    (eager, eager_out), (compiled, out) = run("eager"), run("compiled", compile_train=True)
+    assert len(eager) == 3 and [r[:2] for r in compiled] == [r[:2] for r in eager]  # the same rollouts
+    assert [r[2:] for r in compiled] == pytest.approx([r[2:] for r in eager], rel=1e-5)
+    assert "training step compiled" not in eager_out
+    if compile_fails:
+        assert "warning: the compiled training step failed (RuntimeError: no compiler here); eager" in out
+        assert "training step compiled in" not in out
+    else:
+        assert "its training step compiled in " in out and "warning" not in out
+
+
 @pytest.mark.parametrize(
     ("cores", "lag", "expected"),
     [(2, 1, "hf-process"), (2, 0, "hf"), (1, 1, "hf-static"), (1, 0, "hf-static")],

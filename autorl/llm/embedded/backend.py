@@ -134,6 +134,10 @@ class RunSpec(BaseModel):
     sampler: Literal["auto", "hf", "hf-process", "hf-static-process", "hf-static", "hf-graphs", "vllm"] = (
         "auto"
     )
+    # The training step's decoder under torch.compile, compiled before `ready` (compiled_train.py): on one
+    # core 1.25x the trainer's samples/s (0.69-0.80x the step's CPU time) for 9-14 s more start-up a seed
+    # (46 s with inductor's cache cold); off until a trial shows what the samples buy (docs/verified.md).
+    compile_train: bool = False
     save_interval_s: float = 30.0  # periodic weight saves (plus one at SIGTERM and at max_steps)
     # Training seconds at which a copy of the weights is also kept, in snapshots/at-<s>s/ (`autorl fidelity`'s
     # long seeds: evaluated after the run, the score along it; LoadedConfig.snapshot_s). The save is not

@@ -165,12 +165,21 @@ def packed_layout(
 
 
 def _packed(
-    model: torch.nn.Module, rows: list[tuple[Sample, int]], pad_id: int, device: torch.device, hidden: bool
+    model: torch.nn.Module,
+    rows: list[tuple[Sample, int]],
+    pad_id: int,
+    device: torch.device,
+    hidden: bool,
+    decoder: torch.nn.Module | None = None,
 ) -> Tensor:
     """The outputs (hidden states, or logits) that predict each kept token [N, .], in the rows' order: one
-    forward of `packed_layout`'s lines, each distinct prompt run once for the rows on its line."""
+    forward of `packed_layout`'s lines, each distinct prompt run once for the rows on its line. `decoder`:
+    what runs for the model's decoder when `hidden` (compiled_train.py's compiled one)."""
     ids, mask, pos, source = packed_layout(rows, pad_id, device)
-    step = model.get_decoder() if hidden else model  # type: ignore[operator]
+    if not hidden:
+        step = model
+    else:  # `decoder or ...` would ask a compiled module for its len()
+        step = decoder if decoder is not None else model.get_decoder()  # type: ignore[operator]
     out = step(input_ids=ids, attention_mask=mask, position_ids=pos, use_cache=False)
     return (out.last_hidden_state if hidden else out.logits).flatten(0, 1)[source]
 
@@ -218,6 +227,7 @@ def completion_logprobs(
     device: torch.device,
     autocast: contextlib.AbstractContextManager | None = None,
     chunk_bytes: int | None = CHUNK_BYTES,
+    decoder: torch.nn.Module | None = None,
 ) -> tuple[Tensor, ...]:
     """(logpi, logmu, adv, mask): the trainer's logprobs of the rows' kept completion tokens [R, W] (0 off the
     mask), the sampling ones, the advantages [R] and the mask.
@@ -225,13 +235,14 @@ def completion_logprobs(
     The rows run in one forward of `packed_layout`'s lines (each distinct prompt once, no padding between
     completions); a model that does not (`packs`) runs each row whole.
     ``chunk_bytes`` None (or a head that is not plain) computes every position's full logits, the reference
-    the chunked way is tested against."""
+    the chunked way is tested against. ``decoder`` runs in place of the model's decoder where the rows run
+    packed through the chunked head (compiled_train.py)."""
     comp, mask, logmu, temps, adv = pack(rows, pad_id, device)
     head = plain_head(model) if chunk_bytes is not None else None
     inv_temp, target = (1.0 / temps)[:, None].expand_as(mask)[mask], comp[mask]
     with autocast or contextlib.nullcontext():
         if packs(model):
-            out = _packed(model, rows, pad_id, device, head is not None)
+            out = _packed(model, rows, pad_id, device, head is not None, decoder)
         else:
             out = _whole_rows(model, rows, comp, mask, pad_id, head is not None)
         if head is not None:

@@ -72,7 +72,7 @@ from transformers import set_seed
 
 from autorl.engine import progress
 from autorl.io.machine import own_cpu_ids, peak_rss_gb
-from autorl.llm.embedded import grpo
+from autorl.llm.embedded import compiled_train, grpo
 from autorl.llm.embedded.backend import COMPLETE_MARKER, EmbeddedChildArgs, RunSpec, snapshot_dir
 from autorl.llm.embedded.batches import Batches, BatchPlan, Sample, default_env_loader
 from autorl.llm.embedded.generation import HFSampler, VLLMSampler, vllm_available
@@ -137,6 +137,7 @@ class Trainer:
         self.eos_ids = eos_ids(self.tokenizer, self.model)
         self.batches = Batches(spec, self.tokenizer, self.eos_ids, seed, env_loader)
         self.optimizer, self.scheduler = _optimizer(self.model, spec)
+        self.train_decoder = compiled_train.compiled_decoder(self.model) if spec.compile_train else None
         self.generator = torch.Generator(device=self.device)
         self.generator.manual_seed(seed)
         self.lag = 1 if spec.max_off_policy_steps >= 1 else 0  # 1: train on the previous step's rollouts
@@ -292,7 +293,7 @@ class Trainer:
                 self.optimizer.zero_grad(set_to_none=True)
                 return None
             logpi, logmu, adv, mask = completion_logprobs(
-                self.model, chunk, self.pad_id, self.device, self._autocast()
+                self.model, chunk, self.pad_id, self.device, self._autocast(), decoder=self.train_decoder
             )
             loss_sum, m = grpo.token_loss(logpi, logmu, adv, mask, spec.loss)
             loss = grpo.step_loss_share(loss_sum, num_rl_tokens)  # global token mean over the step batch
@@ -450,17 +451,34 @@ class Trainer:
         if isinstance(self.sampler, StaticSampler):
             with self._autocast():
                 warm = self.sampler.warm(*self._warm_shape())
+        trained = self._warm_train()
         n_params = sum(p.numel() for p in self.model.parameters())
         print(
             f"embedded trainer: model {self.spec.model_path} on {self.device} "
             f"({n_params / 1e6:.2f}M params), "
             f"sampler {self.sampler_name}"
             + (f" (its step compiled in {warm:.1f} s before the clock)" if warm is not None else "")
+            + (f", its training step compiled in {trained:.1f} s" if trained is not None else "")
             + (f", activations checkpointed in {self.checkpointed} layers" if self.checkpointed else "")
             + f", {torch.get_num_threads()} threads, lag {self.lag}, seed {self.seed}",
             flush=True,
         )
         progress.emit("ready")
+
+    def _warm_train(self) -> float | None:
+        """Compile the training step's decoder now (`compile_train`; start-up): its seconds, or None when
+        nothing compiles or the compile failed (one warning line; the decoder runs eagerly from then on)."""
+        if self.train_decoder is None:
+            return None
+        try:
+            return compiled_train.warm(
+                self.model, self.train_decoder, self.pad_id, self.spec.loss, self._autocast()
+            )
+        except Exception as exc:
+            self.train_decoder = None
+            self.model.zero_grad(set_to_none=True)
+            print(f"warning: the compiled training step failed ({type(exc).__name__}: {exc}); eager from now")
+            return None
 
     def _warm_shape(self) -> tuple[int, int]:
         """The shape a compiled sampler step is warmed with: one call of batch_size rows, the sources'
