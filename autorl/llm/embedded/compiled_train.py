@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import time
+from typing import Any, cast
 
 import torch
 
@@ -33,7 +34,8 @@ def compiled_decoder(model: torch.nn.Module) -> torch.nn.Module | None:
     on its own (no packing or no plain head: the whole model runs, eagerly)."""
     if not packs(model) or plain_head(model) is None:
         return None
-    return torch.compile(model.get_decoder(), dynamic=True)  # type: ignore[operator]
+    decoder = model.get_decoder()  # type: ignore[operator]
+    return cast(torch.nn.Module, torch.compile(decoder, dynamic=True))  # an OptimizedModule
 
 
 def warm_batch(vocab_size: int) -> list[tuple[Sample, int]]:
@@ -59,7 +61,8 @@ def warm(
     gradients cleared (the optimizer has not seen them). The seconds it took."""
     device = next(model.parameters()).device
     t0 = time.perf_counter()
-    rows = warm_batch(int(model.config.vocab_size))  # type: ignore[union-attr]
+    config: Any = model.config
+    rows = warm_batch(int(config.vocab_size))
     logpi, logmu, adv, mask = completion_logprobs(model, rows, pad_id, device, autocast, decoder=decoder)
     loss, _ = grpo.token_loss(logpi, logmu, adv, mask, loss_config)
     loss.backward()
