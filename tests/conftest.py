@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 import signal
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -43,6 +44,16 @@ def make_root(path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """make_root in the test's temp dir."""
     return make_root(tmp_path, monkeypatch)
+
+
+@pytest.fixture
+def one_starter() -> Iterator[None]:
+    """The test's in-process trials fork their children from one warm starter, as an agent's trials in one
+    directory do (AUTORL_WARM_KEEP is 0 here): torch imported once a test, not once a trial."""
+    from autorl.engine import warm
+
+    with warm.starters():
+        yield
 
 
 @pytest.fixture

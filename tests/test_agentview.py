@@ -19,7 +19,7 @@ from fakes.fake_backend import FakeBackend
 
 from autorl.commands import cli, show, status, trial
 from autorl.commands.tune import parse_summary
-from autorl.engine import process
+from autorl.engine import process, warm
 from autorl.llm.track import LLMTrack
 from autorl.record import runview, stats
 from autorl.record.ledger import Ledger
@@ -54,7 +54,7 @@ def classic_runs(tmp_path_factory: pytest.TempPathFactory):
     """Two real classic trials (2 seeds, 2 s of training each): the shipped config, kept, then a learning
     rate of 1e-3 against it. Returns (root, the baseline's summary, the candidate's summary)."""
     root = tmp_path_factory.mktemp("classic")
-    with pytest.MonkeyPatch.context() as mp:
+    with pytest.MonkeyPatch.context() as mp, warm.starters():  # both trials fork from one starter
         mp.setenv("AUTORL_ROOT", str(root))
         (root / "classic.toml").write_text(SHIPPED_CLASSIC.read_text())
         text = SHIPPED_CLASSIC.read_text()

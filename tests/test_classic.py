@@ -484,7 +484,7 @@ def changed(tmp_path: Path, name: str, changes: dict[str, str]) -> Path:
     return tmp_path / name
 
 
-def test_a_config_that_learns_faster_is_improved(tmp_path, monkeypatch, capsys):
+def test_a_config_that_learns_faster_is_improved(tmp_path, monkeypatch, capsys, one_starter):
     """The real runner on the classic track. The reference is the shipped classic.toml with a tenth of its
     learning rate (5e-5: 0.255, seed sd 0.068 over 6 seeds, against the shipped one's 0.690, sd 0.172 over 6;
     studies/suite-2026-11-28/handicap.log), 6 seeds; the shipped config is `improved` against it with 3 seeds,

@@ -17,6 +17,7 @@ from scipy import stats as sps
 from autorl.commands import cli, fidelity
 from autorl.commands.trial import main as run_py
 from autorl.commands.tune import parse_summary
+from autorl.engine import warm
 from autorl.record.ledger import Ledger
 from autorl.record.row import LedgerRow
 from autorl.record.sidetables import FIDELITY
@@ -66,7 +67,7 @@ def context(tmp_path_factory: pytest.TempPathFactory):
     learning rate of 2e-3 (kept) and of 1e-4 (discarded)."""
     root = tmp_path_factory.mktemp("fidelity")
     text = SHIPPED.read_text()
-    with pytest.MonkeyPatch.context() as mp:
+    with pytest.MonkeyPatch.context() as mp, warm.starters():  # the three trials fork from one starter
         mp.setenv("AUTORL_ROOT", str(root))
         for name, lr, decision in (
             ("base", "5e-4", "keep"),

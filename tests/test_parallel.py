@@ -1,6 +1,6 @@
 """Seeds side by side: the slot plan, waves and the early stop across them, a crash beside a running sibling,
-signals (SIGINT/SIGTERM stop the trial and leave no process; a SIGKILLed runner takes its children along),
-and Ray (`--ray local`, classic track, no test double)."""
+signals (SIGINT/SIGTERM stop the trial and leave no process; a SIGKILLed runner takes its children along).
+Ray's seeds side by side (`--ray local`): tests/test_ray.py."""
 
 from __future__ import annotations
 
@@ -252,25 +252,3 @@ def test_a_killed_runner_takes_its_trainers_and_their_children_along(root):
     while alive(tree) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert alive(tree) == []
-
-
-# --- Ray ---------------------------------------------------------------------------------------------------
-
-
-@pytest.mark.xdist_group("ray")
-def test_ray_local_runs_both_classic_seeds_as_ray_tasks(tmp_path):
-    pytest.importorskip("ray")
-    (tmp_path / "classic.toml").write_text("total_env_steps = 4096\nnum_envs = 8\nnum_steps = 32\n")
-    env = {**os.environ, "AUTORL_ROOT": str(tmp_path)}
-    cmd = [sys.executable, str(REPO / "run.py"), "--track", "classic", "--seeds", "2", "--ray", "local"]
-    cmd += ["--budget", "30", "--all-seeds", "--allow-dirty-harness"]
-    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    s = parse_summary(proc.stdout)
-    assert s["status"] == "ok" and len(s["seeds"].split(",")) == 2 and s["parallel"] == "2"
-    assert "on ray local" in proc.stdout
-    rows = Ledger(tmp_path / "results.tsv").rows()
-    assert len(rows) == 1 and rows[0].parallel == 2
-    run = tmp_path / s["run_dir"]
-    for k in (0, 1):
-        assert (run / f"seed-{k}" / "eval.jsonl").exists() and (run / f"seed-{k}" / "run.log").exists()

@@ -345,7 +345,7 @@ def test_a_node_lost_mid_trial_costs_only_its_seed(cluster, tmp_path):
             "--seeds",
             "3",
             "--budget",
-            "15",
+            "8",
             "--new-context",  # the shared checkout's baseline ran at 20 s
             "--all-seeds",
             "--ray",
@@ -398,18 +398,21 @@ def test_sigterm_stops_running_and_waiting_seeds_soon(cluster, tmp_path):
 
 
 def test_ray_local_under_uv_run_no_sync_records_a_row(tmp_path):
-    """`uv run --no-sync run.py --ray local` (typed after `uv sync`): the workers run in this venv."""
+    """`uv run --no-sync run.py --ray local` (typed after `uv sync`): the workers run in this venv, both
+    classic seeds run as Ray tasks side by side, each with its log and eval."""
     root = checkout(tmp_path / "root")
     env = user_env(tmp_path, root, **{MARK: uuid.uuid4().hex})
     run = run_py("uv --no-sync", env, "--seeds", "2", "--budget", "20", "--all-seeds", "--ray", "local")
     assert run.returncode == 0, run.out
     s = parse_summary(run.out)
     assert s["status"] == "ok" and s["parallel"] == "2" and "on ray local" in run.out
+    assert len(s["seeds"].split(",")) == 2
     assert f"{Path(sys.executable).parent}" in run.out  # the probe: the venv's python, not one Ray built
     rows = Ledger(root / "results.tsv").rows()
     assert len(rows) == 1 and rows[0].parallel == 2
     for k in (0, 1):
-        assert (root / s["run_dir"] / f"seed-{k}" / "eval.jsonl").exists()
+        seed_dir = root / s["run_dir"] / f"seed-{k}"
+        assert (seed_dir / "eval.jsonl").exists() and (seed_dir / "run.log").exists()
     assert not processes_with_env(MARK, env[MARK])  # no Ray process of the trial is left
 
 

@@ -264,6 +264,25 @@ def test_the_next_trial_forks_from_the_kept_starter_without_waiting(probe, tmp_p
     assert second["pid"] != first["pid"] and second["env"] == "from-the-launch"
 
 
+def test_a_private_pool_forks_from_a_starter_of_its_own_that_ends_with_it(probe, tmp_path, kept):
+    """A Ray task's pool (`private`): a kept starter of the same launch is not used, and not ended either; the
+    task's own starter serves both of its launches (training, then eval) and ends with the pool, kept or
+    not. (Sharing it let one task's end kill another task's eval: Ray kills a worker's child processes.)"""
+    _, public = one_trial(probe(), tmp_path / "public.log")  # kept, idle
+    with warm.starters(private=True) as pool:
+        assert pool is not None
+        first = run_budgeted(probe(), tmp_path / "1.log", spec())
+        second = run_budgeted(probe(), tmp_path / "2.log", spec())
+        assert first.status == second.status == "ok" and pool.forked == 2
+        (own,) = pool.starters.values()
+    assert own.started is not None and own.pid != public.pid
+    assert report(tmp_path / "1.log")["dep_imported_in"] == report(tmp_path / "2.log")["dep_imported_in"]
+    assert gone(own.pid, within_s=10)
+    assert not gone(public.pid, within_s=3 * warm.SUPERSEDED_EVERY_S)  # another group: not superseded
+    _, again = one_trial(probe(), tmp_path / "again.log")
+    assert again.pid == public.pid  # still the one the next trial finds
+
+
 def test_a_kept_starter_gives_a_child_the_runners_environment_of_now(probe, tmp_path, kept, monkeypatch):
     _, starter = one_trial(probe(), tmp_path / "1.log")
     monkeypatch.setenv("SHLVL", "7")  # shell bookkeeping is not part of the key: the same starter serves

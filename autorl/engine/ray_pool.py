@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from autorl.engine import warm
 from autorl.engine.backend import Backend, Slot, TrialConfig
 from autorl.engine.pool import PoolRun, Report, SeedJob, waves
 from autorl.engine.process import BudgetSpec, Stop, kill_marked
@@ -122,9 +123,12 @@ def seed_task(
             f"runs {expected_harness}: check out the same commit on every node"
         )
     seed_dir = paths.runs_dir() / rel_dir
-    result = run_seed(
-        backend, job.config(cfg), job.seed, job.index, seed_dir, spec, slot, split=job.split, judge=judge
-    )
+    # Its training and eval children fork from one starter (torch imported once a seed, not once a child),
+    # the task's own, which ends with it: nothing is kept on the node (the trial's stop never reaches here).
+    with warm.starters(private=True):
+        result = run_seed(
+            backend, job.config(cfg), job.seed, job.index, seed_dir, spec, slot, split=job.split, judge=judge
+        )
     return result, small_files(seed_dir), socket.gethostname()
 
 

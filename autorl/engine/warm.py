@@ -92,10 +92,11 @@ def keep_seconds() -> float:
     return KEEP_DEFAULT_S if keep_problem() is not None else float(os.environ.get(KEEP_VAR, KEEP_DEFAULT_S))
 
 
-def _name(launch: Launch, env: dict[str, str]) -> str:
+def _name(launch: Launch, env: dict[str, str], private: str = "") -> str:
     """The abstract socket name of the starter that serves `launch`: one per user and what its imports may
-    depend on, as `autorl-warm-UID-GROUP-ENV`. GROUP: the interpreter, the working directory, the modules and
-    the launch's own environment (a GPU slot's devices); ENV: the rest of the runner's environment."""
+    depend on, as `autorl-warm-UID-GROUP-ENV`. GROUP: the interpreter, the working directory, the modules,
+    the launch's own environment (a GPU slot's devices) and `private` (a pool's own starters: no other runner
+    finds them, and no starter of another group ends for them); ENV: the rest of the runner's environment."""
 
     def digest(parts: list[str]) -> str:
         return hashlib.sha256("\0".join(parts).encode("utf-8", "surrogateescape")).hexdigest()[:16]
@@ -107,6 +108,7 @@ def _name(launch: Launch, env: dict[str, str]) -> str:
             *launch.warm,
             "\0",
             *sorted(f"{k}={v}" for k, v in launch.env.items()),
+            *([private] if private else []),  # a name no other pool computes
         ]
     )
     rest = digest(sorted(f"{k}={v}" for k, v in env.items() if k not in VOLATILE_ENV))
@@ -154,7 +156,7 @@ _KEPT: set[str] = set()  # the addresses of the starters this process's trials l
 class _Starter:
     """The runner's connection to one starter process: the one serving its key, else a new one."""
 
-    def __init__(self, launch: Launch) -> None:
+    def __init__(self, launch: Launch, private: str = "") -> None:
         self.lock = threading.Lock()  # one request at a time: a request's reply is the next "pid" message
         self.ready = threading.Event()
         self.error: str | None = None
@@ -170,7 +172,7 @@ class _Starter:
         self.address = ""  # the starter's socket (abstract namespace)
         self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         try:
-            self._connect(launch)
+            self._connect(launch, private)
         except (OSError, StarterError) as exc:
             self.sock.close()
             self.error = f"no warm starter: {exc}"
@@ -179,9 +181,9 @@ class _Starter:
         self.reader = threading.Thread(target=self._read, name="warm-starter", daemon=True)
         self.reader.start()
 
-    def _connect(self, launch: Launch) -> None:
+    def _connect(self, launch: Launch, private: str) -> None:
         env = launch.child_env()
-        address = self.address = "\0" + _name(launch, env)
+        address = self.address = "\0" + _name(launch, env, private)
         for proc in list(_STARTED):  # reap kept starters that have ended since
             if proc.poll() is not None:
                 _STARTED.remove(proc)
@@ -332,9 +334,11 @@ class _Starter:
 
 
 class Starters:
-    """The starters of one trial, one per distinct (working directory, environment, modules)."""
+    """The starters of one trial, one per distinct (working directory, environment, modules). Private: its
+    own starters, which no other runner finds (`starters(private=True)`)."""
 
-    def __init__(self) -> None:
+    def __init__(self, private: bool = False) -> None:
+        self.private = os.urandom(8).hex() if private else ""
         self.starters: dict[tuple[Any, ...], _Starter] = {}
         self.forked = 0  # children forked so far (launches that did not fall back to a cold start)
         self.lock = threading.Lock()
@@ -345,7 +349,7 @@ class Starters:
             if key not in self.starters or self.starters[key] is stale:
                 if stale is not None:
                     stale.close()
-                self.starters[key] = _Starter(launch)
+                self.starters[key] = _Starter(launch, self.private)
             return self.starters[key]
 
     def spawn(self, launch: Launch, ready_timeout_s: float, give_up: Callable[[], bool]) -> WarmChild:
@@ -377,21 +381,23 @@ _ACTIVE: Starters | None = None
 
 
 @contextlib.contextmanager
-def starters(stop: Any = None) -> Iterator[Starters | None]:
+def starters(stop: Any = None, private: bool = False) -> Iterator[Starters | None]:
     """Warm starts for the launches inside (None when AUTORL_WARM=0 or off Linux); every connection to a
     starter closes on the way out, and when `stop` (the trial's autorl.engine.process.Stop) is set by then,
     every starter ends: a trial stopped by a signal leaves no process (the keep-alive is for trials that
-    end)."""
+    end). `private`: starters of these launches alone, shared with no other runner and ended on the way out
+    (a Ray task's: Ray kills a worker's child processes with the worker, and a forked child dies with its
+    starter, so another task's children must never fork from it)."""
     global _ACTIVE
     if os.environ.get(ENV_SWITCH, "1") == "0" or not sys.platform.startswith("linux") or _ACTIVE is not None:
         yield _ACTIVE
         return
-    _ACTIVE = pool = Starters()
+    _ACTIVE = pool = Starters(private)
     try:
         yield pool
     finally:
         _ACTIVE = None
-        pool.close(end=bool(stop))
+        pool.close(end=bool(stop) or private)
 
 
 def end_kept() -> None:

@@ -1,6 +1,9 @@
 """Every process's CPU time (user + system, from /proc/PID/stat) sampled twice a second until a stop file
 appears; then one JSON line per process: pid, command line, PYTEST_CURRENT_TEST from its environment at
 start (where it had one), CPU seconds at its last sample. A process that lived under 0.5 s may be missed.
+A process already running at the first sample (a kernel thread, a daemon) counts only what it used after it:
+the first version wrote its CPU time since it started, and read the kernel's kdamond at 283 s, nearly all of
+it from before the suite (studies/suite-2026-11-29/README.md).
 
     python3 procsample.py OUT.jsonl STOPFILE &   # then run the suite, then: touch STOPFILE
 """
@@ -32,7 +35,7 @@ def first_look(pid: str, cpu: float) -> dict:
     return {"pid": pid, "cmd": cmd, "test": test, "cpu": cpu}
 
 
-def sample(seen: dict[tuple[str, str], dict], me: int) -> None:
+def sample(seen: dict[tuple[str, str], dict], me: int, first_sweep: bool = False) -> None:
     for pid in os.listdir("/proc"):
         if not pid.isdigit() or int(pid) == me:
             continue
@@ -45,14 +48,16 @@ def sample(seen: dict[tuple[str, str], dict], me: int) -> None:
         cpu = (int(fields[11]) + int(fields[12])) / TICK  # utime + stime
         key = (pid, fields[19])  # pid and start time: a reused pid is another process
         if key in seen:
-            seen[key]["cpu"] = cpu
+            seen[key]["cpu"] = cpu - seen[key]["before"]
         else:
-            seen[key] = first_look(pid, cpu)
+            before = cpu if first_sweep else 0.0
+            seen[key] = first_look(pid, cpu - before) | {"before": before}
 
 
 def main() -> None:
     out, stop = sys.argv[1], sys.argv[2]
     seen: dict[tuple[str, str], dict] = {}
+    sample(seen, os.getpid(), first_sweep=True)
     while not os.path.exists(stop):
         sample(seen, os.getpid())
         time.sleep(0.5)
