@@ -23,9 +23,10 @@ which answers the part of Popen that autorl.engine.process uses. The budget cloc
 the launch to the child's `ready`, including a new starter's one-time imports for the first child) and
 everything recorded keep their meaning.
 
-Warm starts are on inside `with starters():` (a trial's base eval and seeds, `autorl confirm`), on Linux,
-for launches that name their modules (`Launch.warm`); anywhere else, or when a starter cannot serve (its
-imports fail, or it would have touched CUDA, which a fork cannot inherit), the launch runs cold, as before.
+Warm starts are on inside `with starters():` (a trial's base eval and seeds, `autorl confirm`, a Ray seed
+task, whose starter is its own), on Linux, for launches that name their modules (`Launch.warm`); anywhere
+else, or when a starter cannot serve (its imports fail, or it would have touched CUDA, which a fork cannot
+inherit), the launch runs cold, as before.
 `AUTORL_WARM=0` turns them off.
 
 Protocol, on a SOCK_SEQPACKET connection, one JSON message per packet:
