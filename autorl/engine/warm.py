@@ -93,11 +93,12 @@ def keep_seconds() -> float:
     return KEEP_DEFAULT_S if keep_problem() is not None else float(os.environ.get(KEEP_VAR, KEEP_DEFAULT_S))
 
 
-def _name(launch: Launch, env: dict[str, str], private: str = "") -> str:
+def _name(launch: Launch, env: dict[str, str], salt: str = "") -> str:
     """The abstract socket name of the starter that serves `launch`: one per user and what its imports may
     depend on, as `autorl-warm-UID-GROUP-ENV`. GROUP: the interpreter, the working directory, the modules,
-    the launch's own environment (a GPU slot's devices) and `private` (a pool's own starters: no other runner
-    finds them, and no starter of another group ends for them); ENV: the rest of the runner's environment."""
+    the launch's own environment (a GPU slot's devices) and `salt` (a private pool's: no other runner finds
+    its starters, and no starter of another group ends for them); ENV: the rest of the runner's
+    environment."""
 
     def digest(parts: list[str]) -> str:
         return hashlib.sha256("\0".join(parts).encode("utf-8", "surrogateescape")).hexdigest()[:16]
@@ -109,7 +110,7 @@ def _name(launch: Launch, env: dict[str, str], private: str = "") -> str:
             *launch.warm,
             "\0",
             *sorted(f"{k}={v}" for k, v in launch.env.items()),
-            *([private] if private else []),  # a name no other pool computes
+            *([salt] if salt else []),  # a name no other pool computes
         ]
     )
     rest = digest(sorted(f"{k}={v}" for k, v in env.items() if k not in VOLATILE_ENV))
@@ -157,7 +158,7 @@ _KEPT: set[str] = set()  # the addresses of the starters this process's trials l
 class _Starter:
     """The runner's connection to one starter process: the one serving its key, else a new one."""
 
-    def __init__(self, launch: Launch, private: str = "") -> None:
+    def __init__(self, launch: Launch, salt: str = "") -> None:
         self.lock = threading.Lock()  # one request at a time: a request's reply is the next "pid" message
         self.ready = threading.Event()
         self.error: str | None = None
@@ -173,7 +174,7 @@ class _Starter:
         self.address = ""  # the starter's socket (abstract namespace)
         self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         try:
-            self._connect(launch, private)
+            self._connect(launch, salt)
         except (OSError, StarterError) as exc:
             self.sock.close()
             self.error = f"no warm starter: {exc}"
@@ -182,9 +183,9 @@ class _Starter:
         self.reader = threading.Thread(target=self._read, name="warm-starter", daemon=True)
         self.reader.start()
 
-    def _connect(self, launch: Launch, private: str) -> None:
+    def _connect(self, launch: Launch, salt: str) -> None:
         env = launch.child_env()
-        address = self.address = "\0" + _name(launch, env, private)
+        address = self.address = "\0" + _name(launch, env, salt)
         for proc in list(_STARTED):  # reap kept starters that have ended since
             if proc.poll() is not None:
                 _STARTED.remove(proc)
@@ -339,7 +340,7 @@ class Starters:
     own starters, which no other runner finds (`starters(private=True)`)."""
 
     def __init__(self, private: bool = False) -> None:
-        self.private = os.urandom(8).hex() if private else ""
+        self.salt = os.urandom(8).hex() if private else ""  # in its starters' names
         self.starters: dict[tuple[Any, ...], _Starter] = {}
         self.forked = 0  # children forked so far (launches that did not fall back to a cold start)
         self.lock = threading.Lock()
@@ -350,7 +351,7 @@ class Starters:
             if key not in self.starters or self.starters[key] is stale:
                 if stale is not None:
                     stale.close()
-                self.starters[key] = _Starter(launch, self.private)
+                self.starters[key] = _Starter(launch, self.salt)
             return self.starters[key]
 
     def spawn(self, launch: Launch, ready_timeout_s: float, give_up: Callable[[], bool]) -> WarmChild:
