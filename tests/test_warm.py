@@ -286,13 +286,16 @@ def test_a_private_pool_forks_from_a_starter_of_its_own_that_ends_with_it(probe,
 def test_a_kept_starter_gives_a_child_the_runners_environment_of_now(probe, tmp_path, kept, monkeypatch):
     _, starter = one_trial(probe(), tmp_path / "1.log")
     monkeypatch.setenv("SHLVL", "7")  # shell bookkeeping is not part of the key: the same starter serves
-    (tmp_path / "env.py").write_text("import os, sys\nprint(os.environ.get('SHLVL'), os.getppid())\n")
+    monkeypatch.setenv("COLUMNS", "133")  # nor is the terminal's size (another terminal, or a resized one)
+    (tmp_path / "env.py").write_text(
+        "import os, sys\nprint(os.environ.get('SHLVL'), os.environ.get('COLUMNS'), os.getppid())\n"
+    )
     launch = Launch(
         argv=[sys.executable, "-m", "env"], cwd=tmp_path, env=probe().env, cpus=(0,), warm=("probe_dep",)
     )
     with warm.starters():
         assert run_budgeted(launch, tmp_path / "env.log", spec()).status == "ok"
-    assert (tmp_path / "env.log").read_text().split() == ["7", str(starter.pid)]
+    assert (tmp_path / "env.log").read_text().split() == ["7", "133", str(starter.pid)]
 
 
 def test_a_starter_whose_module_changed_on_disk_is_replaced(probe, tmp_path, kept):

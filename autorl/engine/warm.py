@@ -61,9 +61,10 @@ FIRST_CONTACT_S = 60.0  # a new starter waits at least this long for its first c
 CONNECT_S = 30.0  # a new starter's socket must be listening within this time (it binds before importing)
 MAX_MESSAGE = 1 << 20
 REAP_EVERY_S = 0.02  # how often the starter looks for ended children (the exit code's latency)
-# Shell bookkeeping that differs between two commands of one session: not part of a starter's key (a child
-# still gets the runner's values).
-VOLATILE_ENV = frozenset({"_", "OLDPWD", "PWD", "SHLVL"})
+# Shell bookkeeping that differs between two commands of one session, and the terminal's size (two
+# terminals, or one resized; a serial pytest run's children saw COLUMNS and LINES that its os.environ did
+# not hold): not part of a starter's key (a child still gets the runner's values).
+VOLATILE_ENV = frozenset({"_", "OLDPWD", "PWD", "SHLVL", "COLUMNS", "LINES"})
 STALE = "the starter's modules changed on disk since it imported them"
 GROUP_PREFIX = "autorl-warm-"
 SUPERSEDED_EVERY_S = 2.0  # how often an idle starter looks for a newer one of its group (then it ends)
