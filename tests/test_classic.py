@@ -494,9 +494,19 @@ def test_a_config_that_learns_faster_is_improved(tmp_path, monkeypatch, capsys, 
     replay cuts the final curve); a config that cannot learn is aborted at the first rung once the early abort
     is on (the track ships it off)."""
     from autorl.classic.track import ClassicTrack
+    from autorl.engine import trial_run
 
     monkeypatch.setenv("AUTORL_ROOT", str(tmp_path))
     slower = changed(tmp_path, "slower.toml", {"learning_rate = 5e-4 ": "learning_rate = 5e-5 "})
+    # The seeds of handicap.log's two trials, then any: a trial's seeds come from its run id (a timestamp),
+    # and 3 new seeds of the shipped config were inconclusive in about one run of the suite in eight.
+    firsts, by_run = iter([487317, 733521]), {}
+
+    def pinned(run_id: str, n: int) -> list[int]:  # each trial its first seed, then the next ones
+        first = by_run.setdefault(run_id, next(firsts, 900000))
+        return [first + k for k in range(n)]
+
+    monkeypatch.setattr(trial_run, "harness_seeds", pinned)
 
     def run(config: Path, *flags: str) -> dict[str, str]:
         argv = ["--track", "classic", "--config", str(config), "--budget", "600", *flags]
