@@ -25,6 +25,7 @@ WAYS: dict[str, dict[str, object]] = {
 
 def main() -> int:
     way, root, argv = sys.argv[1], Path(sys.argv[2]), sys.argv[3:]
+    root.mkdir(parents=True, exist_ok=True)
     os.environ["AUTORL_ROOT"] = str(root)
     from autorl.commands import trial
     from autorl.commands.tune import parse_summary
@@ -46,6 +47,9 @@ def main() -> int:
         f"trial {way}: rc {code} wall {wall:.1f} s eval_score {summary.get('eval_score')} "
         f"verdict {summary.get('verdict')} status {summary.get('status')}"
     )
+    if "run_dir" not in summary:
+        print(text)
+        return code
     for seed_dir in sorted((root / summary["run_dir"]).glob("seed-*")):
         rows = [json.loads(line) for line in (seed_dir / "metrics.jsonl").read_text().splitlines()]
         log = (seed_dir / "run.log").read_text()
