@@ -1,17 +1,15 @@
 #!/usr/bin/env bash
 # Issue 50, two cores, at the trial level: the 2-core default (hf-process) against both steps compiled
 # (hf-static-process + compile_train) in real trials of the shipped train.toml at --budget 90, 2 seeds each,
-# the two ways alternated round by round, each trial in a fresh root of its own (trial_way.py).
+# the two ways alternated round by round (trial_way.py), recorded in this checkout's ledger: run it in a
+# fresh clone.
 #   bash studies/fast-2026-11-29/trial-2core.sh [ROUNDS] > studies/fast-2026-11-29/trial-2core.log 2>&1
 set -uo pipefail
 cd "$(dirname "$0")/../.."
-tmp=$(mktemp -d)
 for i in $(seq 1 "${1:-2}"); do
   for way in default compiled; do
     echo "== round $i $(git rev-parse --short HEAD) way $way $(date -u +%T)"
-    .venv/bin/python studies/fast-2026-11-29/trial_way.py "$way" "$tmp/$i-$way" \
-      --config train.toml --budget 90 --seeds 2 --all-seeds --description "$way round $i"
+    .venv/bin/python studies/fast-2026-11-29/trial_way.py "$way" --config train.toml --budget 90 --seeds 2 --all-seeds --description "$way round $i"
   done
 done
 echo "end $(date -u +%T)"
-rm -rf "$tmp"

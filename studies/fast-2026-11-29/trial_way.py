@@ -1,17 +1,16 @@
 """One real LLM trial (the shipped train.toml, `run.py`'s own code) with the embedded trainer's 2-core way
 chosen by name, then one line per seed read from what the seed wrote:
 
-    .venv/bin/python studies/fast-2026-11-29/trial_way.py WAY ROOT [run.py arguments...]
+    .venv/bin/python studies/fast-2026-11-29/trial_way.py WAY [run.py arguments...]
 
 WAY `default` is what run.py runs on 2 cores (hf-process); `compiled` is hf-static-process with
 compile_train (RunSpec fields a train.toml cannot set: the runner's build_spec is wrapped here, so each
-seed's resolved.json carries them). ROOT is the AUTORL_ROOT (its own ledger: the trial is its baseline).
+seed's resolved.json carries them). Run from the project directory (its ledger records the trial).
 """
 
 from __future__ import annotations
 
 import json
-import os
 import re
 import sys
 import time
@@ -24,9 +23,7 @@ WAYS: dict[str, dict[str, object]] = {
 
 
 def main() -> int:
-    way, root, argv = sys.argv[1], Path(sys.argv[2]), sys.argv[3:]
-    root.mkdir(parents=True, exist_ok=True)
-    os.environ["AUTORL_ROOT"] = str(root)
+    way, argv, root = sys.argv[1], sys.argv[2:], Path.cwd()
     from autorl.commands import trial
     from autorl.commands.tune import parse_summary
     from autorl.llm.embedded import backend
