@@ -106,7 +106,17 @@ def test_the_pages_show_commands():
     assert len(commands()) >= 20  # the extraction itself works (a regex that matched nothing would pass)
 
 
-@pytest.mark.parametrize(("page", "line"), commands())
+def cases() -> list:
+    """commands(), each script's on one pytest-xdist worker: its --help (script_help) runs once a session, not
+    once on each worker (bench_classic.py's imports torch: ~5 s)."""
+    script = pytest.mark.xdist_group("docs-scripts")
+    return [
+        pytest.param(page, line, marks=script) if "scripts/" in line else (page, line)
+        for page, line in commands()
+    ]
+
+
+@pytest.mark.parametrize(("page", "line"), cases())
 def test_a_shown_command_is_accepted(page, line):
     try:
         parse(line)
@@ -195,8 +205,8 @@ def run_command(line: str) -> tuple[int, bool]:
         return cli.main(args), False
     if target == "prepare.py":
         return prepare.main(args), False
-    parse(line)  # a script: a measurement of minutes, its flags checked against its --help
-    return 0, False
+    return 0, False  # a script: a measurement of minutes, not run (test_a_shown_command_is_accepted checks
+    # its flags against its --help)
 
 
 def _without_budget(args: list[str]) -> list[str]:
