@@ -385,6 +385,45 @@ def test_compile_train_warms_before_the_clock_and_trains_as_eager(
         assert "its training step compiled in " in out and "warning" not in out
 
 
+def test_compile_train_leaves_no_batch_shape_to_compile_on_the_clock(tiny_model, tmp_path, monkeypatch):
+    """After `warm`, batches of one group (one packed line: a size of 1, which dynamic shapes compile apart),
+    two and five groups, with other prompt and completion lengths, run without compiling again (a 180 s
+    trial's one-group step compiled for 45.6 s on its training clock while `warm` compiled 3 lines only:
+    studies/fast-2026-11-29/trial-2core-180.log). The graphs go to a backend that counts them."""
+    from autorl.llm.embedded import compiled_train
+
+    graphs = []
+    real_compile = torch.compile
+
+    def counting(gm, example_inputs):
+        graphs.append(gm)
+        return gm.forward
+
+    monkeypatch.setattr(torch, "compile", lambda fn, **kw: real_compile(fn, backend=counting, **kw))
+    trainer = make_trainer(tiny_model, tmp_path, compile_train=True)
+    model, decoder = trainer.model, trainer.train_decoder
+    compiled_train.warm(model, decoder, trainer.pad_id, trainer.spec.loss)
+    warmed = len(graphs)
+    assert warmed >= 2  # the three-line batch's graph and the one-line batch's
+
+    def batch(groups: int) -> list[tuple[Sample, int]]:
+        rows = []
+        for g in range(groups):
+            prompt = [3 + (g + i) % 20 for i in range(4 + 3 * g)]
+            for r in range(8):  # a group of 8 rows, completions of 2 to 9 tokens
+                n = 2 + r
+                sample = Sample(
+                    prompt, [4 + (r + i) % 20 for i in range(n)], [-1.0] * n, 1.0, r - 3.5, 1.0, 0, "t", False
+                )
+                rows.append((sample, n))
+        return rows
+
+    for groups in (1, 2, 5):
+        logpi = completion_logprobs(model, batch(groups), trainer.pad_id, trainer.device, decoder=decoder)[0]
+        logpi.sum().backward()
+    assert len(graphs) == warmed
+
+
 @pytest.mark.parametrize(
     ("cores", "lag", "expected"),
     [(2, 1, "hf-process"), (2, 0, "hf"), (1, 1, "hf-static"), (1, 0, "hf-static")],

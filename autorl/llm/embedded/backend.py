@@ -138,8 +138,8 @@ class RunSpec(BaseModel):
     # core 1.25x the trainer's samples/s (0.69-0.80x the step's CPU time) for 9-14 s more start-up a seed
     # (46 s with inductor's cache cold); on two cores a gain beside hf-static-process only (together 3.15x
     # TRL), none beside hf-process. Off: in 90 s trials both compiled trained 1.35-1.41x the steps but took
-    # 1.35-1.56x the wall (32-36 s of compiles a seed): 0.88-1.05x the steps per wall second
-    # (docs/verified.md).
+    # 1.35-1.56x the wall (32-36 s of compiles a seed): 0.88-1.05x the steps per wall second; at 180 s
+    # 0.91x and 1.12x (docs/verified.md).
     compile_train: bool = False
     save_interval_s: float = 30.0  # periodic weight saves (plus one at SIGTERM and at max_steps)
     # Training seconds at which a copy of the weights is also kept, in snapshots/at-<s>s/ (`autorl fidelity`'s

@@ -24,7 +24,10 @@ from autorl.llm.embedded.logprobs import completion_logprobs, packs, plain_head
 from autorl.llm.schema import DefaultLoss, IPOLoss
 
 # The made-up batch `warm` compiles with: prompts of these lengths, each with rows whose completions run
-# through these lengths (every size above 1, so that no dimension is specialised to 0 or 1).
+# through these lengths (every size above 1, so that no dimension is specialised to 0 or 1). Then its first
+# prompt's rows alone: a batch of one group packs into one line, a size of 1 that dynamic shapes compile
+# apart (unwarmed, a 180 s trial's one-group step compiled for 45.6 s on the training clock:
+# studies/fast-2026-11-29/trial-2core-180.log).
 WARM_PROMPTS = (5, 6, 7)
 WARM_COMPLETIONS = (3, 5, 8)
 
@@ -57,14 +60,16 @@ def warm(
     loss_config: DefaultLoss | IPOLoss,
     autocast: contextlib.AbstractContextManager | None = None,
 ) -> float:
-    """Compile `decoder`'s forward and backward now: one forward and backward of `warm_batch`, then the
-    gradients cleared (the optimizer has not seen them). The seconds it took."""
+    """Compile `decoder`'s forward and backward now: a forward and backward of `warm_batch`, then of its first
+    prompt's rows alone (one line), then the gradients cleared (the optimizer has not seen them). The seconds
+    it took."""
     device = next(model.parameters()).device
     t0 = time.perf_counter()
     config: Any = model.config
     rows = warm_batch(int(config.vocab_size))
-    logpi, logmu, adv, mask = completion_logprobs(model, rows, pad_id, device, autocast, decoder=decoder)
-    loss, _ = grpo.token_loss(logpi, logmu, adv, mask, loss_config)
-    loss.backward()
+    for batch in (rows, rows[: len(WARM_COMPLETIONS)]):
+        logpi, logmu, adv, mask = completion_logprobs(model, batch, pad_id, device, autocast, decoder=decoder)
+        loss, _ = grpo.token_loss(logpi, logmu, adv, mask, loss_config)
+        loss.backward()
     model.zero_grad(set_to_none=True)
     return time.perf_counter() - t0
