@@ -205,8 +205,8 @@ def run_command(line: str) -> tuple[int, bool]:
         return cli.main(args), False
     if target == "prepare.py":
         return prepare.main(args), False
-    return 0, False  # a script: a measurement of minutes, not run (test_a_shown_command_is_accepted checks
-    # its flags against its --help)
+    # A script: a measurement of minutes, not run; test_a_shown_command_is_accepted checks its flags
+    return 0, False
 
 
 def _without_budget(args: list[str]) -> list[str]:
