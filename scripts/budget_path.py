@@ -12,6 +12,7 @@ process is the whole path. Prints the modules in the order the budget reached th
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import os
 import sys
@@ -73,4 +74,6 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    # No options: `--help` says what it does instead of running the trial (as it did), a stray one is refused.
+    argparse.ArgumentParser(description=__doc__.splitlines()[0]).parse_args()
     main()
