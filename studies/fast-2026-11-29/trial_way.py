@@ -10,6 +10,8 @@ seed's resolved.json carries them). Run from the project directory (its ledger r
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import re
 import sys
@@ -31,9 +33,6 @@ def main() -> int:
     built = backend.build_spec
     backend.build_spec = lambda cfg: built(cfg).model_copy(update=WAYS[way])
     start = time.monotonic()
-    import contextlib
-    import io
-
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
         code = trial.main(argv)
@@ -55,11 +54,12 @@ def main() -> int:
         trained = sum(r["seconds"] for r in rows)
         samples = sum(r["rl_samples"] for r in rows if "rl_samples" in r) or None
         rates = sorted(r["samples_per_s"] for r in rows)
+        wait = json.loads((seed_dir / "outcome.json").read_text()).get("cpu_wait_share")
         print(
             f"  {seed_dir.name} {way}: steps {len(rows)} elapsed_s {rows[-1]['elapsed_s'] if rows else 0} "
             f"step seconds {trained:.1f} median samples/s {rates[len(rates) // 2] if rates else 0:.1f} "
             f"rl_samples {samples} compile s {sum(compiles):.1f} "
-            f"last reward {rows[-1]['reward'] if rows else None}"
+            f"last reward {rows[-1]['reward'] if rows else None} cpu_wait_share {wait}"
         )
     return code
 
