@@ -40,6 +40,20 @@ def make_root(path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return path
 
 
+def float_scalars(example_inputs: list) -> list:
+    """The inputs of a torch.compile'd graph (what a backend is given) that are a float: a Python or symbolic
+    float, or a 0-d floating tensor (a float dynamo made an input). The embedded trainer's compiles have
+    none (autorl/llm/embedded/compiling.py)."""
+    import torch
+
+    def scalar(x: object) -> bool:
+        return isinstance(x, float | torch.SymFloat) or (
+            isinstance(x, torch.Tensor) and x.dim() == 0 and x.is_floating_point()
+        )
+
+    return [x for x in example_inputs if scalar(x)]
+
+
 @pytest.fixture
 def root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """make_root in the test's temp dir."""

@@ -22,6 +22,7 @@ from types import SimpleNamespace
 import pytest
 import tomlkit
 import torch
+from conftest import float_scalars
 from transformers import Qwen2ForCausalLM
 
 from autorl.engine import progress
@@ -389,7 +390,8 @@ def test_compile_train_leaves_no_batch_shape_to_compile_on_the_clock(tiny_model,
     """After `warm`, batches of one group (one packed line: a size of 1, which dynamic shapes compile apart),
     two and five groups, with other prompt and completion lengths, run without compiling again (a 180 s
     trial's one-group step compiled for 45.6 s on its training clock while `warm` compiled 3 lines only:
-    studies/fast-2026-11-29/trial-2core-180.log). The graphs go to a backend that counts them."""
+    studies/fast-2026-11-29/trial-2core-180.log). The graphs go to a backend that counts them; none takes a
+    float as an input (the model's floats are constants: compiling.py)."""
     from autorl.llm.embedded import compiled_train
 
     graphs = []
@@ -397,6 +399,7 @@ def test_compile_train_leaves_no_batch_shape_to_compile_on_the_clock(tiny_model,
 
     def counting(gm, example_inputs):
         graphs.append(gm)
+        assert float_scalars(example_inputs) == []  # before: each norm's epsilon, attention's scaling, ...
         return gm.forward
 
     monkeypatch.setattr(torch, "compile", lambda fn, **kw: real_compile(fn, backend=counting, **kw))

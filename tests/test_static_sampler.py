@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from conftest import float_scalars
 from transformers import AutoModelForCausalLM
 
 from autorl.llm.embedded import generation
@@ -157,6 +158,26 @@ def test_warm_runs_a_batch_shaped_step_before_the_clock_and_draws_nothing(model,
     assert failing.warm(6, 9) is None and not failing.static
     out = capsys.readouterr().out
     assert out.count("warning: the compiled sampler failed (RuntimeError: no C++ compiler)") == 1
+
+
+def test_the_compiled_step_takes_the_models_floats_as_constants(model, monkeypatch):
+    """Compiled with dynamic shapes, the decode step's graph takes no float input: the model's floats (each
+    norm's epsilon, attention's scaling) are compiled in (compiling.py; made symbolic, dynamo restarted its
+    analysis over F.embedding's norm_type and the compile took twice as long). One graph serves the warm-up
+    and a call of another shape. The graphs go to a backend that records their inputs."""
+    graphs = []
+    real_compile = torch.compile
+
+    def recording(gm, example_inputs):
+        graphs.append(float_scalars(example_inputs))
+        return gm.forward
+
+    monkeypatch.setattr(torch, "compile", lambda fn, **kw: real_compile(fn, backend=recording, **kw))
+    vocab = model.config.vocab_size
+    sampler = StaticSampler(model, PAD, [1], compiled=True)
+    assert sampler.warm(6, 9) is not None
+    assert sampler.sample(prompts(vocab)[:4], 0.9, 5, torch.Generator().manual_seed(3)) is not None
+    assert graphs == [[]]  # before: one graph, a 0-d tensor in it for each float
 
 
 def test_under_bf16_autocast_a_qwen3_layer_fills_a_bf16_cache():

@@ -14,12 +14,14 @@ from __future__ import annotations
 
 import contextlib
 import time
-from typing import Any, cast
+from collections.abc import Callable
+from typing import Any
 
 import torch
 
 from autorl.llm.embedded import grpo
 from autorl.llm.embedded.batches import Sample
+from autorl.llm.embedded.compiling import compile_step
 from autorl.llm.embedded.logprobs import completion_logprobs, packs, plain_head
 from autorl.llm.schema import DefaultLoss, IPOLoss
 
@@ -32,13 +34,12 @@ WARM_PROMPTS = (5, 6, 7)
 WARM_COMPLETIONS = (3, 5, 8)
 
 
-def compiled_decoder(model: torch.nn.Module) -> torch.nn.Module | None:
-    """The model's decoder under torch.compile (dynamic shapes), or None where the trainer would not run it
-    on its own (no packing or no plain head: the whole model runs, eagerly)."""
+def compiled_decoder(model: torch.nn.Module) -> Callable[..., Any] | None:
+    """The model's decoder under torch.compile (dynamic shapes, compiling.py), or None where the trainer
+    would not run it on its own (no packing or no plain head: the whole model runs, eagerly)."""
     if not packs(model) or plain_head(model) is None:
         return None
-    decoder = model.get_decoder()  # type: ignore[operator]
-    return cast(torch.nn.Module, torch.compile(decoder, dynamic=True))  # an OptimizedModule
+    return compile_step(model.get_decoder(), dynamic=True)  # type: ignore[operator]
 
 
 def warm_batch(vocab_size: int) -> list[tuple[Sample, int]]:
@@ -55,7 +56,7 @@ def warm_batch(vocab_size: int) -> list[tuple[Sample, int]]:
 
 def warm(
     model: torch.nn.Module,
-    decoder: torch.nn.Module,
+    decoder: Callable[..., Any],
     pad_id: int,
     loss_config: DefaultLoss | IPOLoss,
     autocast: contextlib.AbstractContextManager | None = None,

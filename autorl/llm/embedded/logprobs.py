@@ -23,6 +23,7 @@ instead of two, no cache copies, no padding (docs/verified.md: 1.2x the training
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -170,16 +171,15 @@ def _packed(
     pad_id: int,
     device: torch.device,
     hidden: bool,
-    decoder: torch.nn.Module | None = None,
+    decoder: Callable[..., Any] | None = None,
 ) -> Tensor:
     """The outputs (hidden states, or logits) that predict each kept token [N, .], in the rows' order: one
     forward of `packed_layout`'s lines, each distinct prompt run once for the rows on its line. `decoder`:
     what runs for the model's decoder when `hidden` (compiled_train.py's compiled one)."""
     ids, mask, pos, source = packed_layout(rows, pad_id, device)
-    if not hidden:
-        step = model
-    else:  # `decoder or ...` would ask a compiled module for its len()
-        step = decoder if decoder is not None else model.get_decoder()  # type: ignore[operator]
+    step: Callable[..., Any] = model
+    if hidden:
+        step = decoder or model.get_decoder()  # type: ignore[operator]
     out = step(input_ids=ids, attention_mask=mask, position_ids=pos, use_cache=False)
     return (out.last_hidden_state if hidden else out.logits).flatten(0, 1)[source]
 
@@ -227,7 +227,7 @@ def completion_logprobs(
     device: torch.device,
     autocast: contextlib.AbstractContextManager | None = None,
     chunk_bytes: int | None = CHUNK_BYTES,
-    decoder: torch.nn.Module | None = None,
+    decoder: Callable[..., Any] | None = None,
 ) -> tuple[Tensor, ...]:
     """(logpi, logmu, adv, mask): the trainer's logprobs of the rows' kept completion tokens [R, W] (0 off the
     mask), the sampling ones, the advantages [R] and the mask.

@@ -36,6 +36,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
+from autorl.llm.embedded.compiling import compile_step
 from autorl.llm.embedded.generation import Decode, HFSampler, Rollouts, shared_prefill
 
 WIDTH_STEP = 64  # graphs: prompt widths are rounded up to a multiple of this (one capture per rounded width)
@@ -84,9 +85,9 @@ class StaticSampler(HFSampler):
         # graphs: (rows, cache width, dtype) -> (cache, attention mask), kept from call to call
         self._kept: dict[tuple[int, int, torch.dtype], tuple[Any, Tensor]] = {}
         if graphs:  # fixed shapes, a CUDA graph per shape (none on a CPU)
-            self._step: Any = torch.compile(self._forward, mode="reduce-overhead", dynamic=False)
+            self._step: Any = compile_step(self._forward, mode="reduce-overhead", dynamic=False)
         elif compiled:  # dynamic shapes: one compile serves every batch (rows and prompt width change)
-            self._step = torch.compile(self._forward, dynamic=True)
+            self._step = compile_step(self._forward, dynamic=True)
         else:
             self._step = self._forward
 
