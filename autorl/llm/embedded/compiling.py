@@ -6,8 +6,8 @@ as constants (dynamo's ``specialize_float``). With dynamic shapes dynamo otherwi
 reads symbolic, a transformers model's module attributes among them (each norm's epsilon, attention's
 scaling and dropout, the embedding's ``norm_type``), then finds that ``F.embedding`` needs its ``norm_type``
 as a Python float and restarts the whole analysis, which traces and differentiates the model twice. On the
-2-core VM (tiny model, inductor's cache warm) that doubled the start-up: the training step's decoder
-compiled in 18.0-20.4 s with the restart and 7.8 s without, the sampler's step in 12.7-13.3 s and 6.0 s
+2-core VM (the tiny model, one thread, inductor's cache warm) the sampler's step then compiled in 10.9-11.9 s
+and the training step's decoder in 14.6-17.0 s; with the floats as constants, in 5.2-6.6 s and 5.7-6.1 s
 (studies/fast-2026-11-29/compile-floats.log). These floats never change within a run.
 """
 
