@@ -2,16 +2,17 @@
 
     uv run --extra bench python scripts/bench_trl.py                  # the default train.toml
     uv run --extra bench python scripts/bench_trl.py --steps 20 --threads 2
-    uv run --extra bench python scripts/bench_trl.py --threads 2 --sampler hf-process   # run.py's on 2+ cores
+    uv run --extra bench python scripts/bench_trl.py --threads 2 --sampler hf-static-process  # run.py's
     uv run --extra bench python scripts/bench_trl.py --threads 1 --sampler hf-static    # run.py's on 1 core
 
 ``--sampler hf`` (the default here) and ``hf-static`` sample in the trainer's process, so both trainers use
-``--threads`` threads of one process. ``--sampler hf-process`` is what run.py uses on a CPU with 2+ cores
-(``hf-static-process``, by name only, the same with the static sampler compiled in the sampling process):
-a 1-thread trainer plus a 1-thread sampling process overlapped with it (2 cores);
-compare it with TRL at ``--threads 2`` and, since TRL may run faster on one thread, at ``--threads 1``.
-A compiled sampler step is compiled before the timed steps (start-up, as in a trial), and so is the training
-step's decoder with ``--compile-train`` (the RunSpec's ``compile_train``, off in a trial by default).
+``--threads`` threads of one process. ``--sampler hf-static-process`` is what run.py uses on a CPU with 2+
+cores: a 1-thread trainer plus a 1-thread sampling process overlapped with it (2 cores), its step compiled
+there, and the training step compiled too (``hf-process``: the same with both steps eager); compare it with
+TRL at ``--threads 2`` and, since TRL may run faster on one thread, at ``--threads 1``. A compiled sampler
+step is compiled before the timed steps (start-up, as in a trial), and so is the training step's decoder
+(the RunSpec's ``compile_train``: by default as in a trial, on beside ``hf-static-process`` only;
+``--compile-train`` / ``--no-compile-train`` set it).
 
 Both trainers run in this process one after the other, with the same torch thread count, on the model,
 environment and batch shape of the config: ``batch_size`` rollouts per optimizer step, ``group_size``
@@ -197,8 +198,9 @@ def main() -> None:
     )
     ap.add_argument(
         "--compile-train",
-        action="store_true",
-        help="the training step's decoder compiled before the clock (compile_train, off by default)",
+        action=argparse.BooleanOptionalAction,
+        help="the training step's decoder compiled before the clock, or eager (default: as in a trial, "
+        "compiled beside hf-static-process only)",
     )
     ap.add_argument(
         "--no-filter",
@@ -211,8 +213,8 @@ def main() -> None:
     spec = load_spec(args.config)
     if args.no_filter:
         spec = spec.model_copy(update={"filter_zero_advantages": False})
-    if args.compile_train:
-        spec = spec.model_copy(update={"compile_train": True})
+    if args.compile_train is not None:
+        spec = spec.model_copy(update={"compile_train": args.compile_train})
     src = spec.sources[0]
     prompts = spec.batch_size // src.group_size
     print(f"model {spec.model_path}")
@@ -224,7 +226,7 @@ def main() -> None:
     )
     ours = bench_embedded(spec, args.steps, args.warmup, args.seed, args.threads, args.sampler)
     print(
-        f"embedded ({args.sampler}{', compile-train' if args.compile_train else ''}): "
+        f"embedded ({args.sampler}{', compile-train' if ours['compile_train_s'] else ''}): "
         f"{ours['samples_per_s']:8.1f} samples/s  "
         f"({ours['seconds_per_step']:.3f} s/step; sampling not overlapped {ours['gen_share']:.0%} of it)"
         + (f"; its step compiled in {ours['compile_s']:.1f} s at start-up" if ours["compile_s"] else "")

@@ -335,7 +335,7 @@ def test_static_process_sampler_warms_in_the_child_and_draws_what_hf_process_dra
         trainer = make_trainer(
             tiny_model, tmp_path / sampler, seed=3, max_steps=4, max_off_policy_steps=1, sampler=sampler
         )
-        warmed = trainer.process_sampler.warm_seconds
+        warmed = trainer.process_sampler.wait_ready()
         trainer.run()
         return [(r["reward_mean"], r["rl_tokens"], r["loss"]) for r in metrics(tmp_path / sampler)], warmed
 
@@ -343,6 +343,44 @@ def test_static_process_sampler_warms_in_the_child_and_draws_what_hf_process_dra
     assert warm_hf is None and warm_static is not None and warm_static >= 0
     assert [r[:2] for r in a] == [r[:2] for r in b]  # the same completions, so the same rewards and tokens
     assert [r[2] for r in b] == pytest.approx([r[2] for r in a], abs=1e-5)
+
+
+def test_the_sampling_process_compiles_while_the_trainer_compiles(tiny_model, tmp_path, monkeypatch, capsys):
+    """hf-static-process with compile_train: the trainer's start-up (its training step's compile) runs while
+    the forked child compiles its sampler step; the trainer waits for the child's `ready` only after its own,
+    and its header reports both. Here the child's warm-up (patched before the fork, so the child runs it)
+    returns 1 s once the trainer's warm-up has begun, -1 s after 20 s without it (the order before: the
+    child's `ready` awaited first)."""
+    from autorl.llm.embedded import compiled_train
+    from autorl.llm.embedded.static_sampler import StaticSampler
+
+    begun = tmp_path / "trainer-warm-begun"
+
+    def child_warm(self, rows, max_new_tokens):
+        deadline = time.monotonic() + 20
+        while not begun.exists() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        return 1.0 if begun.exists() else -1.0
+
+    def trainer_warm(*args, **kwargs):
+        begun.touch()
+        return 0.5
+
+    monkeypatch.setattr(StaticSampler, "warm", child_warm)
+    monkeypatch.setattr(compiled_train, "warm", trainer_warm)
+    monkeypatch.setattr(torch, "compile", lambda fn, **_: fn)
+    trainer = make_trainer(
+        tiny_model, tmp_path, max_off_policy_steps=1, sampler="hf-static-process", compile_train=True
+    )
+    monkeypatch.setattr(signal, "signal", lambda *_: None)  # _start takes over SIGTERM/SIGINT
+    try:
+        assert not trainer.process_sampler.ready and not begun.exists()
+        trainer._start()
+        assert trainer.process_sampler.ready
+        out = capsys.readouterr().out
+        assert "(its step compiled in 1.0 s before the clock), its training step compiled in 0.5 s" in out
+    finally:
+        trainer.process_sampler.close()
 
 
 @pytest.mark.parametrize("compile_fails", [False, True], ids=["compiled", "compile-fails"])
@@ -429,21 +467,24 @@ def test_compile_train_leaves_no_batch_shape_to_compile_on_the_clock(tiny_model,
 
 @pytest.mark.parametrize(
     ("cores", "lag", "expected"),
-    [(2, 1, "hf-process"), (2, 0, "hf"), (1, 1, "hf-static"), (1, 0, "hf-static")],
+    [(2, 1, "hf-static-process"), (2, 0, "hf"), (1, 1, "hf-static"), (1, 0, "hf-static")],
 )
 def test_auto_picks_the_sampler_measured_fastest_on_the_cpu(
     tiny_model, tmp_path, monkeypatch, cores, lag, expected
 ):
-    """`auto` on a CPU: a second core and the one-step lag sample in a second process; one core compiles the
-    static sampler's step (1.17x HFSampler's trainer samples/s there, docs/verified.md); else HFSampler."""
+    """`auto` on a CPU: a second core and the one-step lag sample in a second process, both steps compiled
+    (compile_train's auto: on beside hf-static-process only); one core compiles the static sampler's step
+    (1.17x HFSampler's trainer samples/s there, docs/verified.md); else HFSampler."""
     import autorl.llm.embedded.train as train_module
 
     monkeypatch.setattr(train_module, "own_cpu_ids", lambda: list(range(cores)))
     monkeypatch.setattr(train_module, "vllm_available", lambda: True)  # a GPU's; never on the CPU
+    monkeypatch.setattr(torch, "compile", lambda fn, **_: fn)  # what would compile runs eagerly here
     trainer = make_trainer(tiny_model, tmp_path, sampler="auto", max_off_policy_steps=lag, device="cpu")
     try:
         assert trainer.sampler_name == expected
-        assert (trainer.process_sampler is not None) == (expected == "hf-process")
+        assert (trainer.process_sampler is not None) == (expected == "hf-static-process")
+        assert (trainer.train_decoder is not None) == (expected == "hf-static-process")
     finally:
         if trainer.process_sampler is not None:
             trainer.process_sampler.close()
@@ -661,11 +702,18 @@ id = "autorl-arithmetic"
 """
 
 
-def test_child_saves_weights_and_exits_cleanly_on_sigterm(tiny_model, tmp_path, write_resolved):
+def test_child_saves_weights_and_exits_cleanly_on_sigterm(tiny_model, tmp_path, write_resolved, monkeypatch):
     """The real child, started as the runner starts it, stopped mid-run by SIGTERM: it saves the weights of
     its last completed step (atomically, marked complete), says so, and exits 0. Given snapshot times (an
     `autorl fidelity` long seed), it also keeps a copy when its clock passes each, the clock paused. At a rung
-    (the trial's, autorl/record/rungs.py) it keeps its weights and waits, paused, until the runner's `go`."""
+    (the trial's, autorl/record/rungs.py) it keeps its weights and waits, paused, until the runner's `go`.
+    Its sampling process runs eagerly (hf-process): the 2-core default compiles both steps at start-up, a
+    minute where inductor's cache is cold, which the tests above cover in-process."""
+    from autorl.llm.embedded import backend as embedded_backend
+
+    built = embedded_backend.build_spec
+    eager = {"sampler": "hf-process", "compile_train": False}
+    monkeypatch.setattr(embedded_backend, "build_spec", lambda c: built(c).model_copy(update=eager))
     (tmp_path / "train.toml").write_text(CHILD_TOML.format(model=tiny_model))
     loaded = load_train_config(tmp_path / "train.toml", backend="embedded")
     # snapshots after the first step and never; a rung after the first step, another never reached

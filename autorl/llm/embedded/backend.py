@@ -124,23 +124,21 @@ class RunSpec(BaseModel):
     # Slot.threads replaces it (EmbeddedBackend.launch passes train.py --threads).
     num_threads: int = 0
     # auto = vllm when importable on a GPU, else hf-graphs; on a CPU with 2+ cores, a 1-thread trainer and
-    # the one-step lag, hf-process (sampling overlapped with training in a second process,
-    # sampler_process.py); on one core hf-static; else hf (Trainer._sampler_name; the measurements:
-    # docs/verified.md). hf-static / hf-graphs:
-    # StaticSampler with its decode step compiled (dynamic shapes) / captured as CUDA graphs
-    # (static_sampler.py), before `ready` (start-up: the trainer's header says how long); hf-static-process:
-    # hf-process with StaticSampler compiled in the sampling process (by name only: 1.20-1.38x hf-process's
-    # samples/s on a 2-core VM, 2026-11-28, for a compile at every seed's start-up; docs/verified.md).
+    # the one-step lag, hf-static-process (sampling overlapped with training in a second process,
+    # sampler_process.py, its step compiled there); on one core hf-static; else hf (Trainer._sampler_name;
+    # the measurements: docs/verified.md). hf-static / hf-graphs: StaticSampler with its decode step
+    # compiled (dynamic shapes) / captured as CUDA graphs (static_sampler.py), before `ready` (start-up: the
+    # trainer's header says how long); hf-process: HFSampler in the second process, eager.
     sampler: Literal["auto", "hf", "hf-process", "hf-static-process", "hf-static", "hf-graphs", "vllm"] = (
         "auto"
     )
-    # The training step's decoder under torch.compile, compiled before `ready` (compiled_train.py): on one
-    # core 1.25x the trainer's samples/s (0.69-0.80x the step's CPU time) for 9-14 s more start-up a seed
-    # (46 s with inductor's cache cold); on two cores a gain beside hf-static-process only (together 3.15x
-    # TRL), none beside hf-process. Off: in 90 s trials both compiled trained 1.35-1.41x the steps but took
-    # 1.35-1.56x the wall (32-36 s of compiles a seed): 0.88-1.05x the steps per wall second; at 180 s
-    # 0.91x and 1.12x (docs/verified.md).
-    compile_train: bool = False
+    # The training step's decoder under torch.compile, compiled before `ready` (compiled_train.py). auto = on
+    # beside hf-static-process (the 2-core CPU default): both steps compiled trained 1.32-1.38x hf-process's
+    # steps in 90 s trials, for 14-16 s of compiles a seed, 1.17x its steps per wall second (67 s, 0.88x,
+    # where a fresh clone compiled cold; docs/verified.md); beside hf-process it gains nothing (sampling is
+    # the bottleneck there). On one core 1.25x the trainer's samples/s by name; off there (not measured in
+    # trials).
+    compile_train: bool | Literal["auto"] = "auto"
     save_interval_s: float = 30.0  # periodic weight saves (plus one at SIGTERM and at max_steps)
     # Training seconds at which a copy of the weights is also kept, in snapshots/at-<s>s/ (`autorl fidelity`'s
     # long seeds: evaluated after the run, the score along it; LoadedConfig.snapshot_s). The save is not

@@ -14,7 +14,9 @@ trainer computes step n, which needs only the weights both start from:
   steps) as with ``sampler = "hf"`` on the same machine. tests/test_embedded_trainer.py checks it.
 
 With ``hf-static-process`` the child samples with ``StaticSampler`` instead (the same draws), its step
-compiled and warmed before the child says ready, so the compile is start-up; ``warm_seconds`` says how long.
+compiled and warmed before the child says ready, so the compile is start-up; ``wait_ready`` says how long.
+The trainer reads that `ready` only after its own start-up (its training step's compile, compile_train), so
+the two compiles run at once on the two cores.
 
 The child ignores SIGINT/SIGTERM (the runner signals the whole process group): the trainer handles the stop,
 abandons the pending batch and closes the pipe, which ends the child. A killed parent closes it too.
@@ -119,18 +121,24 @@ class ProcessSampler:
         )
         self.process.start()
         child_conn.close()
-        try:
-            first = self.conn.recv()
+        self.ready = False  # the child's `ready` not yet read (wait_ready)
+        self.warm_seconds: float | None = None  # the compile's seconds in the child (hf-static-process)
+        self.pending = False
+
+    def wait_ready(self) -> float | None:
+        """Wait for the child's `ready`: it loads the model (and, with `warm`, compiles its step) while the
+        trainer does its own start-up. The compile's seconds in the child, or None."""
+        if not self.ready:
+            try:
+                first = self.conn.recv()
+            except EOFError:
+                raise RuntimeError(
+                    f"sampler process died while loading (exit code {self.process.exitcode})"
+                ) from None
             if not (isinstance(first, tuple) and len(first) == 2 and first[0] == "ready"):
                 raise RuntimeError(f"sampler process: unexpected first message {first!r}")
-            self.warm_seconds: float | None = first[
-                1
-            ]  # the compile's seconds in the child (hf-static-process)
-        except EOFError:
-            raise RuntimeError(
-                f"sampler process died while loading (exit code {self.process.exitcode})"
-            ) from None
-        self.pending = False
+            self.ready, self.warm_seconds = True, first[1]
+        return self.warm_seconds
 
     @torch.no_grad()
     def publish(self) -> None:
@@ -141,6 +149,7 @@ class ProcessSampler:
 
     def submit(self, requests: list[Request]) -> None:
         assert not self.pending
+        self.wait_ready()
         self.conn.send(requests)
         self.pending = True
 

@@ -137,11 +137,14 @@ class Trainer:
         self.eos_ids = eos_ids(self.tokenizer, self.model)
         self.batches = Batches(spec, self.tokenizer, self.eos_ids, seed, env_loader)
         self.optimizer, self.scheduler = _optimizer(self.model, spec)
-        self.train_decoder = compiled_train.compiled_decoder(self.model) if spec.compile_train else None
         self.generator = torch.Generator(device=self.device)
         self.generator.manual_seed(seed)
         self.lag = 1 if spec.max_off_policy_steps >= 1 else 0  # 1: train on the previous step's rollouts
         self.sampler, self.process_sampler, self.sampler_name = self._samplers()
+        compile_train = spec.compile_train
+        if compile_train == "auto":  # beside the compiled sampling process: the pair measured faster
+            compile_train = self.sampler_name == "hf-static-process"
+        self.train_decoder = compiled_train.compiled_decoder(self.model) if compile_train else None
         # Big vocabularies make the logits the largest activation: smaller chunks on a GPU.
         gpu = self.device.type == "cuda"
         self.micro_batch_tokens = spec.micro_batch_tokens or (
@@ -161,9 +164,11 @@ class Trainer:
     def _sampler_name(self) -> str:
         """The sampler `auto` stands for here: vLLM where it imports on a GPU, else hf-graphs (its decode step
         captured as CUDA graphs: 3.5x HFSampler's trainer samples/s on the 0.6B shape, H200); on a CPU with a
-        one-thread trainer one step behind and a second core, hf-process (sampling overlapped with training
-        in a second process, sampler_process.py); on a one-core CPU hf-static (its step compiled: 1.17x
-        the trainer's samples/s there). The measurements: docs/verified.md."""
+        one-thread trainer one step behind and a second core, hf-static-process (sampling overlapped with
+        training in a second process, sampler_process.py, its step compiled there; with the training step
+        compiled too, `compile_train` auto: 1.17x hf-process's steps per wall second in 90 s trials); on a
+        one-core CPU hf-static (its step compiled: 1.17x the trainer's samples/s there). The measurements:
+        docs/verified.md."""
         spec = self.spec
         if spec.sampler != "auto":
             return spec.sampler
@@ -171,7 +176,7 @@ class Trainer:
             return "vllm" if vllm_available() else "hf-graphs" if self.device.type == "cuda" else "hf"
         cores = len(own_cpu_ids())
         if self.lag == 1 and torch.get_num_threads() == 1 and cores >= 2:
-            return "hf-process"
+            return "hf-static-process"
         return "hf-static" if cores == 1 else "hf"
 
     def _samplers(self) -> tuple[HFSampler | VLLMSampler, ProcessSampler | None, str]:
@@ -447,11 +452,13 @@ class Trainer:
         training time), say what runs, then `ready`."""
         signal.signal(signal.SIGTERM, self.request_stop)
         signal.signal(signal.SIGINT, self.request_stop)
-        warm = self.process_sampler.warm_seconds if self.process_sampler is not None else None
+        warm = None
         if isinstance(self.sampler, StaticSampler):
             with self._autocast():
                 warm = self.sampler.warm(*self._warm_shape())
-        trained = self._warm_train()
+        trained = self._warm_train()  # meanwhile a sampling process loads, and compiles its step
+        if self.process_sampler is not None:
+            warm = self.process_sampler.wait_ready()
         n_params = sum(p.numel() for p in self.model.parameters())
         print(
             f"embedded trainer: model {self.spec.model_path} on {self.device} "
