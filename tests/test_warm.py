@@ -35,9 +35,12 @@ if what == "exit":
     sys.exit(int(sys.argv[2]))
 if what == "at-exit":  # what the interpreter's exit would do: join threads, run atexit, keep the code
     import atexit, threading, time
+    from concurrent.futures import ThreadPoolExecutor
     out = sys.argv[2]
     atexit.register(lambda: open(out, "a").write("atexit\\n"))
     threading.Thread(target=lambda: (time.sleep(0.5), open(out, "a").write("thread\\n"))).start()
+    probe_dep.POOL = ThreadPoolExecutor(1)  # kept, its worker idle (torch's compile pool)
+    probe_dep.POOL.submit(int).result()
     sys.exit("a message, exit 1")
 if what == "sleep":
     print("@@autorl " + json.dumps({"event": "ready"}), flush=True)
@@ -121,7 +124,9 @@ def test_a_warm_crash_is_attributed_like_a_cold_one(probe, tmp_path, args, code)
 
 
 def test_a_warm_child_ends_like_an_interpreter(probe, tmp_path):
-    """Without the interpreter's teardown, the exit still waits for threads, runs atexit, keeps the code."""
+    """Without the interpreter's teardown, the exit still waits for threads, runs atexit, keeps the code, and
+    runs threading's exit hooks: an idle ThreadPoolExecutor's worker ends (joined without them, it held the
+    warm child past its budget)."""
     for mode in ("warm", "cold"):
         out = tmp_path / f"{mode}.txt"
         with warm.starters() if mode == "warm" else contextlib.nullcontext():

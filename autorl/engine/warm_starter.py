@@ -245,7 +245,9 @@ def _run(module: str) -> None:
     """Run the module as `python -m` would, then exit without the interpreter's teardown.
 
     The exit code is the one Python gives (SystemExit's code, 1 after an uncaught exception, death by SIGINT
-    after an uncaught KeyboardInterrupt). Non-daemon threads are joined and the atexit handlers run (e.g.
+    after an uncaught KeyboardInterrupt). As at the interpreter's exit, threading's exit hooks run (an idle
+    ThreadPoolExecutor's workers are told to end: torch's compile pool left two after a cold compile, and
+    joining them held a trainer for 30 s), non-daemon threads are joined and the atexit handlers run (e.g.
     multiprocessing ending its children), then stdout/stderr are flushed and the process ends: tearing down
     torch's modules costs about 1 s per child here, and the modules run warm write their files in with-blocks.
     """
@@ -266,9 +268,7 @@ def _run(module: str) -> None:
     except BaseException:
         traceback.print_exc()
         code = 1
-    for thread in threading.enumerate():
-        if thread is not threading.main_thread() and not thread.daemon:
-            thread.join()
+    threading._shutdown()  # type: ignore[attr-defined]  # the interpreter's: threading's exit hooks, the joins
     atexit._run_exitfuncs()
     _flush()
     os._exit(code)
