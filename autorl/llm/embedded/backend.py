@@ -133,11 +133,11 @@ class RunSpec(BaseModel):
         "auto"
     )
     # The training step's decoder under torch.compile, compiled before `ready` (compiled_train.py). auto = on
-    # beside hf-static-process (the 2-core CPU default): both steps compiled trained 1.32-1.38x hf-process's
-    # steps in 90 s trials, for 14-16 s of compiles a seed, 1.17x its steps per wall second (67 s, 0.88x,
-    # where a fresh clone compiled cold; docs/verified.md); beside hf-process it gains nothing (sampling is
-    # the bottleneck there). On one core 1.25x the trainer's samples/s by name; off there (not measured in
-    # trials).
+    # beside hf-static-process (the 2-core CPU default): in 90 s trials both steps compiled trained 1.28-1.37x
+    # hf-process's steps for 12-14 s of start-up a seed, 1.14-1.21x its steps per wall second (0.88-0.93x in
+    # a fresh clone's first trial, which compiles cold: docs/verified.md); beside hf-process it gains nothing
+    # (sampling is the bottleneck there). On one core 1.25x the trainer's samples/s by name; off there (not
+    # measured in trials).
     compile_train: bool | Literal["auto"] = "auto"
     save_interval_s: float = 30.0  # periodic weight saves (plus one at SIGTERM and at max_steps)
     # Training seconds at which a copy of the weights is also kept, in snapshots/at-<s>s/ (`autorl fidelity`'s

@@ -1,4 +1,5 @@
-"""The training step's decoder compiled with ``torch.compile`` (``compile_train``, issue 50; off by default).
+"""The training step's decoder compiled with ``torch.compile`` (``compile_train``, issue 50; by default on
+beside the compiled sampling process, ``hf-static-process``: the 2-core CPU default).
 
 The trainer's log-probs run the decoder once over ``logprobs.packed_layout``'s lines, then the chunked head
 (``logprobs.completion_logprobs``). On one CPU core that forward and its backward took 0.80x and 0.69x the CPU

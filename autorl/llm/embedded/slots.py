@@ -1,7 +1,7 @@
 """How many embedded seeds fit side by side on a machine, and each one's share of it (``Slot``).
 
 CPU. A model under ``SMALL_MODEL_PARAMS`` trains on one torch thread, and its sampling runs in a second
-process on one more core (the ``hf-process`` sampler, sampler_process.py): a seed needs 2 cores, so a
+process on one more core (sampler_process.py): a seed needs 2 cores, so a
 machine of n cores has n // 2 slots (at least one), each pinned to its own 2 cores. A bigger model's trainer
 uses every core (policy.cpu_threads): one slot, the whole machine.
 
@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from autorl.io.machine import Machine
 
 SMALL_MODEL_PARAMS = 20_000_000  # below this the trainer runs one torch thread (policy.cpu_threads)
-SAMPLER_CORES = 1  # the hf-process sampler's core next to a one-thread trainer
+SAMPLER_CORES = 1  # the sampling process's core next to a one-thread trainer
 VLLM_GPU_FRACTION = 0.3  # of a seed's GPU memory, for the vLLM sampler (RunSpec.vllm_gpu_memory_utilization)
 TRAINING_BYTES_PER_PARAM = 16  # fp32 weights + gradients + AdamW exp_avg + exp_avg_sq
 GPU_SEED_OVERHEAD_GB = 4.0  # CUDA context, sampling, slack

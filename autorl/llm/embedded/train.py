@@ -166,9 +166,9 @@ class Trainer:
         captured as CUDA graphs: 3.5x HFSampler's trainer samples/s on the 0.6B shape, H200); on a CPU with a
         one-thread trainer one step behind and a second core, hf-static-process (sampling overlapped with
         training in a second process, sampler_process.py, its step compiled there; with the training step
-        compiled too, `compile_train` auto: 1.17x hf-process's steps per wall second in 90 s trials); on a
-        one-core CPU hf-static (its step compiled: 1.17x the trainer's samples/s there). The measurements:
-        docs/verified.md."""
+        compiled too, `compile_train` auto: 1.14-1.21x hf-process's steps per wall second in 90 s trials);
+        on a one-core CPU hf-static (its step compiled: 1.17x the trainer's samples/s there). The
+        measurements: docs/verified.md."""
         spec = self.spec
         if spec.sampler != "auto":
             return spec.sampler
