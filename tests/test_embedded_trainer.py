@@ -379,6 +379,7 @@ def test_the_sampling_process_compiles_while_the_trainer_compiles(tiny_model, tm
         assert trainer.process_sampler.ready
         out = capsys.readouterr().out
         assert "(its step compiled in 1.0 s before the clock), its training step compiled in 0.5 s" in out
+        assert 0 <= out.index('{"event": "compiling"}') < out.index('{"event": "ready"}')
     finally:
         trainer.process_sampler.close()
 

@@ -24,6 +24,7 @@ class SeedLine:
     reward: float | None = None
     elapsed: float = 0.0
     last_plain: float = 0.0
+    compiling: bool = False  # the child compiles its steps (start-up, before `ready`)
 
 
 class LiveView:
@@ -49,6 +50,8 @@ class LiveView:
             self.live = None
 
     def _line(self, s: SeedLine) -> str:
+        if s.compiling:
+            return f"{s.label} | compiling its steps (start-up, before the training clock)"
         step = "-" if s.step is None else str(s.step)
         reward = "-" if s.reward is None else f"{s.reward:.3f}"
         return f"{s.label} | train {s.elapsed:5.0f}/{self.budget_s:g} s | step {step} | reward {reward}"
@@ -78,6 +81,7 @@ class LiveView:
                 return
             s.elapsed = training_seconds
             kind = event.get("event")
+            s.compiling = kind == "compiling"
             if kind == "step":
                 s.step = event.get("step", s.step)
                 reward = event.get("reward", event.get("reward_mean"))
@@ -86,7 +90,9 @@ class LiveView:
                 self.live.update(self._render())
                 return
             now = time.monotonic()
-            if kind == "ready":
+            if kind == "compiling":
+                print(f"[train] {self._line(s)}", flush=True)
+            elif kind == "ready":
                 print(f"[train] {s.label} | model loaded, training clock started", flush=True)
             elif kind == "step" and now - s.last_plain >= PLAIN_EVERY_S:
                 s.last_plain = now

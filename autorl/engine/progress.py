@@ -3,7 +3,8 @@
 A child prints one marker line per event on stdout; the runner reads them to start the budget clock,
 show progress, detect hangs and count steps. Everything else the child prints goes to run.log untouched.
 
-Events: ``ready`` (model loaded, training starts: the budget clock starts here), ``step`` (one finished
+Events: ``compiling`` (start-up: the child compiles its steps before ``ready``; no clock runs yet), ``ready``
+(model loaded, training starts: the budget clock starts here), ``step`` (one finished
 optimizer step: step, reward, loss, lr, seconds, samples_per_s, ...), ``pause``/``resume`` (time spent
 between them, e.g. in-training evaluation, is not charged to the budget), ``saved`` (weights written:
 step, path), ``snapshot`` (a copy of the weights kept along the run for `autorl fidelity`: step, at_s,

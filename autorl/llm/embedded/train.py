@@ -448,10 +448,16 @@ class Trainer:
         return 0
 
     def _start(self) -> None:
-        """Take over SIGTERM/SIGINT (a stop request from here on), compile the sampler's step (start-up, not
-        training time), say what runs, then `ready`."""
+        """Take over SIGTERM/SIGINT (a stop request from here on), say `compiling` and compile the steps that
+        are compiled (start-up, not training time), say what runs, then `ready`."""
         signal.signal(signal.SIGTERM, self.request_stop)
         signal.signal(signal.SIGINT, self.request_stop)
+        if self.train_decoder is not None or self.sampler_name in (
+            "hf-static",
+            "hf-graphs",
+            "hf-static-process",
+        ):
+            progress.emit("compiling")  # a minute where inductor's cache is cold: the runner says so
         warm = None
         if isinstance(self.sampler, StaticSampler):
             with self._autocast():
