@@ -133,7 +133,7 @@ class RunSpec(BaseModel):
         "auto"
     )
     # The training step's decoder under torch.compile, compiled before `ready` (compiled_train.py). auto = on
-    # beside hf-static-process (the 2-core CPU default): in 90 s trials both steps compiled trained 1.28-1.37x
+    # beside hf-static-process (the 2-core CPU default): in 90 s trials both steps compiled trained 1.28-1.36x
     # hf-process's steps for 12-14 s of start-up a seed, 1.14-1.21x its steps per wall second (0.88-0.93x in
     # a fresh clone's first trial, which compiles cold: docs/verified.md); beside hf-process it gains nothing
     # (sampling is the bottleneck there). On one core 1.25x the trainer's samples/s by name; off there (not
