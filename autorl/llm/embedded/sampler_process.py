@@ -121,6 +121,7 @@ class ProcessSampler:
         )
         self.process.start()
         child_conn.close()
+        self.warm = warm  # (rows, max_new_tokens) the child compiles its step for; None: it samples eagerly
         self.ready = False  # the child's `ready` not yet read (wait_ready)
         self.warm_seconds: float | None = None  # the compile's seconds in the child (hf-static-process)
         self.pending = False

@@ -143,7 +143,7 @@ class Trainer:
         self.sampler, self.process_sampler, self.sampler_name = self._samplers()
         compile_train = spec.compile_train
         if compile_train == "auto":  # beside the compiled sampling process: the pair measured faster
-            compile_train = self.sampler_name == "hf-static-process"
+            compile_train = self._process_compiles()
         self.train_decoder = compiled_train.compiled_decoder(self.model) if compile_train else None
         # Big vocabularies make the logits the largest activation: smaller chunks on a GPU.
         gpu = self.device.type == "cuda"
@@ -452,11 +452,8 @@ class Trainer:
         are compiled (start-up, not training time), say what runs, then `ready`."""
         signal.signal(signal.SIGTERM, self.request_stop)
         signal.signal(signal.SIGINT, self.request_stop)
-        if self.train_decoder is not None or self.sampler_name in (
-            "hf-static",
-            "hf-graphs",
-            "hf-static-process",
-        ):
+        static = isinstance(self.sampler, StaticSampler) and self.sampler.compiled
+        if static or self._process_compiles() or self.train_decoder is not None:
             progress.emit("compiling")  # a minute where inductor's cache is cold: the runner says so
         warm = None
         if isinstance(self.sampler, StaticSampler):
@@ -492,6 +489,10 @@ class Trainer:
             self.model.zero_grad(set_to_none=True)
             print(f"warning: the compiled training step failed ({type(exc).__name__}: {exc}); eager from now")
             return None
+
+    def _process_compiles(self) -> bool:
+        """Whether the sampling process compiles its step (hf-static-process)."""
+        return self.process_sampler is not None and self.process_sampler.warm is not None
 
     def _warm_shape(self) -> tuple[int, int]:
         """The shape a compiled sampler step is warmed with: one call of batch_size rows, the sources'
