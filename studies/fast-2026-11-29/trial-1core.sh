@@ -7,7 +7,7 @@
 #   bash studies/fast-2026-11-29/trial-1core.sh [ROUNDS] > studies/fast-2026-11-29/trial-1core.log 2>&1
 set -uo pipefail
 cd "$(dirname "$0")/../.."
-# the machine file says one core (else a seed's slot would widen it to the cores prepare.py saw unpinned)
+# the machine file a one-core user's prepare.py writes (the runner plans on its own affinity either way)
 taskset -c "${CORE:-0}" .venv/bin/python prepare.py | tail -2
 # a quick look compiles both steps once into this checkout's inductor cache (a fresh clone compiles cold)
 taskset -c "${CORE:-0}" .venv/bin/python studies/fast-2026-11-29/trial_way.py static-compiled --quick --budget 15

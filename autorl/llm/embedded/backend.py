@@ -136,8 +136,8 @@ class RunSpec(BaseModel):
     # beside hf-static-process (the 2-core CPU default): in 90 s trials both steps compiled trained 1.28-1.36x
     # hf-process's steps for 12-14 s of start-up a seed, 1.14-1.21x its steps per wall second (0.88-0.93x in
     # a fresh clone's first trial, which compiles cold: docs/verified.md); beside hf-process it gains nothing
-    # (sampling is the bottleneck there). On one core 1.25x the trainer's samples/s by name; off there (not
-    # measured in trials).
+    # (sampling is the bottleneck there). On one core beside hf-static: 1.05-1.17x the steps, 0.98-1.09x the
+    # steps per wall second in 90 s trials (its start-up is not beside a second core's): off there.
     compile_train: bool | Literal["auto"] = "auto"
     save_interval_s: float = 30.0  # periodic weight saves (plus one at SIGTERM and at max_steps)
     # Training seconds at which a copy of the weights is also kept, in snapshots/at-<s>s/ (`autorl fidelity`'s
