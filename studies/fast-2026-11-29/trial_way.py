@@ -3,9 +3,9 @@ chosen by name, then one line per seed read from what the seed wrote:
 
     .venv/bin/python studies/fast-2026-11-29/trial_way.py WAY [run.py arguments...]
 
-WAY `default` is what run.py runs on 2 cores (hf-process until 2026-11-29 09:00 UTC, then both steps
-compiled); `compiled` is hf-static-process with compile_train, `process` hf-process with both steps eager;
-`static` / `static-compiled` the one-core sampler with the training step eager / compiled
+WAY `default` is what run.py runs: on 2 cores hf-process until 2026-11-29 09:00 UTC, then both steps compiled;
+on one core hf-static, its training step eager. `compiled` is hf-static-process with compile_train, `process`
+hf-process with both steps eager, `static-compiled` hf-static with compile_train
 (RunSpec fields a train.toml cannot set: the runner's build_spec is wrapped here, so each seed's
 resolved.json carries them). Run from the project directory (its ledger records the trial).
 """
@@ -24,8 +24,7 @@ WAYS: dict[str, dict[str, object]] = {
     "default": {},
     "compiled": {"sampler": "hf-static-process", "compile_train": True},
     "process": {"sampler": "hf-process", "compile_train": False},
-    # one core (trial-1core.sh pins the trial to it): the one-core default is hf-static, its train step eager
-    "static": {"sampler": "hf-static", "compile_train": False},
+    # one core (trial-1core.sh pins the trial to it): against `default` there
     "static-compiled": {"sampler": "hf-static", "compile_train": True},
 }
 

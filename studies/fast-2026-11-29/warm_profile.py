@@ -39,7 +39,9 @@ def main() -> None:
         sampled = sampler.warm(*trainer._warm_shape())
         trained = trainer._warm_train()
         prof.disable()
-    print(f"trainer built {built:.1f} s; sampler warm {sampled:.1f} s; training warm {trained:.1f} s (profiled)")
+    print(
+        f"trainer built {built:.1f} s; sampler warm {sampled:.1f} s; training warm {trained:.1f} s (profiled)"
+    )
     print(compile_times(repr="str", aggregate=True))
     pstats.Stats(prof).sort_stats("cumulative").print_stats(top)
 
