@@ -2,7 +2,10 @@
 does dropping the rows that already ended (a quarter of a default batch's decode rows, docs/verified.md's
 one-core step) pay? One line per row count: the median microseconds of a decode step, and per row.
 
-    .venv/bin/python studies/fast-2026-11-29/decode_rows.py [REPEATS]
+    .venv/bin/python studies/fast-2026-11-29/decode_rows.py [REPEATS] [skip-guards]
+
+`skip-guards` times the steps under torch.compiler.set_stance(skip_guard_eval_unsafe=True) (dynamo then runs
+none of the step's guards: what they cost; unsafe for the product as such, a measurement only).
 """
 
 from __future__ import annotations
@@ -50,9 +53,12 @@ def main() -> None:
         sampler.warm(*trainer._warm_shape())
         for rows in ROWS:  # each once first: a row count of its own may compile a new specialization
             step_us(sampler, rows, 1)
-        for rows in ROWS:
-            us = step_us(sampler, rows, repeats)
-            print(f"rows {rows}: decode step {us:.0f} us, {us / rows:.1f} us a row", flush=True)
+        skip = "skip-guards" in sys.argv[2:]
+        with torch.compiler.set_stance("default", skip_guard_eval_unsafe=skip):
+            for rows in ROWS:
+                us = step_us(sampler, rows, repeats)
+                label = " (guards skipped)" if skip else ""
+                print(f"rows {rows}: decode step {us:.0f} us, {us / rows:.1f} us a row{label}", flush=True)
 
 
 if __name__ == "__main__":
