@@ -10,10 +10,12 @@ none of the step's guards: what they cost; unsafe for the product as such, a mea
 
 from __future__ import annotations
 
+import contextlib
 import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 
 import torch
 
@@ -41,8 +43,10 @@ def step_us(sampler: StaticSampler, rows: int, repeats: int) -> float:
     return statistics.median(times) * 1e6
 
 
-def main() -> None:
-    repeats = int(sys.argv[1]) if len(sys.argv) > 1 else 20
+@contextlib.contextmanager
+def compiled_sampler() -> Iterator[StaticSampler]:
+    """The trainer's compiled sampler on the shipped train.toml, one thread, its step warmed as the trainer
+    warms it, the model in eval mode (decode_profile.py uses it too)."""
     torch.set_num_threads(1)
     spec = build_spec(load_train_config("train.toml").model).model_copy(update={"sampler": "hf-static"})
     with tempfile.TemporaryDirectory() as d:
@@ -51,6 +55,12 @@ def main() -> None:
         assert isinstance(sampler, StaticSampler) and sampler.compiled
         trainer.model.eval()
         sampler.warm(*trainer._warm_shape())
+        yield sampler
+
+
+def main() -> None:
+    repeats = int(sys.argv[1]) if len(sys.argv) > 1 else 20
+    with compiled_sampler() as sampler:
         for rows in ROWS:  # each once first: a row count of its own may compile a new specialization
             step_us(sampler, rows, 1)
         skip = "skip-guards" in sys.argv[2:]
