@@ -5,6 +5,7 @@ the token limit."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -178,6 +179,50 @@ def test_the_compiled_step_takes_the_models_floats_as_constants(model, monkeypat
     assert sampler.warm(6, 9) is not None
     assert sampler.sample(prompts(vocab)[:4], 0.9, 5, torch.Generator().manual_seed(3)) is not None
     assert graphs == [[]]  # before: one graph, a 0-d tensor in it for each float
+
+
+def test_a_calls_first_decode_step_runs_the_guards_and_its_later_steps_skip_them(model, monkeypatch):
+    """The compiled step runs dynamo's guards at a call's first decode step only (static_sampler.py's
+    docstring). Probed with grad mode, which the guards check, switched on by `should_stop` (called before
+    each step): before a call's second step, nothing compiles (its later steps skip the guards); before its
+    first, the step compiles anew. Calls of 6, 1 and 4 rows draw what HFSampler draws: the one-row call
+    compiles a graph of its own at its first step (dynamo specializes a size of 1), and its later steps,
+    past the guards, run that one. The graphs go to a backend that runs them eagerly."""
+    graphs = []
+    real_compile = torch.compile
+
+    def counting(gm, example_inputs):
+        graphs.append(len(example_inputs))
+        return gm.forward
+
+    monkeypatch.setattr(torch, "compile", lambda fn, **kw: real_compile(fn, backend=counting, **kw))
+    torch._dynamo.reset()  # no earlier test's compiled entries for the step's code
+    vocab = model.config.vocab_size
+    eos = list(range(2, 2 + vocab // 12))
+    sampler = StaticSampler(model, PAD, eos, compiled=True)
+    assert sampler.warm(6, 9) is not None and len(graphs) == 1
+    batch = prompts(vocab)
+
+    def training_before(step: int) -> Callable[[], bool]:
+        """A should_stop that never stops and switches the model to training before decode step `step`."""
+        calls = iter(range(100))
+
+        def should_stop() -> bool:
+            if next(calls) == step:
+                model.train()
+            return False
+
+        return should_stop
+
+    for before_step, compiled in ((1, 1), (0, 2)):
+        assert sampler.sample(batch, 0.9, 9, torch.Generator(), training_before(before_step)) is not None
+        assert len(graphs) == compiled and sampler.static
+    for call, compiled in ((batch, 2), (batch[:1], 3), (batch[:4], 3)):
+        hf = HFSampler(model, PAD, eos).sample(call, 0.9, 9, torch.Generator().manual_seed(3))
+        got = sampler.sample(call, 0.9, 9, torch.Generator().manual_seed(3))
+        assert hf is not None and got is not None and torch.equal(hf.completion_ids, got.completion_ids)
+        torch.testing.assert_close(got.logprobs, hf.logprobs, atol=1e-5, rtol=1e-5)
+        assert len(graphs) == compiled and sampler.static
 
 
 def test_under_bf16_autocast_a_qwen3_layer_fills_a_bf16_cache():
