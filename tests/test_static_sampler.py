@@ -5,7 +5,6 @@ the token limit."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -161,11 +160,17 @@ def test_warm_runs_a_batch_shaped_step_before_the_clock_and_draws_nothing(model,
     assert out.count("warning: the compiled sampler failed (RuntimeError: no C++ compiler)") == 1
 
 
-def test_the_compiled_step_takes_the_models_floats_as_constants(model, monkeypatch):
-    """Compiled with dynamic shapes, the decode step's graph takes no float input: the model's floats (each
-    norm's epsilon, attention's scaling) are compiled in (compiling.py; made symbolic, dynamo restarted its
-    analysis over F.embedding's norm_type and the compile took twice as long). One graph serves the warm-up
-    and a call of another shape. The graphs go to a backend that records their inputs."""
+def test_the_compiled_steps_floats_are_constants_and_its_guards_run_at_a_calls_first_step(model, monkeypatch):
+    """The decode step compiled with dynamic shapes, its graphs sent to a backend that records their inputs
+    and runs them eagerly.
+    - Its graph takes no float input: the model's floats (each norm's epsilon, attention's scaling) are
+      compiled in (compiling.py; made symbolic, dynamo restarted its analysis over F.embedding's norm_type
+      and the compile took twice as long). One graph serves the warm-up and calls of other widths and rows.
+    - Dynamo's guards run at a call's first decode step only (static_sampler.py's docstring). Probed with
+      the model's training flag, which the guards check, switched on by `should_stop` (called before each
+      step) before a call's second step: nothing compiles (its later steps skip the guards). A one-row call
+      compiles a graph of its own at its first step (dynamo specializes a size of 1: the guards ran), and
+      its later steps, past the guards, run that one. Each call draws what HFSampler draws."""
     graphs = []
     real_compile = torch.compile
 
@@ -174,55 +179,28 @@ def test_the_compiled_step_takes_the_models_floats_as_constants(model, monkeypat
         return gm.forward
 
     monkeypatch.setattr(torch, "compile", lambda fn, **kw: real_compile(fn, backend=recording, **kw))
-    vocab = model.config.vocab_size
-    sampler = StaticSampler(model, PAD, [1], compiled=True)
-    assert sampler.warm(6, 9) is not None
-    assert sampler.sample(prompts(vocab)[:4], 0.9, 5, torch.Generator().manual_seed(3)) is not None
-    assert graphs == [[]]  # before: one graph, a 0-d tensor in it for each float
-
-
-def test_a_calls_first_decode_step_runs_the_guards_and_its_later_steps_skip_them(model, monkeypatch):
-    """The compiled step runs dynamo's guards at a call's first decode step only (static_sampler.py's
-    docstring). Probed with grad mode, which the guards check, switched on by `should_stop` (called before
-    each step): before a call's second step, nothing compiles (its later steps skip the guards); before its
-    first, the step compiles anew. Calls of 6, 1 and 4 rows draw what HFSampler draws: the one-row call
-    compiles a graph of its own at its first step (dynamo specializes a size of 1), and its later steps,
-    past the guards, run that one. The graphs go to a backend that runs them eagerly."""
-    graphs = []
-    real_compile = torch.compile
-
-    def counting(gm, example_inputs):
-        graphs.append(len(example_inputs))
-        return gm.forward
-
-    monkeypatch.setattr(torch, "compile", lambda fn, **kw: real_compile(fn, backend=counting, **kw))
     torch._dynamo.reset()  # no earlier test's compiled entries for the step's code
     vocab = model.config.vocab_size
     eos = list(range(2, 2 + vocab // 12))
     sampler = StaticSampler(model, PAD, eos, compiled=True)
-    assert sampler.warm(6, 9) is not None and len(graphs) == 1
+    assert sampler.warm(6, 9) is not None
+    assert graphs == [[]]  # before: a 0-d tensor in the graph for each float
     batch = prompts(vocab)
+    calls = iter(range(100))
 
-    def training_before(step: int) -> Callable[[], bool]:
-        """A should_stop that never stops and switches the model to training before decode step `step`."""
-        calls = iter(range(100))
+    def training_before_step_1() -> bool:  # a should_stop that never stops
+        if next(calls) == 1:
+            model.train()
+        return False
 
-        def should_stop() -> bool:
-            if next(calls) == step:
-                model.train()
-            return False
-
-        return should_stop
-
-    for before_step, compiled in ((1, 1), (0, 2)):
-        assert sampler.sample(batch, 0.9, 9, torch.Generator(), training_before(before_step)) is not None
-        assert len(graphs) == compiled and sampler.static
-    for call, compiled in ((batch, 2), (batch[:1], 3), (batch[:4], 3)):
+    assert sampler.sample(batch, 0.9, 9, torch.Generator(), training_before_step_1) is not None
+    assert graphs == [[]] and sampler.static
+    for call, compiled in ((batch, 1), (batch[:1], 2), (batch[:4], 2)):
         hf = HFSampler(model, PAD, eos).sample(call, 0.9, 9, torch.Generator().manual_seed(3))
         got = sampler.sample(call, 0.9, 9, torch.Generator().manual_seed(3))
         assert hf is not None and got is not None and torch.equal(hf.completion_ids, got.completion_ids)
         torch.testing.assert_close(got.logprobs, hf.logprobs, atol=1e-5, rtol=1e-5)
-        assert len(graphs) == compiled and sampler.static
+        assert graphs == [[]] * compiled and sampler.static
 
 
 def test_under_bf16_autocast_a_qwen3_layer_fills_a_bf16_cache():
