@@ -28,8 +28,8 @@ and size relations, and the global state (grad mode, autocast). A call's later s
 and cache and tensors of the same layouts; only `t`'s values differ, and no guard reads them. So they run
 under dynamo's ``skip_guard_eval_unsafe`` stance, which checks only the global state and what tells two
 compiled entries apart (a change there raises, and the sampler falls back to HFSampler's way with one
-warning line). On one CPU thread an 8-row step of the tiny model took 1.65-1.67 ms with the guards and
-0.98-1.42 ms without (studies/fast-2026-11-29/decode-guards.log). Not with ``graphs``: unmeasured on a GPU.
+warning line). On one CPU thread a sampling call of the trainer's shape took 1.047-1.085x as long with the
+guards at every step (studies/fast-2026-11-29/guard-once.log). Not with ``graphs``: unmeasured on a GPU.
 
 Under autocast the cache holds autocast's dtype (`cache_dtype`) and each layer casts the keys and values it is
 given (`casting`): a Qwen3 layer's keys come out of a float32 norm, its values out of a bf16 projection.
