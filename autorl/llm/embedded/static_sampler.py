@@ -27,9 +27,10 @@ what the step is handed: the model's modules and parameters, the cache's layers,
 and size relations, and the global state (grad mode, autocast). A call's later steps are handed the same model
 and cache and tensors of the same layouts; only `t`'s values differ, and no guard reads them. So they run
 under dynamo's ``skip_guard_eval_unsafe`` stance, which checks only the global state and what tells two
-compiled entries apart (a change there raises, and the sampler falls back to HFSampler's way with one
-warning line). On one CPU thread a sampling call of the trainer's shape took 1.047-1.085x as long with the
-guards at every step (studies/fast-2026-11-29/guard-once.log). Not with ``graphs``: unmeasured on a GPU.
+compiled entries apart (where a change there would compile anew, dynamo raises before running anything, and
+the step runs again with its guards: `_unguarded`). On one CPU thread a sampling call of the trainer's shape
+took 1.047-1.085x as long with the guards at every step (studies/fast-2026-11-29/guard-once.log). Not with
+``graphs``: unmeasured on a GPU.
 
 Under autocast the cache holds autocast's dtype (`cache_dtype`) and each layer casts the keys and values it is
 given (`casting`): a Qwen3 layer's keys come out of a float32 norm, its values out of a bf16 projection.
@@ -182,14 +183,23 @@ class StaticSampler(HFSampler):
             # contiguous: a column of the caller's token buffer has its width as stride, `warm`'s tokens
             # have 1; the compiled step guards on strides and would compile again at the first real call
             args = (tok.contiguous(), attn, next_pos + t, where[t : t + 1], cache)
-            if t == 0 or self.graphs or not self.compiled:
-                logits = self._step(*args)
-            else:  # the call's first step ran the guards (the module docstring)
-                with torch.compiler.set_stance("default", skip_guard_eval_unsafe=True):
-                    logits = self._step(*args)
+            guarded = t == 0 or self.graphs or not self.compiled
+            logits = self._step(*args) if guarded else self._unguarded(args)
             return logits.clone() if self.graphs else logits  # a replay overwrites a graph's output
 
         return logits, decode, prompt_mask
+
+    def _unguarded(self, args: tuple[Any, ...]) -> Tensor:
+        """The compiled step without the guards its call's first step ran (the module docstring). Where dynamo
+        finds, among what it still checks, that the step would compile anew, it raises before running
+        anything: then the step runs with its guards."""
+        try:
+            with torch.compiler.set_stance("default", skip_guard_eval_unsafe=True):
+                return self._step(*args)
+        except RuntimeError as exc:  # "Recompilation triggered with skip_guard_eval_unsafe stance"
+            if "skip_guard_eval_unsafe" not in str(exc):
+                raise
+        return self._step(*args)
 
     def _cache(self, batch: int, length: int, dtype: torch.dtype, device: torch.device) -> tuple[Any, Tensor]:
         """A StaticCache of `length` positions and its attention mask: new for each call, or with `graphs`
