@@ -168,11 +168,11 @@ def test_the_compiled_steps_floats_are_constants_and_its_guards_run_at_a_calls_f
       and the compile took twice as long). One graph serves the warm-up and calls of other widths and rows.
     - Dynamo's guards run at a call's first decode step only (static_sampler.py's docstring). Probed with
       the model's training flag, which the guards check, switched on by `should_stop` (called before each
-      step) before a call's second step: nothing compiles (its later steps skip the guards). Grad mode, which
-    dynamo still checks there, switched on the same way: the step compiles anew and the sampler stays
-    compiled. A one-row call
-      compiles a graph of its own at its first step (dynamo specializes a size of 1: the guards ran), and
-      its later steps, past the guards, run that one. Each call draws what HFSampler draws."""
+      step) before a call's second step: nothing compiles (its later steps skip the guards). Grad mode,
+      which dynamo still checks there, switched on the same way: the step compiles anew, draws what
+      HFSampler draws under the same switch, and the sampler stays compiled. A one-row call compiles a
+      graph of its own at its first step (dynamo specializes a size of 1: the guards ran), and its later
+      steps, past the guards, run that one. Each call draws what HFSampler draws."""
     graphs = []
     real_compile = torch.compile
 
@@ -204,9 +204,14 @@ def test_the_compiled_steps_floats_are_constants_and_its_guards_run_at_a_calls_f
             torch.set_grad_enabled(True)
         return False
 
-    assert sampler.sample(batch, 0.9, 9, torch.Generator(), grad_before_step_1) is not None
+    got = sampler.sample(batch, 0.9, 9, torch.Generator().manual_seed(3), grad_before_step_1)
     # compiled anew at step 1, and at step 2: step 1 wrote keys that need grad into the cache
     assert graphs == [[]] * 3 and sampler.static  # not HFSampler's way from then on
+    calls = iter(range(100))
+    hf_way = HFSampler(model, PAD, eos)
+    hf = hf_way.sample(batch, 0.9, 9, torch.Generator().manual_seed(3), grad_before_step_1)
+    assert hf is not None and got is not None and torch.equal(hf.completion_ids, got.completion_ids)
+    torch.testing.assert_close(got.logprobs, hf.logprobs.detach(), atol=1e-5, rtol=1e-5)
     for call, compiled in ((batch, 3), (batch[:1], 4), (batch[:4], 4)):
         hf = HFSampler(model, PAD, eos).sample(call, 0.9, 9, torch.Generator().manual_seed(3))
         got = sampler.sample(call, 0.9, 9, torch.Generator().manual_seed(3))

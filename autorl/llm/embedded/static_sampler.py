@@ -22,15 +22,19 @@ prompts' width is rounded up to ``WIDTH_STEP`` (the new tokens are written from 
 so a run's batches share one capture. On an H200 (the kit's part 6, 2026-11-28, docs/verified.md) the trainer
 with it ran the Qwen3-0.6B shape at 3.50x HFSampler's samples/s, the GPU default since (without vLLM).
 
-The compiled step (dynamic shapes) runs all of dynamo's guards at a call's first decode step only. They check
-what the step is handed: the model's modules and parameters, the cache's layers, the tensors' dtypes, layouts
-and size relations, and the global state (grad mode, autocast). A call's later steps are handed the same model
-and cache and tensors of the same layouts; only `t`'s values differ, and no guard reads them. So they run
+On a CPU the compiled step (dynamic shapes, one graph) runs all of dynamo's guards at a call's first decode
+step only. They check what the step is handed: the model's modules and parameters, the cache's layers, the
+tensors' dtypes, layouts and size relations, and the global state (grad mode, autocast). A call's later steps
+are handed the same model and cache and tensors of the same layouts; only `t`'s values differ, and no guard
+reads them, where every layer is a full-attention StaticLayer (its `update` writes tensors in place; a
+sliding-window layer counts its tokens in a guarded Python int, and its steps keep their guards). So they run
 under dynamo's ``skip_guard_eval_unsafe`` stance, which checks only the global state and what tells two
-compiled entries apart (where a change there would compile anew, dynamo raises before running anything, and
-the step runs again with its guards: `_unguarded`). On one CPU thread a sampling call of the trainer's shape
-took 1.047-1.085x as long with the guards at every step (studies/fast-2026-11-29/guard-once.log). Not with
-``graphs``: unmeasured on a GPU.
+compiled entries apart; where a change there would compile anew, dynamo raises before running anything, and
+the step runs again with its guards (`_unguarded`: safe because the step is one graph, ``fullgraph``). On one
+CPU thread whole sampling calls of the trainer's shape took 1.047-1.085x as long with the guards at every step
+(medians paired by block, three runs; studies/fast-2026-11-29/guard-once.log); the trainer beside TRL showed
+no difference the VM's swings resolve (guard-once-rounds.log). With ``graphs``, and on a GPU, every step keeps
+its guards: unmeasured there.
 
 Under autocast the cache holds autocast's dtype (`cache_dtype`) and each layer casts the keys and values it is
 given (`casting`): a Qwen3 layer's keys come out of a float32 norm, its values out of a bf16 projection.
@@ -96,8 +100,9 @@ class StaticSampler(HFSampler):
         self._kept: dict[tuple[int, int, torch.dtype], tuple[Any, Tensor]] = {}
         if graphs:  # fixed shapes, a CUDA graph per shape (none on a CPU)
             self._step: Any = compile_step(self._forward, mode="reduce-overhead", dynamic=False)
-        elif compiled:  # dynamic shapes: one compile serves every batch (rows and prompt width change)
-            self._step = compile_step(self._forward, dynamic=True)
+        elif compiled:  # dynamic shapes: one compile serves every batch (rows and prompt width change); one
+            # graph (a model that breaks it samples HFSampler's way): `_unguarded` reruns a whole step
+            self._step = compile_step(self._forward, dynamic=True, fullgraph=True)
         else:
             self._step = self._forward
 
@@ -176,6 +181,11 @@ class StaticSampler(HFSampler):
         next_pos = prompt_lens.unsqueeze(-1)
         where = torch.arange(room, room + max_new_tokens, device=device)
 
+        # the guards once a call (the module docstring): on a CPU, the step compiled with dynamic shapes, its
+        # layers full attention (a sliding-window layer keeps a Python count of its tokens, guarded)
+        unguarded = self.compiled and not self.graphs and device.type == "cpu"
+        unguarded = unguarded and not any(layer.is_sliding for layer in layers)
+
         def decode(tok: Tensor, t: int) -> Tensor:
             attn[:, room + t] = 1  # the token fed now sits at position room + t of the cache
             if self.graphs:
@@ -183,8 +193,7 @@ class StaticSampler(HFSampler):
             # contiguous: a column of the caller's token buffer has its width as stride, `warm`'s tokens
             # have 1; the compiled step guards on strides and would compile again at the first real call
             args = (tok.contiguous(), attn, next_pos + t, where[t : t + 1], cache)
-            guarded = t == 0 or self.graphs or not self.compiled
-            logits = self._step(*args) if guarded else self._unguarded(args)
+            logits = self._unguarded(args) if unguarded and t > 0 else self._step(*args)
             return logits.clone() if self.graphs else logits  # a replay overwrites a graph's output
 
         return logits, decode, prompt_mask
