@@ -207,7 +207,7 @@ def test_the_compiled_steps_floats_are_constants_and_its_guards_run_at_a_calls_f
     got = sampler.sample(batch, 0.9, 9, torch.Generator().manual_seed(3), grad_before_step_1)
     # compiled anew at step 1, and at step 2: step 1 wrote keys that need grad into the cache
     assert graphs == [[]] * 3 and sampler.static  # not HFSampler's way from then on
-    calls = iter(range(100))
+    calls = iter(range(100))  # HFSampler under the same switch
     hf_way = HFSampler(model, PAD, eos)
     hf = hf_way.sample(batch, 0.9, 9, torch.Generator().manual_seed(3), grad_before_step_1)
     assert hf is not None and got is not None and torch.equal(hf.completion_ids, got.completion_ids)
