@@ -39,6 +39,7 @@ from autorl.llm.embedded.backend import (
 )
 from autorl.llm.embedded.generation import HFSampler
 from autorl.llm.embedded.logprobs import completion_logprobs
+from autorl.llm.embedded.static_sampler import StaticSampler
 from autorl.llm.embedded.train import Sample, Trainer
 
 # ---------------------------------------------------------------------------------------------- fixtures
@@ -352,7 +353,6 @@ def test_the_sampling_process_compiles_while_the_trainer_compiles(tiny_model, tm
     returns 1 s once the trainer's warm-up has begun, -1 s after 20 s without it (the order before: the
     child's `ready` awaited first)."""
     from autorl.llm.embedded import compiled_train
-    from autorl.llm.embedded.static_sampler import StaticSampler
 
     begun = tmp_path / "trainer-warm-begun"
 
@@ -382,6 +382,36 @@ def test_the_sampling_process_compiles_while_the_trainer_compiles(tiny_model, tm
         assert 0 <= out.index('{"event": "compiling"}') < out.index('{"event": "ready"}')
     finally:
         trainer.process_sampler.close()
+
+
+def test_a_stop_request_during_the_start_up_compile_exits_at_once(tiny_model, tmp_path, capsys):
+    """SIGTERM while the trainer compiles its steps (start-up: nothing trained, nothing to save) exits at
+    once with status 0, as during loading (train.exit_on_stop, what the child's main installs), instead of
+    after a compile that takes a minute where inductor's cache is cold: no `ready`, no `done`. The handler
+    that saves the weights is the trainer's only from `ready` on."""
+    from autorl.llm.embedded import train
+
+    trainer = make_trainer(tiny_model, tmp_path / "run", sampler="hf-static")
+    assert isinstance(trainer.sampler, StaticSampler) and trainer.sampler.compiled
+
+    def interrupted_compile(rows: int, max_new_tokens: int) -> float:
+        os.kill(os.getpid(), signal.SIGTERM)  # the runner's stop, in the middle of the compile
+        time.sleep(60)
+        raise AssertionError("the compile ran on after the stop")
+
+    trainer.sampler.warm = interrupted_compile  # type: ignore[method-assign]
+    handlers = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGINT)}
+    t0 = time.monotonic()
+    try:
+        train.exit_on_stop()
+        with pytest.raises(SystemExit) as stopped:
+            trainer.run()
+    finally:
+        for sig, handler in handlers.items():
+            signal.signal(sig, handler)
+    assert stopped.value.code == 0 and time.monotonic() - t0 < 10
+    out = capsys.readouterr().out
+    assert '"compiling"' in out and '"ready"' not in out and '"done"' not in out
 
 
 @pytest.mark.parametrize("compile_fails", [False, True], ids=["compiled", "compile-fails"])

@@ -448,10 +448,9 @@ class Trainer:
         return 0
 
     def _start(self) -> None:
-        """Take over SIGTERM/SIGINT (a stop request from here on), say `compiling` and compile the steps that
-        are compiled (start-up, not training time), say what runs, then `ready`."""
-        signal.signal(signal.SIGTERM, self.request_stop)
-        signal.signal(signal.SIGINT, self.request_stop)
+        """Say `compiling` and compile the steps that are compiled (start-up, not training time; a stop
+        request meanwhile exits at once, as during loading: `exit_on_stop`), say what runs, then take over
+        SIGTERM/SIGINT (a stop request from here on) and say `ready`."""
         static = isinstance(self.sampler, StaticSampler) and self.sampler.compiled
         if static or self._process_compiles() or self.train_decoder is not None:
             progress.emit("compiling")  # a minute where inductor's cache is cold: the runner says so
@@ -473,6 +472,8 @@ class Trainer:
             + f", {torch.get_num_threads()} threads, lag {self.lag}, seed {self.seed}",
             flush=True,
         )
+        signal.signal(signal.SIGTERM, self.request_stop)
+        signal.signal(signal.SIGINT, self.request_stop)
         progress.emit("ready")
 
     def _warm_train(self) -> float | None:
@@ -557,11 +558,16 @@ class Trainer:
             self.save()
 
 
+def exit_on_stop() -> None:
+    """Until the trainer takes over SIGTERM/SIGINT (right before `ready`), a stop request exits at once: there
+    is nothing to save yet, and a compile at start-up can take a minute where inductor's cache is cold."""
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: sys.exit(0))
+
+
 def main(argv: list[str] | None = None) -> int:
     args = EmbeddedChildArgs.parse(argv, "autorl embedded GRPO trainer (prime-rl semantics)")
-    # Until the trainer installs its own handlers (right before training), a stop request just exits:
-    # there is nothing to save yet.
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    exit_on_stop()
     spec = RunSpec.model_validate_json(args.config.read_text())
     if args.threads is not None:
         spec = spec.model_copy(update={"num_threads": args.threads})
