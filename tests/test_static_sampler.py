@@ -5,6 +5,8 @@ the token limit."""
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -188,28 +190,26 @@ def test_the_compiled_steps_floats_are_constants_and_its_guards_run_at_a_calls_f
     assert sampler.warm(6, 9) is not None
     assert graphs == [[]]  # before: a 0-d tensor in the graph for each float
     batch = prompts(vocab)
-    calls = iter(range(100))
 
-    def training_before_step_1() -> bool:  # a should_stop that never stops
-        if next(calls) == 1:
-            model.train()
-        return False
+    def before_step_1(switch: Callable[[], object]) -> Callable[[], bool]:
+        """A should_stop that never stops and calls `switch` right before a call's second decode step."""
+        calls = iter(range(100))
 
-    assert sampler.sample(batch, 0.9, 9, torch.Generator(), training_before_step_1) is not None
+        def should_stop() -> bool:
+            if next(calls) == 1:
+                switch()
+            return False
+
+        return should_stop
+
+    assert sampler.sample(batch, 0.9, 9, torch.Generator(), before_step_1(model.train)) is not None
     assert graphs == [[]] and sampler.static
-    calls = iter(range(100))
-
-    def grad_before_step_1() -> bool:  # grad mode: still checked without the guards, then compiled anew
-        if next(calls) == 1:
-            torch.set_grad_enabled(True)
-        return False
-
-    got = sampler.sample(batch, 0.9, 9, torch.Generator().manual_seed(3), grad_before_step_1)
+    grad_on = functools.partial(torch.set_grad_enabled, True)  # still checked without the guards
+    got = sampler.sample(batch, 0.9, 9, torch.Generator().manual_seed(3), before_step_1(grad_on))
     # compiled anew at step 1, and at step 2: step 1 wrote keys that need grad into the cache
     assert graphs == [[]] * 3 and sampler.static  # not HFSampler's way from then on
-    calls = iter(range(100))  # HFSampler under the same switch
-    hf_way = HFSampler(model, PAD, eos)
-    hf = hf_way.sample(batch, 0.9, 9, torch.Generator().manual_seed(3), grad_before_step_1)
+    hf_way = HFSampler(model, PAD, eos)  # under the same switch
+    hf = hf_way.sample(batch, 0.9, 9, torch.Generator().manual_seed(3), before_step_1(grad_on))
     assert hf is not None and got is not None and torch.equal(hf.completion_ids, got.completion_ids)
     torch.testing.assert_close(got.logprobs, hf.logprobs.detach(), atol=1e-5, rtol=1e-5)
     for call, compiled in ((batch, 3), (batch[:1], 4), (batch[:4], 4)):
