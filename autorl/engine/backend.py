@@ -34,8 +34,8 @@ class Launch:
     parse_line: Callable[[str], dict[str, Any] | None] = progress.parse
     cpus: tuple[int, ...] = ()  # CPU affinity of the child (its slot's cores); () = not pinned
     # Modules a `python -m` child imports that a warm starter may import once for every launch of the trial
-    # (autorl/engine/warm.py); () = always a cold start. Launches of one backend share the tuple (one
-    # starter).
+    # (autorl/engine/warm.py), and `module:function` entries it calls once after them (a prewarm); () = always
+    # a cold start. Launches of one backend share the tuple (one starter).
     warm: tuple[str, ...] = ()
 
     def child_env(self) -> dict[str, str]:

@@ -5,7 +5,9 @@ that the first optimizer pulls in take about 5-12 s on a 2-core CPU, transformer
 launches two children (training, then the fixed eval). On a classic trial that was most of a seed's wall
 time. Here a *starter* process per distinct (Python, working directory, environment, modules) imports the
 launch's `warm` modules once; each launch is then a fork of it that runs `python -m MODULE ARGS` as a fresh
-interpreter would, without the imports.
+interpreter would, without the imports. A `module:function` entry is called once after the imports, before the
+starter serves (a prewarm: the embedded trainer's compiles, autorl/llm/embedded/prewarm.py); a child finds
+what it left in memory.
 
 A starter outlives its trial: it waits `AUTORL_WARM_KEEP` seconds (default 600) for the next trial's
 launches, so an agent's next `uv run run.py` in the same directory forks at once instead of waiting for the
@@ -210,6 +212,13 @@ class _Starter:
                 start_new_session=True,  # not the runner's: a Ctrl-C reaches the runner only
             )
             _STARTED.append(self.started)
+            prewarms = [entry for entry in launch.warm if ":" in entry]
+            if prewarms:  # its first launch waits for them: say why
+                print(
+                    f"[trial] a new warm starter runs {', '.join(prewarms)} once for every child (start-up; "
+                    "its compiles take a minute where inductor's cache is cold)",
+                    flush=True,
+                )
             self._connect_new(address)
         self.pid, uid = peer(self.sock)
         if uid != os.getuid():

@@ -1,6 +1,7 @@
 """The warm starter process: `python -m autorl.engine.warm_starter NAME KEEP_S MODULE...` (warm.py starts it).
 
-It binds its abstract socket NAME before importing MODULE..., then serves: one connection per runner, one fork
+It binds its abstract socket NAME before importing MODULE... (and calling those given as `module:function`),
+then serves: one connection per runner, one fork
 per request (the child becomes `python -m MODULE ARGS` without the imports), each child's end reported to
 its runner; idle, it ends after KEEP_S seconds, once a stopped trial asks it to, when its directory is gone
 or when a newer starter of its group listens. The protocol and the runner's side: autorl/engine/warm.py.
@@ -56,13 +57,19 @@ def _newer_in_group(name: str, born_ns: int) -> bool:
 
 
 def _preload(modules: list[str]) -> str | None:
-    """Import the modules; None, or why this starter cannot serve. CUDA must stay untouched (a forked child
-    cannot use a CUDA context it inherits) and no thread may run (a fork would not carry it)."""
+    """Import the modules, then call each `module:function` entry (a prewarm: work done once for every child,
+    such as a compile; its failure is its own: the starter serves, and the children do that work themselves);
+    None, or why this starter cannot serve. CUDA must stay untouched (a forked child cannot use a CUDA
+    context it inherits) and no thread may run (a fork would not carry it)."""
     import importlib
 
     try:
-        for name in modules:
-            importlib.import_module(name)
+        for entry in modules:
+            name, _, function = entry.partition(":")
+            module = importlib.import_module(name)
+            if function:
+                with contextlib.suppress(Exception):
+                    getattr(module, function)()
         torch = sys.modules.get("torch")
         if torch is not None and torch.cuda.is_initialized():
             raise RuntimeError("importing the modules initialised CUDA")

@@ -44,7 +44,13 @@ from autorl.engine.backend import WHOLE_MACHINE, Backend, ChildArgs, Collected, 
 from autorl.io import paths
 from autorl.io.cliargs import flag
 from autorl.io.jsonl import read_jsonl
-from autorl.llm.embedded.slots import VLLM_GPU_FRACTION, plan_slots, read_param_count, read_vocab_size
+from autorl.llm.embedded.slots import (
+    SMALL_MODEL_PARAMS,
+    VLLM_GPU_FRACTION,
+    plan_slots,
+    read_param_count,
+    read_vocab_size,
+)
 from autorl.llm.schema import (
     GRPOAlgo,
     LengthPenalty,
@@ -71,6 +77,10 @@ WARM = (
     "autorl.llm.eval",
 )
 COMPLETE_MARKER = "STABLE"  # written last into a weights dir (prime-rl's broadcast convention)
+# A launch's Prewarm (below) as JSON, in its environment, and the entry its warm starter calls after its
+# imports: the trainer's steps compiled once in the starter, for every seed it forks (prewarm.py).
+PREWARM_ENV = "AUTORL_PREWARM"
+PREWARM_ENTRY = "autorl.llm.embedded.prewarm:run"
 
 
 class SourceSpec(BaseModel):
@@ -153,6 +163,45 @@ class RunSpec(BaseModel):
     # Fraction of the GPU's memory this seed may use: the seed's Slot.gpu_share when k seeds share a GPU
     # (EmbeddedBackend.launch passes train.py --gpu-share).
     gpu_share: float = 1.0
+
+
+class Prewarm(BaseModel):
+    """What a warm starter compiles once for every seed on a CPU (prewarm.py): the steps a one-thread CPU seed
+    of this model compiles, as far as a compile depends on the config. It is part of the starter's key (the
+    launch's environment): an edit that changes none of it keeps the starter and its compiles."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    model_path: str  # RunSpec.model_path
+    activation_checkpointing: (
+        int | None
+    )  # RunSpec's: which decoder layers checkpoint shapes the training graph
+    sampler: bool  # the sampler's decode step (sampler `auto`, hf-static or hf-static-process)
+    train: bool  # the training step's decoder (compile_train `auto` or true)
+
+
+def planned_prewarm(spec: RunSpec) -> Prewarm | None:
+    """The Prewarm of `spec`'s launches, or None where a seed compiles nothing on a CPU at one thread: a
+    machine with a GPU, a model of SMALL_MODEL_PARAMS or more (it trains on every core), more threads asked
+    for, or neither step compiled. The same for every launch of a trial (training and eval): one starter."""
+    from autorl.io.machine import load_machine
+
+    machine = load_machine()  # before prepare: a CPU machine, as the slot planner takes it
+    if (machine is not None and machine.gpus) or spec.device not in ("auto", "cpu") or spec.num_threads > 1:
+        return None
+    n_params = read_param_count(spec.model_path)
+    if n_params is None or n_params >= SMALL_MODEL_PARAMS:
+        return None
+    sampler = spec.sampler in ("auto", "hf-static", "hf-static-process")
+    train = spec.compile_train is not False
+    if not (sampler or train):
+        return None
+    return Prewarm(
+        model_path=spec.model_path,
+        activation_checkpointing=spec.activation_checkpointing,
+        sampler=sampler,
+        train=train,
+    )
 
 
 def resolve_model_path(name: str) -> str:
@@ -295,12 +344,22 @@ class EmbeddedBackend(Backend["LoadedConfig"]):
         # resolved.json: written by the runner; the slot's share of the machine on top
         child = EmbeddedChildArgs(run_dir / "resolved.json", run_dir, seed, slot.threads, slot.gpu_share)
         argv = child.argv("autorl.llm.embedded.train")
+        return self._launch(cfg, argv, slot)
+
+    def _launch(self, cfg: LoadedConfig, argv: list[str], slot: Slot) -> Launch:
+        """A child of this backend, training or eval: the same environment and warm entries for every launch
+        of a trial, so that one warm starter serves them all (and compiles the trainer's steps once, where
+        planned_prewarm plans it)."""
         # PASSIVE: idle OpenMP threads sleep instead of spinning, so a busy neighbour on a small CPU does not
         # stall every op (tiny matmul, 2 threads, loaded 2-core box: 4.5 ms spinning, 36 us passive).
         env = {"OMP_WAIT_POLICY": "PASSIVE", "TOKENIZERS_PARALLELISM": "false"}
+        warm: tuple[str, ...] = WARM
         if slot.gpus:
             env["CUDA_VISIBLE_DEVICES"] = ",".join(map(str, slot.gpus))
-        return Launch(argv=argv, cwd=paths.repo_root(), env=env, cpus=slot.cpus, warm=WARM)
+        elif (prewarm := planned_prewarm(build_spec(cfg.model))) is not None:
+            env[PREWARM_ENV] = prewarm.model_dump_json()
+            warm = (*WARM, PREWARM_ENTRY)
+        return Launch(argv=argv, cwd=paths.repo_root(), env=env, cpus=slot.cpus, warm=warm)
 
     def collect(self, cfg: LoadedConfig, run_dir: Path) -> Collected:
         rows = read_jsonl(Path(run_dir) / "metrics.jsonl")
@@ -330,10 +389,7 @@ class EmbeddedBackend(Backend["LoadedConfig"]):
         weights = str(weights_dir) if weights_dir is not None else resolve_model_path(cfg.model.model.name)
         argv = [sys.executable, "-m", "autorl.llm.eval", "--weights", weights, "--out", str(out_path)]
         argv += ["--split", split] if split != "eval" else []  # the default split: the command unchanged
-        env = {"OMP_WAIT_POLICY": "PASSIVE", "TOKENIZERS_PARALLELISM": "false"}
-        if slot.gpus:
-            env["CUDA_VISIBLE_DEVICES"] = ",".join(map(str, slot.gpus))
-        return Launch(argv=argv, cwd=paths.repo_root(), env=env, cpus=slot.cpus, warm=WARM)
+        return self._launch(cfg, argv, slot)
 
     def plan_slots(self, cfg: LoadedConfig, machine: Machine) -> list[Slot]:
         model = resolve_model_path(cfg.model.model.name)

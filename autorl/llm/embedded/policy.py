@@ -69,20 +69,23 @@ def checkpoint_layers(model: torch.nn.Module, every: int) -> int:
     return sum(layer.gradient_checkpointing for layer in layers)
 
 
-def load_policy(spec: RunSpec, device: torch.device) -> tuple[Any, torch.nn.Module, int]:
+def load_policy(
+    model_path: str, device: torch.device, num_threads: int = 0, activation_checkpointing: int | None = None
+) -> tuple[Any, torch.nn.Module, int]:
     """(the tokenizer, the model in training mode on `device`, its checkpointed layers), with the torch
-    threads its size wants."""
+    threads its size wants (`num_threads`: RunSpec's, 0 = cpu_threads' choice) and RunSpec's
+    `activation_checkpointing` (None = checkpoint_every's default)."""
     from transformers import AutoModelForCausalLM
 
-    tokenizer = load_tokenizer(spec.model_path)
+    tokenizer = load_tokenizer(model_path)
     model = AutoModelForCausalLM.from_pretrained(
-        spec.model_path, dtype=torch.float32, attn_implementation=attention_implementation(device)
+        model_path, dtype=torch.float32, attn_implementation=attention_implementation(device)
     ).to(device)
     n_params = sum(p.numel() for p in model.parameters())
-    torch.set_num_threads(cpu_threads(spec.num_threads, n_params))
+    torch.set_num_threads(cpu_threads(num_threads, n_params))
     model.train()
     model.config.use_cache = False  # training forwards never need the KV cache
-    every = checkpoint_every(spec.activation_checkpointing, n_params)
+    every = checkpoint_every(activation_checkpointing, n_params)
     return tokenizer, model, checkpoint_layers(model, every)
 
 

@@ -72,7 +72,7 @@ from transformers import set_seed
 
 from autorl.engine import progress
 from autorl.io.machine import own_cpu_ids, peak_rss_gb
-from autorl.llm.embedded import compiled_train, grpo
+from autorl.llm.embedded import compiled_train, grpo, prewarm
 from autorl.llm.embedded.backend import COMPLETE_MARKER, EmbeddedChildArgs, RunSpec, snapshot_dir
 from autorl.llm.embedded.batches import Batches, BatchPlan, Sample, default_env_loader
 from autorl.llm.embedded.generation import HFSampler, VLLMSampler, vllm_available
@@ -130,7 +130,9 @@ class Trainer:
         self.stop_requested = False
         set_seed(seed)  # random, numpy, torch (and CUDA)
         self.device, self.autocast_dtype = device_of(spec)
-        self.tokenizer, self.model, self.checkpointed = load_policy(spec, self.device)
+        self.tokenizer, self.model, self.checkpointed = load_policy(
+            spec.model_path, self.device, spec.num_threads, spec.activation_checkpointing
+        )
         self.pad_id = self.tokenizer.pad_token_id
         if self.pad_id is None:
             self.pad_id = self.tokenizer.eos_token_id
@@ -142,8 +144,10 @@ class Trainer:
         self.lag = 1 if spec.max_off_policy_steps >= 1 else 0  # 1: train on the previous step's rollouts
         self.sampler, self.process_sampler, self.sampler_name = self._samplers()
         compile_train = spec.compile_train
-        if compile_train == "auto":  # beside the compiled sampling process: the pair measured faster
-            compile_train = self._process_compiles()
+        if compile_train == "auto":  # beside a compiled sampler on a CPU: measured faster (RunSpec)
+            compile_train = self._process_compiles() or (
+                self.device.type == "cpu" and self.sampler_name == "hf-static"
+            )
         self.train_decoder = compiled_train.compiled_decoder(self.model) if compile_train else None
         # Big vocabularies make the logits the largest activation: smaller chunks on a GPU.
         gpu = self.device.type == "cuda"
@@ -452,7 +456,8 @@ class Trainer:
         request meanwhile exits at once, as during loading: `exit_on_stop`), say what runs, then take over
         SIGTERM/SIGINT (a stop request from here on) and say `ready`."""
         static = isinstance(self.sampler, StaticSampler) and self.sampler.compiled
-        if static or self._process_compiles() or self.train_decoder is not None:
+        compiles = static or self._process_compiles() or self.train_decoder is not None
+        if compiles and not prewarm.COMPILED:  # (in its warm starter: found at once)
             progress.emit("compiling")  # a minute where inductor's cache is cold: the runner says so
         warm = None
         if isinstance(self.sampler, StaticSampler):
@@ -468,6 +473,7 @@ class Trainer:
             f"sampler {self.sampler_name}"
             + (f" (its step compiled in {warm:.1f} s before the clock)" if warm is not None else "")
             + (f", its training step compiled in {trained:.1f} s" if trained is not None else "")
+            + (", found compiled in its warm starter" if prewarm.COMPILED else "")
             + (f", activations checkpointed in {self.checkpointed} layers" if self.checkpointed else "")
             + f", {torch.get_num_threads()} threads, lag {self.lag}, seed {self.seed}",
             flush=True,
