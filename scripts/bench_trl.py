@@ -11,8 +11,8 @@ cores: a 1-thread trainer plus a 1-thread sampling process overlapped with it (2
 there, and the training step compiled too (``hf-process``: the same with both steps eager); compare it with
 TRL at ``--threads 2`` and, since TRL may run faster on one thread, at ``--threads 1``. A compiled sampler
 step is compiled before the timed steps (start-up, as in a trial), and so is the training step's decoder
-(the RunSpec's ``compile_train``: by default as in a trial, on beside ``hf-static-process`` only;
-``--compile-train`` / ``--no-compile-train`` set it).
+(the RunSpec's ``compile_train``: by default as in a trial, on beside ``hf-static-process`` and
+``hf-static``; ``--compile-train`` / ``--no-compile-train`` set it).
 
 Both trainers run in this process one after the other, with the same torch thread count, on the model,
 environment and batch shape of the config: ``batch_size`` rollouts per optimizer step, ``group_size``
@@ -200,7 +200,7 @@ def main() -> None:
         "--compile-train",
         action=argparse.BooleanOptionalAction,
         help="the training step's decoder compiled before the clock, or eager (default: as in a trial, "
-        "compiled beside hf-static-process only)",
+        "compiled beside hf-static-process and hf-static)",
     )
     ap.add_argument(
         "--no-filter",

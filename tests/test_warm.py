@@ -49,10 +49,27 @@ if what == "sleep":
 print("to stderr", file=sys.stderr, flush=True)
 print(json.dumps({
     "pid": os.getpid(), "ppid": os.getppid(), "sid": os.getsid(0), "pgid": os.getpgid(0),
-    "dep_imported_in": probe_dep.IMPORTED_IN, "argv": sys.argv[1:], "name": __name__,
+    "dep_imported_in": probe_dep.IMPORTED_IN, "prepared_in": probe_dep.PREPARED_IN,
+    "argv": sys.argv[1:], "name": __name__,
     "env": os.environ.get("PROBE_ENV"), "cwd": os.getcwd(), "cpus": sorted(os.sched_getaffinity(0)),
     "stdin": sys.stdin.read(), "random": random.random(),
 }), flush=True)
+"""
+
+# What a starter preloads; `prepare` and `broken` are prewarms (`probe_dep:prepare` among the warm entries).
+PROBE_DEP = """
+import os
+IMPORTED_IN = os.getpid()
+PREPARED_IN = None
+
+
+def prepare():
+    global PREPARED_IN
+    PREPARED_IN = os.getpid()
+
+
+def broken():
+    raise RuntimeError("a prewarm that fails")
 """
 
 
@@ -63,7 +80,7 @@ def spec(**kw) -> BudgetSpec:
 @pytest.fixture
 def probe(tmp_path: Path):
     (tmp_path / "probe.py").write_text(PROBE)
-    (tmp_path / "probe_dep.py").write_text("import os\nIMPORTED_IN = os.getpid()\n")
+    (tmp_path / "probe_dep.py").write_text(PROBE_DEP)
 
     def make(*args: str, deps: tuple[str, ...] = ("probe_dep",)) -> Launch:
         return Launch(
@@ -102,6 +119,22 @@ def test_a_warm_child_is_the_python_m_child_without_its_imports(probe, tmp_path)
         assert r["cpus"] == [0] and r["stdin"] == ""
     assert "to stderr" in (tmp_path / "warm.log").read_text()  # stderr merged into the log
     assert "RuntimeWarning" not in (tmp_path / "warm.log").read_text()  # runpy found no preloaded probe
+
+
+def test_a_prewarm_entry_runs_once_in_the_starter_before_it_serves(probe, tmp_path, capsys):
+    """`module:function` in a launch's warm entries: called once in the starter after the imports, before its
+    first child (which finds what it left); one that raises does not keep the starter from serving. The
+    runner says that a new starter runs them (its first child waits for them)."""
+    with warm.starters() as pool:
+        for i in range(2):
+            run_budgeted(probe(deps=("probe_dep:broken", "probe_dep:prepare")), tmp_path / f"{i}.log", spec())
+        assert pool is not None and pool.forked == 2
+    first, second = (report(tmp_path / f"{i}.log") for i in range(2))
+    assert first["prepared_in"] == first["ppid"] == second["prepared_in"] == second["ppid"]
+    out = capsys.readouterr().out
+    assert out.count("a new warm starter runs probe_dep:broken, probe_dep:prepare once for every child,") == 1
+    plain = run_budgeted(probe(), tmp_path / "plain.log", spec())  # a cold child: nothing prepared
+    assert plain.status == "ok" and report(tmp_path / "plain.log")["prepared_in"] is None
 
 
 def test_warm_children_do_not_share_the_starters_random_state(probe, tmp_path):

@@ -214,9 +214,9 @@ class _Starter:
             _STARTED.append(self.started)
             prewarms = [entry for entry in launch.warm if ":" in entry]
             if prewarms:  # its first launch waits for them: say why
+                entries = ", ".join(prewarms)
                 print(
-                    f"[trial] a new warm starter runs {', '.join(prewarms)} once for every child (start-up; "
-                    "its compiles take a minute where inductor's cache is cold)",
+                    f"[trial] a new warm starter runs {entries} once for every child, first (start-up)",
                     flush=True,
                 )
             self._connect_new(address)

@@ -143,11 +143,10 @@ class RunSpec(BaseModel):
         "auto"
     )
     # The training step's decoder under torch.compile, compiled before `ready` (compiled_train.py). auto = on
-    # beside hf-static-process (the 2-core CPU default): in 90 s trials both steps compiled trained 1.28-1.36x
-    # hf-process's steps for 12-14 s of start-up a seed, 1.14-1.21x its steps per wall second (0.88-0.93x in
-    # a fresh clone's first trial, which compiles cold: docs/verified.md); beside hf-process it gains nothing
-    # (sampling is the bottleneck there). On one core beside hf-static: 1.05-1.17x the steps, 0.98-1.09x the
-    # steps per wall second in 90 s trials (its start-up is not beside a second core's): off there.
+    # beside a compiled sampler on a CPU: hf-static-process (the 2-core default; in 90 s trials both steps
+    # compiled trained 1.28-1.36x hf-process's steps) and hf-static (one core: 1.05-1.17x the steps). Both
+    # compiles are done once in the warm starter (prewarm.py), not in every seed (docs/verified.md); beside
+    # HFSampler it gains nothing (sampling is the bottleneck there).
     compile_train: bool | Literal["auto"] = "auto"
     save_interval_s: float = 30.0  # periodic weight saves (plus one at SIGTERM and at max_steps)
     # Training seconds at which a copy of the weights is also kept, in snapshots/at-<s>s/ (`autorl fidelity`'s

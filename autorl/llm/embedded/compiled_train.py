@@ -1,5 +1,6 @@
 """The training step's decoder compiled with ``torch.compile`` (``compile_train``, issue 50; by default on
-beside the compiled sampling process, ``hf-static-process``: the 2-core CPU default).
+beside a compiled sampler on a CPU: ``hf-static-process``, the 2-core default, and ``hf-static``, one core's;
+on a CPU machine the warm starter compiles it once for every seed, prewarm.py).
 
 The trainer's log-probs run the decoder once over ``logprobs.packed_layout``'s lines, then the chunked head
 (``logprobs.completion_logprobs``). On one CPU core that forward and its backward took 0.80x and 0.69x the CPU
