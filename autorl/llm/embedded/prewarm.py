@@ -18,9 +18,9 @@ What keeps the fork safe:
   backward raises "Unable to handle autograd's threading in combination with fork-based multiprocessing".
   Started first by a plain CPU backward it starts none, and forks stay safe; `run` does that first
   (studies/fast-2026-12-01/fork-autograd.log).
-- threads: none may run when the starter forks (it refuses to serve otherwise): the model loads without its
-  progress bar (tqdm's monitor thread), inductor compiles in this process (`compile_threads = 1`, restored
-  afterwards, so that a seed's own compiles use its pool as before).
+- threads: none may run when the starter forks (it refuses to serve otherwise): no progress bar starts tqdm's
+  monitor thread meanwhile, and inductor compiles in this process (`compile_threads = 1`); both restored
+  afterwards, so that a seed's own compiles use its pool as before.
 - CUDA: untouched (the model on the CPU; no Prewarm is planned on a machine with a GPU).
 - the thread count: inductor bakes the number of threads into its CPU kernels; a seed that compiles runs
   one thread (policy.cpu_threads for a model under SMALL_MODEL_PARAMS), and so does `run`.
@@ -83,17 +83,15 @@ def compile_steps(prewarm: Prewarm) -> None:
 
 @contextlib.contextmanager
 def _quiet_and_in_process() -> Iterator[None]:
-    """No progress bar (its monitor thread would outlive the load) and inductor's compiles in this process
-    (no pool of workers), both as they were afterwards."""
+    """No tqdm monitor thread (a progress bar starts one, even a disabled bar: the model's loading bar,
+    torch.fx's interpreter in a compile) and inductor's compiles in this process (no pool of workers), both as
+    they were afterwards."""
     import torch._inductor.config as inductor
-    from transformers.utils import logging
+    from tqdm import std
 
-    threads, bars = inductor.compile_threads, logging.is_progress_bar_enabled()
-    inductor.compile_threads = 1
-    logging.disable_progress_bar()
+    threads, interval = inductor.compile_threads, std.tqdm.monitor_interval
+    inductor.compile_threads, std.tqdm.monitor_interval = 1, 0
     try:
         yield
     finally:
-        inductor.compile_threads = threads
-        if bars:
-            logging.enable_progress_bar()
+        inductor.compile_threads, std.tqdm.monitor_interval = threads, interval
