@@ -2,9 +2,9 @@
 
 On a CPU a seed compiles its sampler's decode step (hf-static, hf-static-process) and its training step's
 decoder (compile_train) at start-up: on the 2-core VM 5-7 s each with inductor's disk cache warm
-(studies/fast-2026-11-29/compile-floats.log), 61-70 s a seed in a fresh clone (trial-2core-auto.log), most of
-the warm seconds dynamo tracing transformers' Python, which no disk cache keeps (warm-profile.log). What dynamo
-compiled lives in the process's memory, and a forked child finds it. The warm starter
+(studies/fast-2026-11-29/compile-floats.log), 61-70 s a seed in a fresh clone (trial-2core-auto.log), most
+of the warm seconds dynamo tracing transformers' Python, which no disk cache keeps (warm-profile.log). What
+dynamo compiled lives in the process's memory, and a forked child finds it. The warm starter
 (autorl/engine/warm_starter.py) forks every seed and eval of a trial, and of the trials after it while it
 waits (AUTORL_WARM_KEEP); it calls `run` after its imports. With the launch's Prewarm in its environment
 (backend.PREWARM_ENV, set by EmbeddedBackend on a CPU machine for a model that trains on one thread), `run`
