@@ -15,6 +15,7 @@ from autorl.io.machine import Gpu, Machine, save_machine
 from autorl.llm.config import load_train_config
 from autorl.llm.embedded import backend as embedded_backend
 from autorl.llm.embedded.backend import (
+    COMPILED_SAMPLERS,
     PREWARM_ENTRY,
     PREWARM_ENV,
     WARM,
@@ -67,7 +68,7 @@ def test_a_seed_forked_from_the_starter_finds_both_steps_compiled_and_trains(tin
     launch = Launch(
         argv=EmbeddedChildArgs(run_dir / "resolved.json", run_dir, 0).argv("autorl.llm.embedded.train"),
         cwd=tmp_path,  # where the starter finds aot_counting
-        env={PREWARM_ENV: prewarm.model_dump_json()},
+        env={PREWARM_ENV: prewarm.model_dump_json(), "CUDA_VISIBLE_DEVICES": ""},  # a CPU machine's
         warm=("aot_counting:patch", *WARM, PREWARM_ENTRY),
     )
     with warm.starters(private=True) as pool:
@@ -110,32 +111,67 @@ def test_every_launch_of_a_cpu_trial_asks_one_starter_for_the_compiles(tiny_mode
     assert PREWARM_ENV not in gpu.env and gpu.warm == WARM
 
 
+@pytest.mark.parametrize("cores", [1, 2])
 @pytest.mark.parametrize(
-    ("change", "expected"),
+    ("sampler", "compile_train", "lag"),
     [
-        ({}, (True, True)),
-        ({"sampler": "hf-process"}, (False, True)),
-        ({"compile_train": False}, (True, False)),
-        ({"sampler": "hf", "compile_train": False}, None),  # nothing compiles
-        ({"num_threads": 2}, None),  # inductor's kernels are compiled for one thread
-        ({"device": "cuda"}, None),
+        ("auto", "auto", 1),  # the shipped config
+        ("auto", "auto", 0),  # strictly on-policy: on 2 cores HFSampler, nothing compiles
+        ("hf-process", "auto", 1),
+        ("hf-static", "auto", 0),
+        ("auto", False, 1),
+        ("hf", True, 1),
+        ("hf", "auto", 1),
     ],
 )
-def test_the_prewarm_names_what_a_cpu_seed_would_compile(tiny_model, tmp_path, cpu_machine, change, expected):
-    cfg = _cfg(tmp_path, **{"model.name": str(tiny_model), "trainer.model": {"ac": {"freq": 2}}})
-    prewarm = planned_prewarm(build_spec(cfg.model).model_copy(update=change))
-    if expected is None:
+def test_the_prewarm_names_what_the_seed_itself_compiles(
+    tiny_model, tmp_path, cpu_machine, monkeypatch, cores, sampler, compile_train, lag
+):
+    """planned_prewarm, on the runner's side, against the real Trainer of the same spec on a machine of that
+    many cores: the starter compiles the sampler's step where the seed's sampler compiles one and the
+    training step where the seed compiles it, and nothing where the seed compiles nothing."""
+    import torch
+    from test_embedded_trainer import make_trainer
+
+    import autorl.llm.embedded.train as train_module
+
+    save_machine(Machine(python="3", platform="test", torch=None, cpus=cores, ram_gb=1.0))
+    monkeypatch.setattr(train_module, "own_cpu_ids", lambda: list(range(cores)))
+    monkeypatch.setattr(torch, "compile", lambda fn, **_: fn)  # what would compile runs eagerly here
+    overrides = {"sampler": sampler, "compile_train": compile_train, "max_off_policy_steps": lag}
+    trainer = make_trainer(tiny_model, tmp_path / "run", **overrides)
+    try:
+        seed_compiles = (trainer.sampler_name in COMPILED_SAMPLERS, trainer.train_decoder is not None)
+    finally:
+        if trainer.process_sampler is not None:
+            trainer.process_sampler.close()
+    prewarm = planned_prewarm(trainer.spec)
+    if seed_compiles == (False, False):
         assert prewarm is None
     else:
-        assert prewarm is not None and (prewarm.sampler, prewarm.train) == expected
-        assert prewarm.activation_checkpointing == 2  # the layers checkpointed shape the training graph
+        assert prewarm is not None and (prewarm.sampler, prewarm.train) == seed_compiles
 
 
-def test_no_prewarm_on_a_gpu_machine_or_for_a_model_that_trains_on_every_core(
+def test_the_prewarm_keeps_the_checkpointed_layers_and_refuses_what_no_seed_would_run(
+    tiny_model, tmp_path, cpu_machine
+):
+    cfg = _cfg(tmp_path, **{"model.name": str(tiny_model), "trainer.model": {"ac": {"freq": 2}}})
+    spec = build_spec(cfg.model)
+    prewarm = planned_prewarm(spec)
+    assert prewarm is not None and prewarm.activation_checkpointing == 2  # they shape the training graph
+    assert planned_prewarm(spec.model_copy(update={"num_threads": 2})) is None  # kernels built for 1 thread
+    assert planned_prewarm(spec.model_copy(update={"device": "cuda"})) is None
+
+
+def test_no_prewarm_on_a_gpu_machine_or_an_unprepared_one_or_for_a_model_that_trains_on_every_core(
     tiny_model, tmp_path, cpu_machine, monkeypatch
 ):
+    """Where a GPU may be there (the machine file says so, or there is none yet) the starter never runs the
+    prewarm: its first backward would start autograd's thread for the GPU and leave forks unsafe."""
     spec = build_spec(_cfg(tmp_path, **{"model.name": str(tiny_model)}).model)
     assert planned_prewarm(spec) is not None
+    (tmp_path / ".autorl" / "machine.json").unlink()
+    assert planned_prewarm(spec) is None
     gpus = [Gpu(0, "a GPU", 80.0)]
     save_machine(Machine(python="3", platform="test", torch=None, cpus=2, ram_gb=1.0, gpus=gpus))
     assert planned_prewarm(spec) is None  # (the base eval's launch has no GPU slot there)

@@ -1,10 +1,10 @@
 """The warm starter process: `python -m autorl.engine.warm_starter NAME KEEP_S MODULE...` (warm.py starts it).
 
 It binds its abstract socket NAME before importing MODULE... (and calling those given as `module:function`),
-then serves: one connection per runner, one fork
-per request (the child becomes `python -m MODULE ARGS` without the imports), each child's end reported to
-its runner; idle, it ends after KEEP_S seconds, once a stopped trial asks it to, when its directory is gone
-or when a newer starter of its group listens. The protocol and the runner's side: autorl/engine/warm.py.
+then serves: one connection per runner, one fork per request (the child becomes `python -m MODULE ARGS`
+without the imports), each child's end reported to its runner; idle, it ends after KEEP_S seconds, once a
+stopped trial asks it to, when its directory is gone or when a newer starter of its group listens. The
+protocol and the runner's side: autorl/engine/warm.py.
 """
 
 from __future__ import annotations
@@ -57,10 +57,11 @@ def _newer_in_group(name: str, born_ns: int) -> bool:
 
 
 def _preload(modules: list[str]) -> str | None:
-    """Import the modules, then call each `module:function` entry (a prewarm: work done once for every child,
-    such as a compile; its failure is its own: the starter serves, and the children do that work themselves);
-    None, or why this starter cannot serve. CUDA must stay untouched (a forked child cannot use a CUDA
-    context it inherits) and no thread may run (a fork would not carry it)."""
+    """Import the modules, and call each `module:function` entry (a prewarm: work done once for every child,
+    such as a compile; an exception it raises is its own: the starter serves, and the children do that work
+    themselves); None, or why this starter cannot serve. CUDA must stay untouched (a forked child cannot use
+    a CUDA context it inherits) and no thread may run (a fork would not carry it): no Python thread, and no
+    native thread that a prewarm left (the imports' own, before it, are torch's idle pools)."""
     import importlib
 
     try:
@@ -68,8 +69,11 @@ def _preload(modules: list[str]) -> str | None:
             name, _, function = entry.partition(":")
             module = importlib.import_module(name)
             if function:
+                prewarm, native = getattr(module, function), _native_threads()
                 with contextlib.suppress(Exception):
-                    getattr(module, function)()
+                    prewarm()
+                if _native_threads() > native:
+                    raise RuntimeError(f"{entry} left a native thread running (a fork would not be safe)")
         torch = sys.modules.get("torch")
         if torch is not None and torch.cuda.is_initialized():
             raise RuntimeError("importing the modules initialised CUDA")
@@ -78,6 +82,11 @@ def _preload(modules: list[str]) -> str | None:
     except BaseException:
         return "warm start: " + traceback.format_exc(limit=3)
     return None
+
+
+def _native_threads() -> int:
+    """This process's threads as the kernel counts them (Python's and native ones)."""
+    return len(os.listdir("/proc/self/task"))
 
 
 def _module_files() -> dict[str, int]:

@@ -143,10 +143,11 @@ class RunSpec(BaseModel):
         "auto"
     )
     # The training step's decoder under torch.compile, compiled before `ready` (compiled_train.py). auto = on
-    # beside a compiled sampler on a CPU: hf-static-process (the 2-core default; in 90 s trials both steps
-    # compiled trained 1.28-1.36x hf-process's steps) and hf-static (one core: 1.05-1.17x the steps). Both
-    # compiles are done once in the warm starter (prewarm.py), not in every seed (docs/verified.md); beside
-    # HFSampler it gains nothing (sampling is the bottleneck there).
+    # beside a compiled sampler on a CPU for a model under SMALL_MODEL_PARAMS (cpu_compiles_train):
+    # hf-static-process (the 2-core default; in 90 s trials both steps compiled trained 1.28-1.36x
+    # hf-process's steps) and hf-static (one core: 1.04-1.09x the steps). On a CPU machine the warm starter
+    # compiles both once (prewarm.py; without it, as with AUTORL_WARM=0, each seed compiles them: on one core
+    # 0.98-1.09x the steps per wall second; docs/verified.md); beside HFSampler it gains nothing.
     compile_train: bool | Literal["auto"] = "auto"
     save_interval_s: float = 30.0  # periodic weight saves (plus one at SIGTERM and at max_steps)
     # Training seconds at which a copy of the weights is also kept, in snapshots/at-<s>s/ (`autorl fidelity`'s
@@ -179,26 +180,52 @@ class Prewarm(BaseModel):
     train: bool  # the training step's decoder (compile_train `auto` or true)
 
 
-def planned_prewarm(spec: RunSpec) -> Prewarm | None:
-    """The Prewarm of `spec`'s launches, or None where a seed compiles nothing on a CPU at one thread: a
-    machine with a GPU, a model of SMALL_MODEL_PARAMS or more (it trains on every core), more threads asked
-    for, or neither step compiled. The same for every launch of a trial (training and eval): one starter."""
-    from autorl.io.machine import load_machine
+COMPILED_SAMPLERS = ("hf-static", "hf-static-process")  # the CPU samplers whose decode step compiles
 
-    machine = load_machine()  # before prepare: a CPU machine, as the slot planner takes it
-    if (machine is not None and machine.gpus) or spec.device not in ("auto", "cpu") or spec.num_threads > 1:
+
+def cpu_sampler(setting: str, lag: int, threads: int, cores: int) -> str:
+    """The sampler a CPU seed runs: `setting`, or for `auto` hf-static-process with a one-thread trainer one
+    step behind (`lag` 1) and a second core (sampling overlapped with training in a second process,
+    sampler_process.py, its step compiled there), hf-static on one core (its step compiled: 1.17x the
+    trainer's samples/s there), else hf. The measurements: docs/verified.md."""
+    if setting != "auto":
+        return setting
+    if lag == 1 and threads == 1 and cores >= 2:
+        return "hf-static-process"
+    return "hf-static" if cores == 1 else "hf"
+
+
+def cpu_compiles_train(setting: bool | Literal["auto"], sampler: str, n_params: int) -> bool:
+    """Whether a CPU seed compiles its training step: `setting`, or for `auto` beside a compiled sampler for
+    a model under SMALL_MODEL_PARAMS (the measured kind: RunSpec.compile_train)."""
+    if setting != "auto":
+        return setting
+    return sampler in COMPILED_SAMPLERS and n_params < SMALL_MODEL_PARAMS
+
+
+def planned_prewarm(spec: RunSpec) -> Prewarm | None:
+    """The Prewarm of `spec`'s launches: what a seed of it compiles on this CPU machine (cpu_sampler and
+    cpu_compiles_train, the trainer's own rules, for the machine's cores: every slot of a small model has one
+    core, or two and more), or None where it compiles nothing: a machine with a GPU or none prepared, a model
+    of SMALL_MODEL_PARAMS or more (it trains on every core), more threads asked for. The same for every launch
+    of a trial (training and eval): one starter."""
+    from autorl.io.machine import cpu_ids, load_machine
+
+    machine = load_machine()
+    if machine is None or machine.gpus or spec.device not in ("auto", "cpu") or spec.num_threads > 1:
         return None
     n_params = read_param_count(spec.model_path)
     if n_params is None or n_params >= SMALL_MODEL_PARAMS:
         return None
-    sampler = spec.sampler in ("auto", "hf-static", "hf-static-process")
-    train = spec.compile_train is not False
-    if not (sampler or train):
+    lag = 1 if spec.max_off_policy_steps >= 1 else 0
+    sampler = cpu_sampler(spec.sampler, lag, 1, len(cpu_ids(machine)))
+    train = cpu_compiles_train(spec.compile_train, sampler, n_params)
+    if sampler not in COMPILED_SAMPLERS and not train:
         return None
     return Prewarm(
         model_path=spec.model_path,
         activation_checkpointing=spec.activation_checkpointing,
-        sampler=sampler,
+        sampler=sampler in COMPILED_SAMPLERS,
         train=train,
     )
 

@@ -9,7 +9,7 @@ dynamo compiled lives in the process's memory, and a forked child finds it. The 
 waits (AUTORL_WARM_KEEP); it calls `run` after its imports. With the launch's Prewarm in its environment
 (backend.PREWARM_ENV, set by EmbeddedBackend on a CPU machine for a model that trains on one thread), `run`
 loads the model as a seed does and compiles both steps, before the starter serves anyone. A seed forked from
-it warms each step in about 0.01 s (its header says the starter compiled them), and so does the sampling
+it finds each step compiled (its header says `compiled in 0.0 s` and where), and so does the sampling
 process of hf-static-process, forked from its seed.
 
 What keeps the fork safe:
@@ -21,10 +21,13 @@ What keeps the fork safe:
 - threads: none may run when the starter forks (it refuses to serve otherwise): no progress bar starts tqdm's
   monitor thread meanwhile, and inductor compiles in this process (`compile_threads = 1`); both restored
   afterwards, so that a seed's own compiles use its pool as before.
-- CUDA: untouched (the model on the CPU; no Prewarm is planned on a machine with a GPU).
+- CUDA: untouched (the model on the CPU; no Prewarm is planned on a machine with a GPU, or none prepared:
+  with a GPU there, autograd's engine would start a thread for it at that first backward).
 - the thread count: inductor bakes the number of threads into its CPU kernels; a seed that compiles runs
   one thread (policy.cpu_threads for a model under SMALL_MODEL_PARAMS), and so does `run`.
-Whatever fails here leaves the seeds to compile on their own, as before.
+A prewarm that fails leaves the seeds to compile on their own, as before; one that left a thread behind
+(Python's or a native one) makes the starter refuse to serve: its launches start cold
+(autorl/engine/warm_starter.py).
 """
 
 from __future__ import annotations

@@ -73,7 +73,14 @@ from transformers import set_seed
 from autorl.engine import progress
 from autorl.io.machine import own_cpu_ids, peak_rss_gb
 from autorl.llm.embedded import compiled_train, grpo, prewarm
-from autorl.llm.embedded.backend import COMPLETE_MARKER, EmbeddedChildArgs, RunSpec, snapshot_dir
+from autorl.llm.embedded.backend import (
+    COMPLETE_MARKER,
+    EmbeddedChildArgs,
+    RunSpec,
+    cpu_compiles_train,
+    cpu_sampler,
+    snapshot_dir,
+)
 from autorl.llm.embedded.batches import Batches, BatchPlan, Sample, default_env_loader
 from autorl.llm.embedded.generation import HFSampler, VLLMSampler, vllm_available
 from autorl.llm.embedded.logprobs import completion_logprobs
@@ -143,11 +150,10 @@ class Trainer:
         self.generator.manual_seed(seed)
         self.lag = 1 if spec.max_off_policy_steps >= 1 else 0  # 1: train on the previous step's rollouts
         self.sampler, self.process_sampler, self.sampler_name = self._samplers()
-        compile_train = spec.compile_train
-        if compile_train == "auto":  # beside a compiled sampler on a CPU: measured faster (RunSpec)
-            compile_train = self._process_compiles() or (
-                self.device.type == "cpu" and self.sampler_name == "hf-static"
-            )
+        n_params = sum(p.numel() for p in self.model.parameters())
+        compile_train = spec.compile_train is True or (
+            self.device.type == "cpu" and cpu_compiles_train(spec.compile_train, self.sampler_name, n_params)
+        )
         self.train_decoder = compiled_train.compiled_decoder(self.model) if compile_train else None
         # Big vocabularies make the logits the largest activation: smaller chunks on a GPU.
         gpu = self.device.type == "cuda"
@@ -167,21 +173,12 @@ class Trainer:
 
     def _sampler_name(self) -> str:
         """The sampler `auto` stands for here: vLLM where it imports on a GPU, else hf-graphs (its decode step
-        captured as CUDA graphs: 3.5x HFSampler's trainer samples/s on the 0.6B shape, H200); on a CPU with a
-        one-thread trainer one step behind and a second core, hf-static-process (sampling overlapped with
-        training in a second process, sampler_process.py, its step compiled there; with the training step
-        compiled too, `compile_train` auto: 1.14-1.21x hf-process's steps per wall second in 90 s trials);
-        on a one-core CPU hf-static (its step compiled: 1.17x the trainer's samples/s there). The
-        measurements: docs/verified.md."""
+        captured as CUDA graphs: 3.5x HFSampler's trainer samples/s on the 0.6B shape, H200); on a CPU
+        backend.cpu_sampler's choice for this process's threads and cores."""
         spec = self.spec
-        if spec.sampler != "auto":
-            return spec.sampler
-        if self.device.type != "cpu":  # CUDA graphs on CUDA alone
-            return "vllm" if vllm_available() else "hf-graphs" if self.device.type == "cuda" else "hf"
-        cores = len(own_cpu_ids())
-        if self.lag == 1 and torch.get_num_threads() == 1 and cores >= 2:
-            return "hf-static-process"
-        return "hf-static" if cores == 1 else "hf"
+        if spec.sampler != "auto" or self.device.type == "cpu":
+            return cpu_sampler(spec.sampler, self.lag, torch.get_num_threads(), len(own_cpu_ids()))
+        return "vllm" if vllm_available() else "hf-graphs" if self.device.type == "cuda" else "hf"
 
     def _samplers(self) -> tuple[HFSampler | VLLMSampler, ProcessSampler | None, str]:
         """(the sampler, the CPU's second-process sampler or None, the name the header prints)."""
