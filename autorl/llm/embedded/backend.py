@@ -173,11 +173,9 @@ class Prewarm(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     model_path: str  # RunSpec.model_path
-    activation_checkpointing: (
-        int | None
-    )  # RunSpec's: which decoder layers checkpoint shapes the training graph
-    sampler: bool  # the sampler's decode step (sampler `auto`, hf-static or hf-static-process)
-    train: bool  # the training step's decoder (compile_train `auto` or true)
+    activation_checkpointing: int | None  # RunSpec's: the layers checkpointed shape the training graph
+    sampler: bool  # the sampler's decode step (cpu_sampler's choice is one of COMPILED_SAMPLERS)
+    train: bool  # the training step's decoder (cpu_compiles_train)
 
 
 COMPILED_SAMPLERS = ("hf-static", "hf-static-process")  # the CPU samplers whose decode step compiles
