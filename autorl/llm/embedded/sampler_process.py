@@ -16,7 +16,8 @@ trainer computes step n, which needs only the weights both start from:
 With ``hf-static-process`` the child samples with ``StaticSampler`` instead (the same draws), its step
 compiled and warmed before the child says ready, so the compile is start-up; ``wait_ready`` says how long.
 The trainer reads that `ready` only after its own start-up (its training step's compile, compile_train), so
-the two compiles run at once on the two cores.
+the two compiles run at once on the two cores. Forked from a warm starter that compiled them (prewarm.py),
+both find their steps compiled and warm them at once.
 
 The child ignores SIGINT/SIGTERM (the runner signals the whole process group): the trainer handles the stop,
 abandons the pending batch and closes the pipe, which ends the child. A killed parent closes it too.

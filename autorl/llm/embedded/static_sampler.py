@@ -12,7 +12,8 @@ scripts/bench_sampler.py measured the compiled step (dynamic shapes) at 1.24x HF
 (1.39x compiled for one fixed shape), scripts/bench_trl.py the trainer with it at 1.17x HFSampler's samples/s
 on one core: the one-core CPU default since 2026-11-28 (docs/verified.md). The trainer compiles it before
 `ready` (``warm``: start-up, outside the training clock); in the ``hf-static-process`` sampler the sampling
-process compiles and warms it before it says ready (sampler_process.py).
+process compiles and warms it before it says ready (sampler_process.py). On a CPU machine the warm starter
+has compiled it already (prewarm.py): ``warm`` then finds it.
 
 ``graphs`` (for a CUDA GPU, where a decode step is launch-bound: a few hundred small kernels for a few
 milliseconds of weight reads) compiles the step with ``mode="reduce-overhead"``: fixed shapes, each shape's
