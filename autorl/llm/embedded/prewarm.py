@@ -35,7 +35,6 @@ from __future__ import annotations
 import contextlib
 import gc
 import os
-import sys
 from collections.abc import Iterator
 
 from autorl.llm.embedded.backend import PREWARM_ENV, Prewarm
@@ -46,7 +45,8 @@ COMPILED = False  # True in the starter once `run` compiled, and in every proces
 
 def run() -> None:
     """The warm starter's prewarm: the steps of the launch's Prewarm compiled here, or nothing (no Prewarm in
-    the environment, or a failure: one line on stderr, which a starter discards)."""
+    the environment). What it raises the starter drops (warm_starter._preload: its children then compile on
+    their own); COMPILED is set only once both compiles are done."""
     global COMPILED
     text = os.environ.get(PREWARM_ENV)
     if not text:
@@ -54,9 +54,8 @@ def run() -> None:
     try:
         compile_steps(Prewarm.model_validate_json(text))
         COMPILED = True
-    except Exception as exc:  # the seeds compile on their own
-        print(f"prewarm failed ({type(exc).__name__}: {exc})", file=sys.stderr)
-    gc.collect()  # the model is gone; what dynamo compiled stays
+    finally:
+        gc.collect()  # the model is gone; what dynamo compiled stays
 
 
 def compile_steps(prewarm: Prewarm) -> None:
