@@ -8,11 +8,17 @@ then the older parts in a second call; gpu_proof.py runs this module's ``rows``.
   mode) the step's body runs eagerly: there is nothing to capture without CUDA.
 - fast/sampler: the Qwen3-0.6B shape, float32 master weights under bf16 autocast (as the trainer samples),
   one GRPO batch (8 prompts x 8, the completion limit of part 2, no EOS: every row runs to the limit):
-  HFSampler, StaticSampler eager and StaticSampler with graphs, calls interleaved: tokens/s, the decode
+  HFSampler, StaticSampler eager and StaticSampler with graphs, its guards at every step (the trainer's
+  `hf-graphs`) and at a call's first step only (``guard_once``), calls interleaved: tokens/s, the decode
   step's milliseconds against the bandwidth limit (the bf16 weights' bytes / the GPU's memory bandwidth:
   every step reads every weight once), the first call's seconds (compile and capture: start-up).
 - fast/trainer: the embedded trainer with ``sampler = "hf-graphs"`` against ``hf`` and TRL's GRPOTrainer
-  (part 2's runs, one round, fewer steps): samples/s, peak GPU memory, generation's share of a step.
+  (part 2's runs, one round, fewer steps), and ``hf-graphs`` with its training step's decoder compiled too
+  (``compile_train = true``, the CPU's default, by name on a GPU): samples/s, peak GPU memory, generation's
+  share of a step.
+- fast/profile: where a step of the trainer's GPU default goes (``hf-graphs``, the 0.6B shape, after two
+  warm-up steps): one batch's sampling and one training step under torch.profiler, each timed; the top ops
+  by GPU time and by CPU time in ``fast-profile.txt`` beside the kit's files, the largest few in the row.
 - fast/memory: one training step's log-probs, GRPO loss and backward on the 0.6B shape: the peak GPU memory
   above the fixed state (weights, gradients, AdamW), chunked (autorl/llm/embedded/logprobs.py) and chunked
   with every layer's activations checkpointed (autorl/llm/embedded/policy.py) against the full logits, at the
@@ -43,6 +49,7 @@ def rows(kit: Any, g: Any) -> list[Any]:
         ("fast/correct", correct),
         ("fast/sampler", sampler_speed),
         ("fast/trainer", trainer),
+        ("fast/profile", profile),
         ("fast/memory", memory),
     ):
         if name.removeprefix("fast/") not in kit.settings.fast_rows:
@@ -79,11 +86,11 @@ def batch(vocab: int, seed: int = 0) -> list[list[int]]:
     return out
 
 
-def graphs_sampler(model, eos: list[int], kit: Any):
+def graphs_sampler(model, eos: list[int], kit: Any, guard_once: bool | None = None):
     """StaticSampler with graphs; on a CPU its step's body eagerly (quick mode: no capture, no compile)."""
     from autorl.llm.embedded.static_sampler import StaticSampler
 
-    sampler = StaticSampler(model, 0, eos, graphs=True)
+    sampler = StaticSampler(model, 0, eos, graphs=True, guard_once=guard_once)
     if not kit.cuda:
         sampler._step = sampler._forward
     return sampler
@@ -158,6 +165,7 @@ def sampler_speed(kit: Any, g: Any) -> Any:
         "hf": HFSampler(model, 0, []),
         "static": StaticSampler(model, 0, []),
         "graphs": graphs_sampler(model, [], kit),
+        "graphs_guard_once": graphs_sampler(model, [], kit, guard_once=True),  # guards at step 0 only
     }
     autocast = torch.autocast("cuda", dtype=torch.bfloat16) if kit.cuda else contextlib.nullcontext()
     sync = torch.cuda.synchronize if kit.cuda else (lambda: None)
@@ -184,6 +192,8 @@ def sampler_speed(kit: Any, g: Any) -> Any:
         figures[f"{name}_tokens_per_s"] = round(tokens / call, 1)
         figures[f"{name}_step_ms"] = round(1000 * call / new, 3)  # prefill included: an upper bound
     figures["graphs_vs_hf"] = round(figures["graphs_tokens_per_s"] / figures["hf_tokens_per_s"], 2)
+    once = figures["graphs_guard_once_tokens_per_s"] / figures["graphs_tokens_per_s"]
+    figures["guard_once_vs_graphs"] = round(once, 3)  # above 1: the trainer's graphs should guard once
     bw = bandwidth(kit.device_name) if kit.cuda else None
     if bw is not None:
         weight_bytes = 2 * sum(p.numel() for p in model.parameters())  # bf16
@@ -198,11 +208,15 @@ def trainer(kit: Any, g: Any) -> Any:
     threads = 1 if kit.cuda else len(g.cores())
     steps, warmup = (TRAINER_STEPS, TRAINER_WARMUP) if kit.cuda else (1, 1)
     runs: dict[str, dict[str, Any]] = {}
-    for sampler in ("hf", "hf-graphs"):
-        run: Callable[[], dict[str, Any]] = lambda s=sampler: bench.bench_embedded(  # noqa: E731
-            spec, steps, warmup, 0, threads, s
+    compiled = spec.model_copy(update={"compile_train": True})  # the training step's decoder compiled too
+    ways = [("hf", "hf", spec), ("hf-graphs", "hf-graphs", spec)]
+    if kit.cuda:  # (a CPU compiles it by default: scripts/bench_trl.py measures it there)
+        ways.append(("hf-graphs+compile-train", "hf-graphs", compiled))
+    for name, sampler, run_spec in ways:
+        run: Callable[[], dict[str, Any]] = lambda s=sampler, r=run_spec: bench.bench_embedded(  # noqa: E731
+            r, steps, warmup, 0, threads, s
         )
-        runs[sampler] = g.measured(run, kit.cuda, kit.stop)
+        runs[name] = g.measured(run, kit.cuda, kit.stop)
     figures: dict[str, Any] = {"steps": steps, "warmup": warmup}
     for name, r in runs.items():
         figures[f"{name}_samples_per_s"] = round(r["samples_per_s"], 2)
@@ -223,6 +237,66 @@ def trainer(kit: Any, g: Any) -> Any:
 
 def rounded(x: float | None) -> float | None:
     return None if x is None or math.isnan(x) else round(x, 3)
+
+
+# --------------------------------------------------------------------------- fast/profile
+PROFILE_TOP = 25  # ops per table in fast-profile.txt
+ROW_TOP = 5  # ops per figure in the row
+
+
+def profile(kit: Any, g: Any) -> Any:
+    import tempfile
+
+    import torch
+    from torch.profiler import ProfilerActivity, record_function
+
+    from autorl.llm.embedded.train import Trainer
+
+    spec = g.qwen3_spec(kit, g.build_qwen3_shape(kit))
+    spec = spec.model_copy(update={"sampler": "hf-graphs", "save_interval_s": 1e9})
+    sync = torch.cuda.synchronize if kit.cuda else (lambda: None)
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if kit.cuda else [])
+    seconds: dict[str, float] = {}
+
+    def timed(name: str, fn: Callable[[], Any]) -> Any:
+        sync()
+        t0 = time.perf_counter()
+        with record_function(f"autorl/{name}"):
+            out = fn()
+            sync()
+        seconds[name] = time.perf_counter() - t0
+        return out
+
+    def run() -> dict[str, Any]:
+        trainer = Trainer(spec, tempfile.mkdtemp(prefix="gpu-fast-profile-"), 0)
+        trainer._start()  # the compile and capture: start-up
+        for _ in range(2):  # warm-up steps (a graph's first replays)
+            trainer.train_step(trainer.sample_batch())
+        with torch.profiler.profile(activities=activities) as prof:
+            batch = timed("sample", trainer.sample_batch)
+            timed("train", lambda: trainer.train_step(batch))
+        return {"events": prof.key_averages()}
+
+    events = g.measured(run, kit.cuda, kit.stop)["events"]
+    device_time = "self_device_time_total" if kit.cuda else "self_cpu_time_total"
+    text = [
+        f"fast/profile: {kit.device_name}; the 0.6B shape, hf-graphs; seconds {seconds}",
+        events.table(sort_by=device_time, row_limit=PROFILE_TOP),
+        events.table(sort_by="self_cpu_time_total", row_limit=PROFILE_TOP),
+    ]
+    (kit.out / "fast-profile.txt").write_text("\n\n".join(text) + "\n")
+
+    def top(attribute: str) -> dict[str, float]:
+        ranked = sorted(events, key=lambda e: getattr(e, attribute), reverse=True)[:ROW_TOP]
+        return {e.key[:60]: round(getattr(e, attribute) / 1e3, 2) for e in ranked}  # ms
+
+    figures: dict[str, Any] = {f"{k}_s": round(v, 3) for k, v in seconds.items()}
+    figures["top_cpu_ms"] = top("self_cpu_time_total")
+    if kit.cuda:
+        figures["top_gpu_ms"] = top("self_device_time_total")
+        figures["gpu_busy_s"] = round(sum(e.self_device_time_total for e in events) / 1e6, 3)
+    figures["file"] = "fast-profile.txt"
+    return g.Row(6, "fast/profile", "ok", figures=figures)
 
 
 # --------------------------------------------------------------------------- fast/memory

@@ -117,7 +117,7 @@ class Settings:
     trial_budget_s: float  # part 4: --budget of the two trials (extrapolated to 600 s)
     trial_seeds: int  # part 4: the default trial's seeds
     eval_examples: int | None  # examples per eval env; None = eval.toml as shipped
-    fast_rows: tuple[str, ...] = ("correct", "sampler", "trainer", "memory")  # part 6: which rows run
+    fast_rows: tuple[str, ...] = ("correct", "sampler", "trainer", "profile", "memory")  # part 6's rows
 
     @classmethod
     def full(cls) -> Settings:
@@ -843,7 +843,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--trial-budget", type=float, help="part 4 run.py --budget (default 120)")
     ap.add_argument("--steps", type=int, help="part 2 measured steps per run (default 10)")
     ap.add_argument(
-        "--fast-rows", help="part 6's rows to run, comma-separated (default: correct,sampler,trainer,memory)"
+        "--fast-rows",
+        help="part 6's rows to run, comma-separated (default: correct,sampler,trainer,profile,memory)",
     )
     ap.add_argument("--peak-tflops", type=float, help="the GPU's bf16 dense peak, for the MFU estimate")
     ap.add_argument("--keep", action="store_true", help="keep the working directory (runs, logs, models)")

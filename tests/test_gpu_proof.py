@@ -111,8 +111,8 @@ def test_quick_mode_part_6_runs_the_fast_path_rows(gpu_proof, tmp_path: Path, mo
 
     monkeypatch.setattr(gpu_proof, "write_results", recording_write)
     assert gpu_proof.main(["--quick", "--parts", "6", "--out", str(out)]) == 0
-    names = ["fast/correct", "fast/sampler", "fast/trainer", "fast/memory"]
-    assert written == [names[:1], names[:2], names[:3], names, names]  # after each row, then the part
+    names = ["fast/correct", "fast/sampler", "fast/trainer", "fast/profile", "fast/memory"]
+    assert written == [names[:1], names[:2], names[:3], names[:4], names, names]  # each row, then the part
     rows = {r["name"]: r for r in json.loads((out / "gpu_proof.json").read_text())["rows"]}
     correct = rows["fast/correct"]
     assert correct["status"] == "ok", correct
@@ -120,10 +120,17 @@ def test_quick_mode_part_6_runs_the_fast_path_rows(gpu_proof, tmp_path: Path, mo
     assert alike == total == 72 and correct["figures"]["within_1e-4"] is True
     sampler = rows["fast/sampler"]
     assert sampler["status"] == "ok", sampler
-    assert all(sampler["figures"][f"{n}_tokens_per_s"] > 0 for n in ("hf", "static", "graphs"))
+    timed = ("hf", "static", "graphs", "graphs_guard_once")
+    assert all(sampler["figures"][f"{n}_tokens_per_s"] > 0 for n in timed)
+    assert sampler["figures"]["guard_once_vs_graphs"] > 0
     trainer = rows["fast/trainer"]
     assert trainer["status"] == "ok", trainer
     assert trainer["figures"]["hf-graphs_samples_per_s"] > 0 and 0 < trainer["figures"]["hf_gen_share"] < 1
+    profiled = rows["fast/profile"]
+    assert profiled["status"] == "ok", profiled
+    assert profiled["figures"]["sample_s"] > 0 and profiled["figures"]["train_s"] > 0
+    assert len(profiled["figures"]["top_cpu_ms"]) == 5 and "top_gpu_ms" not in profiled["figures"]  # no CUDA
+    assert "autorl/train" in (out / "fast-profile.txt").read_text()  # the step's own range, timed
     assert rows["fast/memory"]["status"] == "skipped"
 
     assert gpu_proof.main(["--quick", "--parts", "6", "--fast-rows", "sampler", "--out", str(out)]) == 0

@@ -32,6 +32,18 @@ def prompts(vocab: int) -> list[list[int]]:
     return [torch.randint(2, vocab, (n,), generator=g).tolist() for n in lens]
 
 
+def before_step_1(switch: Callable[[], object]) -> Callable[[], bool]:
+    """A should_stop that never stops and calls `switch` right before a call's second decode step."""
+    calls = iter(range(100))
+
+    def should_stop() -> bool:
+        if next(calls) == 1:
+            switch()
+        return False
+
+    return should_stop
+
+
 def test_the_static_cache_draws_what_the_growing_one_draws(model):
     vocab = model.config.vocab_size
     eos = list(range(2, 2 + vocab // 12))  # a twelfth of the vocabulary ends a row: EOS mid-batch
@@ -191,17 +203,6 @@ def test_the_compiled_steps_floats_are_constants_and_its_guards_run_at_a_calls_f
     assert graphs == [[]]  # before: a 0-d tensor in the graph for each float
     batch = prompts(vocab)
 
-    def before_step_1(switch: Callable[[], object]) -> Callable[[], bool]:
-        """A should_stop that never stops and calls `switch` right before a call's second decode step."""
-        calls = iter(range(100))
-
-        def should_stop() -> bool:
-            if next(calls) == 1:
-                switch()
-            return False
-
-        return should_stop
-
     assert sampler.sample(batch, 0.9, 9, torch.Generator(), before_step_1(model.train)) is not None
     assert graphs == [[]] and sampler.static
     grad_on = functools.partial(torch.set_grad_enabled, True)  # still checked without the guards
@@ -218,6 +219,40 @@ def test_the_compiled_steps_floats_are_constants_and_its_guards_run_at_a_calls_f
         assert hf is not None and got is not None and torch.equal(hf.completion_ids, got.completion_ids)
         torch.testing.assert_close(got.logprobs, hf.logprobs, atol=1e-5, rtol=1e-5)
         assert graphs == [[]] * compiled and sampler.static
+
+
+def test_graphs_guards_at_every_step_unless_asked_once_a_call(model, monkeypatch):
+    """`graphs` (fixed shapes, each step a CUDA graph on a GPU) keeps dynamo's guards at every decode step
+    (the trainer's `hf-graphs`); with `guard_once` (the GPU kit times both ways) they run at a call's first
+    step only, as on a CPU. Probed as above, with the model's training flag switched on before a call's second
+    step: with every step guarded that step compiles anew, guarded once it does not. Both draw what
+    HFSampler draws; the compiled step here is the graph run eagerly (no CUDA)."""
+    graphs = []
+    real_compile = torch.compile
+
+    def recording(gm, example_inputs):
+        graphs.append(len(example_inputs))
+        return gm.forward
+
+    def compile_eagerly(fn, mode=None, **kw):  # graphs' mode names the CUDA graphs: none here
+        return real_compile(fn, backend=recording, **kw)
+
+    monkeypatch.setattr(torch, "compile", compile_eagerly)
+    vocab = model.config.vocab_size
+    eos = list(range(2, 2 + vocab // 12))
+    batch = prompts(vocab)
+    for guard_once, compiles in ((None, 2), (True, 1)):
+        torch._dynamo.reset()
+        graphs.clear()
+        sampler = StaticSampler(model, PAD, eos, graphs=True, guard_once=guard_once)
+        assert sampler.warm(6, 9) is not None and len(graphs) == 1
+        model.eval()
+        got = sampler.sample(batch, 0.9, 9, torch.Generator().manual_seed(3), before_step_1(model.train))
+        assert len(graphs) == compiles and sampler.static, guard_once
+        model.eval()
+        hf = HFSampler(model, PAD, eos).sample(batch, 0.9, 9, torch.Generator().manual_seed(3))
+        assert hf is not None and got is not None and torch.equal(hf.completion_ids, got.completion_ids)
+        torch.testing.assert_close(got.logprobs, hf.logprobs, atol=1e-5, rtol=1e-5)
 
 
 def test_under_bf16_autocast_a_qwen3_layer_fills_a_bf16_cache():

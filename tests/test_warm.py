@@ -178,6 +178,30 @@ def test_a_starter_whose_imports_fail_falls_back_to_a_cold_start(probe, tmp_path
     assert r["dep_imported_in"] == r["pid"]  # started cold
 
 
+def test_a_starter_not_ready_in_half_the_start_up_cap_serves_no_launch_of_the_trial(probe, tmp_path, capsys):
+    """A starter stuck in its prewarm: the first seed waits half its start-up cap, then starts cold with the
+    other half; the starter is killed and the trial's later seeds start cold at once."""
+    (tmp_path / "stuck_dep.py").write_text("def hang():\n    import time\n    time.sleep(120)\n")
+    launch = probe(deps=("probe_dep", "stuck_dep:hang"))
+    with warm.starters() as pool:
+        assert pool is not None
+        began = time.monotonic()
+        first = run_budgeted(launch, tmp_path / "first.log", spec(startup_cap_s=8.0))
+        waited = time.monotonic() - began
+        (starter,) = pool.starters.values()
+        assert starter.started is not None and gone(starter.started.pid, within_s=2.0)
+        began = time.monotonic()
+        second = run_budgeted(launch, tmp_path / "second.log", spec(startup_cap_s=8.0))
+        assert time.monotonic() - began < waited - 3.0 and pool.forked == 0
+    assert 4.0 <= waited
+    for result, log in ((first, "first.log"), (second, "second.log")):
+        assert result.status == "ok", (tmp_path / log).read_text()
+        r = report(tmp_path / log)
+        assert r["dep_imported_in"] == r["pid"]  # cold
+    out = capsys.readouterr().out
+    assert out.count("the warm starter was not ready within 4 s: its launches start cold") == 1
+
+
 def test_a_dead_starter_takes_its_child_along_and_the_seed_crashes(probe, tmp_path):
     """A starter killed mid-run (OOM killer): its child dies with it, the run ends as a crash, no hang."""
     with warm.starters() as pool:

@@ -414,8 +414,9 @@ class _Stopper:
 def _spawn(launch: Launch, spec: BudgetSpec, stop: Stop) -> Child:
     """launch.argv in its own session and process group (one killpg reaches the whole trial), output merged
     into one pipe, pinned to launch.cpus, dying with the runner: forked from a warm starter when one serves
-    the launch (autorl/engine/warm.py; waiting for its imports counts as start-up), else a new interpreter."""
-    if (child := warm.fork(launch, spec.startup_cap_s, stop.graceful.is_set)) is not None:
+    the launch (autorl/engine/warm.py; waiting for its imports counts as start-up, at most half the cap, so a
+    stuck starter leaves a cold start the other half), else a new interpreter."""
+    if (child := warm.fork(launch, spec.startup_cap_s / 2, stop.graceful.is_set)) is not None:
         return child
     return subprocess.Popen(
         launch.argv,

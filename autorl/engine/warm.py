@@ -281,10 +281,22 @@ class _Starter:
             self.replied.notify_all()
 
     def wait_ready(self, timeout_s: float, give_up: Callable[[], bool]) -> None:
+        """Wait until the starter serves. One not ready after `timeout_s` serves nothing more: its later
+        launches start cold at once, and one this runner started is killed (a stuck prewarm would otherwise
+        take the same wait from every seed)."""
         deadline = time.monotonic() + timeout_s
         while not self.ready.wait(0.1):
-            if give_up() or time.monotonic() > deadline:
-                raise StarterError("the starter was not ready in time")
+            if give_up():
+                raise StarterError("the trial was stopped while the starter imported")
+            if time.monotonic() > deadline:
+                with self.replied:
+                    first = not self.ready.is_set()  # (two seeds at once may wait on one starter)
+                    self.error = self.error or f"the warm starter was not ready within {timeout_s:.0f} s"
+                    self.ready.set()
+                if first and self.started is not None:
+                    self.started.kill()
+                if first:
+                    print(f"[trial] {self.error}: its launches start cold", flush=True)
         if self.error is not None:
             raise StarterError(self.error)
 

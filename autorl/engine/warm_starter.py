@@ -249,7 +249,8 @@ def _become(request: dict[str, Any], out_fd: int, starter_env: dict[str, str]) -
     if request["cpus"] and hasattr(os, "sched_setaffinity"):
         os.sched_setaffinity(0, request["cpus"])
     os.chdir(request["cwd"])
-    for name in set(starter_env) - set(request["env"]):  # the runner's environment, and what imports set
+    # the runner's environment of now; what the imports set stays, as a cold child that ran them has it
+    for name in set(starter_env) - set(request["env"]):
         os.environ.pop(name, None)
     os.environ.update(request["env"])
     random.seed()  # a fresh interpreter's state, not the starter's

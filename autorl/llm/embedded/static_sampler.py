@@ -35,7 +35,11 @@ the step runs again with its guards (`_unguarded`: safe because the step is one 
 CPU thread whole sampling calls of the trainer's shape took 1.047-1.085x as long with the guards at every step
 (medians paired by block, three runs; studies/fast-2026-11-29/guard-once.log); the trainer beside TRL showed
 no difference the VM's swings resolve (guard-once-rounds.log). With ``graphs``, and on a GPU, every step keeps
-its guards: unmeasured there.
+its guards unless asked (``guard_once``): unmeasured there. The guards count tensors and modules, not their
+sizes: on a model of Qwen3-0.6B's structure (28 layers) at tiny widths they cost 0.09-0.61 ms a decode step
+(four runs; 3 layers: 0.11 ms) on one core of the 2-core VM (studies/fast-2026-12-01/guard-layers.log),
+against ~7.9 ms a new token (prefill and draw included) in the kit's H200 run of 2026-11-28; the kit's
+fast/sampler row times `graphs` both ways.
 
 Under autocast the cache holds autocast's dtype (`cache_dtype`) and each layer casts the keys and values it is
 given (`casting`): a Qwen3 layer's keys come out of a float32 norm, its values out of a bf16 projection.
@@ -92,9 +96,13 @@ class StaticSampler(HFSampler):
         eos_ids: Sequence[int],
         compiled: bool = False,
         graphs: bool = False,
+        guard_once: bool | None = None,
     ):
         super().__init__(model, pad_id, eos_ids)
         self.graphs = graphs
+        # the compiled step's guards at a call's first decode step only (the module docstring); None: where
+        # that is measured, a CPU without graphs. The GPU kit's fast/sampler row times graphs both ways.
+        self.guard_once = guard_once
         self.compiled = compiled or graphs
         self.static = True  # False once a compiled step failed: HFSampler's way from then on
         # graphs: (rows, cache width, dtype) -> (cache, attention mask), kept from call to call
@@ -182,10 +190,10 @@ class StaticSampler(HFSampler):
         next_pos = prompt_lens.unsqueeze(-1)
         where = torch.arange(room, room + max_new_tokens, device=device)
 
-        # the guards once a call (the module docstring): on a CPU, the step compiled with dynamic shapes, its
-        # layers full attention (a sliding-window layer keeps a Python count of its tokens, guarded)
-        unguarded = self.compiled and not self.graphs and device.type == "cpu"
-        unguarded = unguarded and not any(layer.is_sliding for layer in layers)
+        # the guards once a call (the module docstring), where every layer is full attention (a sliding-window
+        # layer keeps a Python count of its tokens, guarded)
+        once = self.guard_once if self.guard_once is not None else not self.graphs and device.type == "cpu"
+        unguarded = self.compiled and once and not any(layer.is_sliding for layer in layers)
 
         def decode(tok: Tensor, t: int) -> Tensor:
             attn[:, room + t] = 1  # the token fed now sits at position room + t of the cache
