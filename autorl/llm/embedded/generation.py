@@ -61,8 +61,8 @@ class Rollouts:
 
 
 def left_pad(seqs: Sequence[Sequence[int]], pad_id: int, device: torch.device) -> tuple[Tensor, Tensor]:
-    """The sequences left-padded to the longest [B, W], and their mask (True on the real tokens). Built as
-    Python lists and made tensors once: a row at a time cost ~10x as much (64 rows, one core)."""
+    """The sequences left-padded to the longest [B, W], and their mask (True on the real tokens), each made
+    a tensor once from Python lists (not a small tensor a row: a sampling call pads 64 rows)."""
     width = max(len(s) for s in seqs)
     ids = torch.tensor([[pad_id] * (width - len(s)) + list(s) for s in seqs], dtype=torch.long)
     mask = torch.tensor([[False] * (width - len(s)) + [True] * len(s) for s in seqs], dtype=torch.bool)
