@@ -4,14 +4,15 @@
     uv run --extra bench python scripts/bench_trl.py --steps 20 --threads 2
     uv run --extra bench python scripts/bench_trl.py --threads 2 --sampler hf-static-process  # run.py's
     uv run --extra bench python scripts/bench_trl.py --threads 1 --sampler hf-static    # run.py's on 1 core
+    uv run --extra bench python scripts/bench_trl.py --threads 2 --sampler hf-static-process --trl-threads 1
 
 ``--sampler hf`` (the default here) and ``hf-static`` sample in the trainer's process, so both trainers use
 ``--threads`` threads of one process. ``--sampler hf-static-process`` is what run.py uses on a CPU with 2+
 cores: a 1-thread trainer plus a 1-thread sampling process overlapped with it (2 cores), its step compiled
 there, and the training step compiled too (``hf-process``: the same with both steps eager); compare it with
-TRL at ``--threads 2`` and, since TRL may run faster on one thread, at ``--threads 1``. A compiled sampler
-step is compiled before the timed steps (start-up, as in a trial), and so is the training step's decoder
-(the RunSpec's ``compile_train``: by default as in a trial, on beside ``hf-static-process`` and
+TRL at ``--threads 2`` and, since TRL may run faster on one thread, with ``--trl-threads 1``. A compiled
+sampler step is compiled before the timed steps (start-up, as in a trial), and so is the training step's
+decoder (the RunSpec's ``compile_train``: by default as in a trial, on beside ``hf-static-process`` and
 ``hf-static``; ``--compile-train`` / ``--no-compile-train`` set it).
 
 Both trainers run in this process one after the other, with the same torch thread count, on the model,
@@ -189,6 +190,11 @@ def main() -> None:
     ap.add_argument("--steps", type=int, default=10, help="measured optimizer steps per trainer")
     ap.add_argument("--warmup", type=int, default=2, help="steps run before the clock starts")
     ap.add_argument("--threads", type=int, default=len(os.sched_getaffinity(0)))
+    ap.add_argument(
+        "--trl-threads",
+        type=int,
+        help="TRL's torch threads (default: --threads; on the 2-core VMs TRL ran faster on 1 than on 2)",
+    )
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument(
         "--sampler",
@@ -209,6 +215,9 @@ def main() -> None:
     )
     args = ap.parse_args()
     assert args.warmup >= 1, "at least one warm-up step"
+    for name in ("threads", "trl_threads"):
+        if (value := getattr(args, name)) is not None and value < 1:
+            ap.error(f"--{name.replace('_', '-')}: at least 1, got {value}")
 
     spec = load_spec(args.config)
     if args.no_filter:
@@ -233,8 +242,12 @@ def main() -> None:
         + (f"; its training step in {ours['compile_train_s']:.1f} s" if ours["compile_train_s"] else ""),
         flush=True,
     )
-    trl = bench_trl(spec, args.steps, args.warmup, args.seed, args.threads)
-    print(f"TRL     : {trl['samples_per_s']:8.1f} samples/s  ({trl['seconds_per_step']:.3f} s/step)")
+    trl_threads = args.trl_threads or args.threads
+    trl = bench_trl(spec, args.steps, args.warmup, args.seed, trl_threads)
+    print(
+        f"TRL     : {trl['samples_per_s']:8.1f} samples/s  ({trl['seconds_per_step']:.3f} s/step; "
+        f"{trl_threads} threads)"
+    )
     ratio = ours["samples_per_s"] / trl["samples_per_s"]
     print(f"ratio embedded/TRL: {ratio:.2f}x  (load {os.getloadavg()[0]:.2f})")
 
