@@ -133,6 +133,7 @@ def test_a_prewarm_entry_runs_once_in_the_starter_before_it_serves(probe, tmp_pa
     assert first["prepared_in"] == first["ppid"] == second["prepared_in"] == second["ppid"]
     out = capsys.readouterr().out
     assert out.count("a new warm starter runs probe_dep:broken, probe_dep:prepare once for every child,") == 1
+    assert "waiting for the warm starter" not in out  # a wait under WAITING_NOTE_S says nothing more
     plain = run_budgeted(probe(), tmp_path / "plain.log", spec())  # a cold child: nothing prepared
     assert plain.status == "ok" and report(tmp_path / "plain.log")["prepared_in"] is None
 
@@ -178,9 +179,13 @@ def test_a_starter_whose_imports_fail_falls_back_to_a_cold_start(probe, tmp_path
     assert r["dep_imported_in"] == r["pid"]  # started cold
 
 
-def test_a_starter_not_ready_in_half_the_start_up_cap_serves_no_launch_of_the_trial(probe, tmp_path, capsys):
-    """A starter stuck in its prewarm: the first seed waits half its start-up cap, then starts cold with the
-    other half; the starter is killed and the trial's later seeds start cold at once."""
+def test_a_starter_not_ready_in_half_the_start_up_cap_serves_no_launch_of_the_trial(
+    probe, tmp_path, capsys, monkeypatch
+):
+    """A starter stuck in its prewarm: the first seed says every WAITING_NOTE_S that it waits, waits half its
+    start-up cap, then starts cold with the other half; the starter is killed and the trial's later seeds
+    start cold at once."""
+    monkeypatch.setattr(warm, "WAITING_NOTE_S", 1.0)
     (tmp_path / "stuck_dep.py").write_text("def hang():\n    import time\n    time.sleep(120)\n")
     launch = probe(deps=("probe_dep", "stuck_dep:hang"))
     with warm.starters() as pool:
@@ -200,6 +205,7 @@ def test_a_starter_not_ready_in_half_the_start_up_cap_serves_no_launch_of_the_tr
         assert r["dep_imported_in"] == r["pid"]  # cold
     out = capsys.readouterr().out
     assert out.count("the warm starter was not ready within 4 s: its launches start cold") == 1
+    assert 2 <= out.count("[trial] waiting for the warm starter's imports and prewarms: ") <= 4
 
 
 def test_a_dead_starter_takes_its_child_along_and_the_seed_crashes(probe, tmp_path):

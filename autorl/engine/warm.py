@@ -70,6 +70,7 @@ VOLATILE_ENV = frozenset({"_", "OLDPWD", "PWD", "SHLVL", "COLUMNS", "LINES"})
 STALE = "the starter's modules changed on disk since it imported them"
 GROUP_PREFIX = "autorl-warm-"
 SUPERSEDED_EVERY_S = 2.0  # how often an idle starter looks for a newer one of its group (then it ends)
+WAITING_NOTE_S = 15.0  # a launch waiting this long for a starter's imports and prewarms says so, and again
 
 
 class StarterError(RuntimeError):
@@ -175,6 +176,7 @@ class _Starter:
         self.keep_s = keep_seconds()
         self.reader: threading.Thread | None = None
         self.address = ""  # the starter's socket (abstract namespace)
+        self.noted = time.monotonic()  # when a launch waiting for it last said so (one line an interval)
         self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         try:
             self._connect(launch, salt)
@@ -216,7 +218,8 @@ class _Starter:
             if prewarms:  # its first launch waits for them: say why
                 entries = ", ".join(prewarms)
                 print(
-                    f"[trial] a new warm starter runs {entries} once for every child, first (start-up)",
+                    f"[trial] a new warm starter runs {entries} once for every child, first (start-up; "
+                    "its first launch waits for it)",
                     flush=True,
                 )
             self._connect_new(address)
@@ -284,10 +287,12 @@ class _Starter:
         """Wait until the starter serves. One not ready after `timeout_s` serves nothing more: its later
         launches start cold at once, and one this runner started is killed (a stuck prewarm would otherwise
         take the same wait from every seed)."""
-        deadline = time.monotonic() + timeout_s
+        began = time.monotonic()
+        deadline = began + timeout_s
         while not self.ready.wait(0.1):
             if give_up():
                 raise StarterError("the trial was stopped while the starter imported")
+            self._note_waiting(began)
             if time.monotonic() > deadline:
                 with self.replied:
                     first = not self.ready.is_set()  # (two seeds at once may wait on one starter)
@@ -299,6 +304,15 @@ class _Starter:
                     print(f"[trial] {self.error}: its launches start cold", flush=True)
         if self.error is not None:
             raise StarterError(self.error)
+
+    def _note_waiting(self, began: float) -> None:
+        """Every WAITING_NOTE_S of a wait, one line (two seeds waiting at once share it)."""
+        now = time.monotonic()
+        with self.replied:
+            if now - max(began, self.noted) < WAITING_NOTE_S:
+                return
+            self.noted = now
+        print(f"[trial] waiting for the warm starter's imports and prewarms: {now - began:.0f} s", flush=True)
 
     def fork(self, module: str, args: list[str], launch: Launch) -> WarmChild:
         request = {
