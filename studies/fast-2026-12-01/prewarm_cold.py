@@ -2,9 +2,10 @@
 training step's decoder of the shipped train.toml, one thread each), with inductor's disk caches cold (a new
 TORCHINDUCTOR_CACHE_DIR: a fresh clone's first trial) and warm (the same directory again), the training
 step's compile in a forked helper beside the sampler's (`parallel`, on 2+ cores) or after it (`serial`).
-One process per run, so each starts with nothing compiled in memory. The log was taken at 7371850, with
-both ways written here: `serial` as prewarm.compile_steps did then, `parallel` the prototype of what it does
-since (the training step first compiled in a forked child, whose disk caches this process then reads).
+One process per run, so each starts with nothing compiled in memory. The ways are written here: `serial` as
+prewarm.compile_steps did at 7371850 (prewarm-cold.log), `parallel` the training step first compiled in a
+forked child whose disk caches this process then reads (edead61), `sampler-helper` the sampler's step in
+the child instead, this process compiling the training step meanwhile (prewarm.py since).
 
     .venv/bin/python studies/fast-2026-12-01/prewarm_cold.py ROUNDS > studies/fast-2026-12-01/prewarm-cold.log
 """
@@ -30,7 +31,7 @@ from autorl.llm.embedded.static_sampler import StaticSampler
 from autorl.llm.schema import DefaultLoss
 
 
-def steps(plan, helper):
+def steps(plan, way):
     torch.set_num_threads(1)
     torch.ones(1, requires_grad=True).sum().backward()
     with prewarm._quiet_and_in_process():
@@ -39,22 +40,27 @@ def steps(plan, helper):
         def train():
             compiled_train.warm(model, compiled_train.compiled_decoder(model), 0, DefaultLoss())
 
+        def sampler():
+            StaticSampler(model, 0, [], compiled=True).warm(prewarm.WARM_ROWS, prewarm.WARM_TOKENS)
+
+        ways = {"parallel": (train, sampler), "sampler-helper": (sampler, train)}
+        helper, here = ways.get(way, (None, sampler))
         pid = os.fork() if helper else None
         if pid == 0:
             try:
-                train()
+                helper()
             finally:
                 os._exit(0)
-        StaticSampler(model, 0, [], compiled=True).warm(prewarm.WARM_ROWS, prewarm.WARM_TOKENS)
+        here()
         if pid is not None:
             os.waitpid(pid, 0)
-        train()
+        (sampler if here is train else train)()
 
 
 plan = planned_prewarm(build_spec(load_train_config("train.toml").model))
 assert plan is not None and plan.sampler and plan.train, plan
 t0 = time.perf_counter()
-steps(plan, sys.argv[1] == "parallel")
+steps(plan, sys.argv[1])
 print(f"{time.perf_counter() - t0:.1f}")
 """
 

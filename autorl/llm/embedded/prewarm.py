@@ -89,18 +89,20 @@ def compile_steps(prewarm: Prewarm) -> None:
             if decoder is not None:
                 compiled_train.warm(model, decoder, 0, DefaultLoss())
 
-        # both steps on 2+ cores: the training step compiled at once in a forked helper, which leaves it in
+        def sampler() -> None:
+            if StaticSampler(model, 0, [], compiled=True).warm(WARM_ROWS, WARM_TOKENS) is None:
+                raise RuntimeError("the sampler's step did not compile")
+
+        # both steps on 2+ cores: the sampler's compiled at once in a forked helper, which leaves it in
         # inductor's disk caches for this process's compile of it (the docstring)
         both = prewarm.sampler and prewarm.train and len(os.sched_getaffinity(0)) > 1
-        helper = _fork(train) if both else None
-        if prewarm.sampler:
-            sampler = StaticSampler(model, 0, [], compiled=True)
-            if sampler.warm(WARM_ROWS, WARM_TOKENS) is None:
-                raise RuntimeError("the sampler's step did not compile")
-        if helper is not None:
-            _wait(helper)
+        helper = _fork(sampler) if both else None
         if prewarm.train:
             train()
+        if helper is not None:
+            _wait(helper)
+        if prewarm.sampler:
+            sampler()
 
 
 def _fork(work: Callable[[], None]) -> int:
