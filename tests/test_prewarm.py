@@ -4,7 +4,6 @@ for it, and a real seed forked from a starter that compiled them, training on wh
 from __future__ import annotations
 
 import json
-import os
 
 import pytest
 from test_embedded_trainer import CHILD_TOML, _cfg
@@ -82,65 +81,6 @@ def test_a_seed_forked_from_the_starter_finds_both_steps_compiled_and_trains(tin
     assert "warning" not in log and "Traceback" not in log
     rows = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
     assert [r["step"] for r in rows] == [1, 2, 3]  # each ran its backward (the fork error: a crash)
-
-
-# prewarm.compile_steps with its two compiles recorded instead of run (each a line: cores, step, pid, start,
-# end), on two cores, then on one: the order and the processes they run in, not their work (the test above
-# runs that).
-RECORDED = """
-import json, os, sys, time
-import torch
-from autorl.llm.embedded import compiled_train, prewarm
-from autorl.llm.embedded.backend import Prewarm
-from autorl.llm.embedded.static_sampler import StaticSampler
-
-torch.compile(torch.nn.Linear(1, 1))  # dynamo's first use, as in a starter (its imports): not in the timings
-out, cores = sys.argv[1], None
-
-
-def recorded(step):
-    def record(*_, **__):
-        start = time.monotonic()
-        time.sleep(1.0)
-        with open(out, "a") as f:
-            f.write(json.dumps([cores, step, os.getpid(), start, time.monotonic()]) + "\\n")
-        return 1.0
-    return record
-
-
-StaticSampler.warm = recorded("sampler")
-compiled_train.warm = recorded("train")
-plan = Prewarm(model_path=sys.argv[2], activation_checkpointing=None, sampler=True, train=True)
-for cores in (2, 1):
-    os.sched_setaffinity(0, set(range(cores)))
-    prewarm.compile_steps(plan)
-print(os.getpid())
-"""
-
-
-@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs two cores")
-def test_on_two_cores_a_forked_helper_compiles_the_training_step_beside_the_samplers(tiny_model, tmp_path):
-    """With both steps to compile and two cores, a forked helper compiles the training step while the
-    prewarm's process compiles the sampler's; that process then compiles the training step itself (from
-    what the helper left in inductor's disk caches: prewarm-cold.log), after the helper ended. On one core
-    the two run one after the other, in the process alone."""
-    import subprocess
-    import sys
-
-    out = tmp_path / "steps.jsonl"
-    done = subprocess.run(
-        [sys.executable, "-c", RECORDED, str(out), str(tiny_model)], capture_output=True, text=True
-    )
-    assert done.returncode == 0, done.stderr
-    me = int(done.stdout.split()[-1])
-    steps = [json.loads(line) for line in out.read_text().splitlines()]
-    one = [(step, pid) for cores, step, pid, *_ in steps if cores == 1]
-    assert one == [("sampler", me), ("train", me)]
-    two = {(step, pid == me): (start, end) for cores, step, pid, start, end in steps if cores == 2}
-    assert len(steps) == 5 and set(two) == {("train", False), ("sampler", True), ("train", True)}
-    helper, sampler, train = two["train", False], two["sampler", True], two["train", True]
-    assert helper[0] < sampler[1] and sampler[0] < helper[1]  # at once
-    assert train[0] >= max(helper[1], sampler[1])  # then the training step here
 
 
 @pytest.fixture

@@ -5,6 +5,7 @@
 # step's compile in a forked helper at once; `sampler-helper`: the sampler's in the helper), times its
 # first prewarm ("fresh clone") and a second one ("again": this clone's graphs cached), and removes it.
 #   bash studies/fast-2026-12-01/fresh-clone-prewarm.sh [ROUNDS] [WAYS...] > .../fresh-clone-prewarm.log
+# (fresh-clone-prewarm.log: 2 rounds, serial and parallel; fresh-clone-prewarm-3.log: 2 rounds of all three)
 set -uo pipefail
 repo="$(cd "$(dirname "$0")/../.." && pwd)"
 code=$(sed -n '/^ONE = """/,/^"""/p' "$repo/studies/fast-2026-12-01/prewarm_cold.py" | sed '1d;$d')

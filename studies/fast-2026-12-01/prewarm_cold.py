@@ -3,9 +3,9 @@ training step's decoder of the shipped train.toml, one thread each), with induct
 TORCHINDUCTOR_CACHE_DIR: a fresh clone's first trial) and warm (the same directory again), the training
 step's compile in a forked helper beside the sampler's (`parallel`, on 2+ cores) or after it (`serial`).
 One process per run, so each starts with nothing compiled in memory. The ways are written here: `serial` as
-prewarm.compile_steps did at 7371850 (prewarm-cold.log), `parallel` the training step first compiled in a
-forked child whose disk caches this process then reads (edead61), `sampler-helper` the sampler's step in
-the child instead, this process compiling the training step meanwhile (prewarm.py since).
+prewarm.compile_steps does (one after the other), `parallel` the training step first compiled in a forked
+child whose disk caches this process then reads, `sampler-helper` the sampler's step in the child instead,
+this process compiling the training step meanwhile. Measured, and left serial (docs/verified.md).
 
     .venv/bin/python studies/fast-2026-12-01/prewarm_cold.py ROUNDS > studies/fast-2026-12-01/prewarm-cold.log
 """

@@ -25,12 +25,6 @@ What keeps the fork safe:
   with a GPU there, autograd's engine would start a thread for it at that first backward).
 - the thread count: inductor bakes the number of threads into its CPU kernels; a seed that compiles runs
   one thread (policy.cpu_threads for a model under SMALL_MODEL_PARAMS), and so does `run`.
-With both steps to compile and two cores or more, a forked helper compiles the training step while this
-process compiles the sampler's, and exits; what it compiled stays in inductor's disk caches (the FX graph and
-AOTAutograd caches), from which this process then compiles that step too (dynamo's tracing, in memory only,
-is done again). `.venv/bin/python studies/fast-2026-12-01/prewarm_cold.py 3` (2-core VM, 2026-12-02 00:40
-UTC, prewarm-cold.log): with the caches cold (a fresh clone's first trial) 69.3-88.9 s against 89.6-107.5 s
-one after the other (0.71-0.83x, paired by round); warm, 12.9-15.6 s against 12.7-17.6 s (0.89-1.09x).
 A prewarm that fails leaves the seeds to compile on their own, as before; one that left a thread behind
 (Python's or a native one) makes the starter refuse to serve: its launches start cold
 (autorl/engine/warm_starter.py).
@@ -41,15 +35,12 @@ from __future__ import annotations
 import contextlib
 import gc
 import os
-import signal
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 
 from autorl.llm.embedded.backend import PREWARM_ENV, Prewarm
 
 WARM_ROWS, WARM_TOKENS = 8, 4  # the sampler's warm call: any shape does (dynamic shapes), above 1 row
 COMPILED = False  # True in the starter once `run` compiled, and in every process forked from it since
-HELPER_S = 600.0  # the longest the starter waits for the helper that compiles the training step beside it
 
 
 def run() -> None:
@@ -83,54 +74,13 @@ def compile_steps(prewarm: Prewarm) -> None:
         _, model, _ = load_policy(
             prewarm.model_path, torch.device("cpu"), 1, prewarm.activation_checkpointing
         )
-
-        def train() -> None:
-            decoder = compiled_train.compiled_decoder(model)
-            if decoder is not None:
-                compiled_train.warm(model, decoder, 0, DefaultLoss())
-
-        def sampler() -> None:
-            if StaticSampler(model, 0, [], compiled=True).warm(WARM_ROWS, WARM_TOKENS) is None:
-                raise RuntimeError("the sampler's step did not compile")
-
-        # both steps on 2+ cores: the sampler's compiled at once in a forked helper, which leaves it in
-        # inductor's disk caches for this process's compile of it (the docstring)
-        both = prewarm.sampler and prewarm.train and len(os.sched_getaffinity(0)) > 1
-        helper = _fork(sampler) if both else None
-        if prewarm.train:
-            train()
-        if helper is not None:
-            _wait(helper)
         if prewarm.sampler:
-            sampler()
-
-
-def _fork(work: Callable[[], None]) -> int:
-    """A forked child that runs `work` and exits without the interpreter's teardown (or dies with this
-    process): its pid."""
-    from autorl.engine.process import die_with_parent
-
-    pid = os.fork()
-    if pid == 0:
-        code = 1
-        try:
-            die_with_parent()
-            work()
-            code = 0
-        finally:
-            os._exit(code)
-    return pid
-
-
-def _wait(pid: int) -> None:
-    """Wait for the helper, at most HELPER_S (then it is killed and this process compiles what it left)."""
-    deadline = time.monotonic() + HELPER_S
-    while os.waitpid(pid, os.WNOHANG) == (0, 0):
-        if time.monotonic() > deadline:
-            os.kill(pid, signal.SIGKILL)
-            os.waitpid(pid, 0)
-            return
-        time.sleep(0.05)
+            sampler = StaticSampler(model, 0, [], compiled=True)
+            if sampler.warm(WARM_ROWS, WARM_TOKENS) is None:
+                raise RuntimeError("the sampler's step did not compile")
+        decoder = compiled_train.compiled_decoder(model) if prewarm.train else None
+        if decoder is not None:
+            compiled_train.warm(model, decoder, 0, DefaultLoss())
 
 
 @contextlib.contextmanager
