@@ -13,9 +13,7 @@ then the older parts in a second call; gpu_proof.py runs this module's ``rows``.
   step's milliseconds against the bandwidth limit (the bf16 weights' bytes / the GPU's memory bandwidth:
   every step reads every weight once), the first call's seconds (compile and capture: start-up).
 - fast/trainer: the embedded trainer with ``sampler = "hf-graphs"`` against ``hf`` and TRL's GRPOTrainer
-  (part 2's runs, one round, fewer steps), and ``hf-graphs`` with its training step's decoder compiled too
-  (``compile_train = true``, the CPU's default, by name on a GPU): samples/s, peak GPU memory, generation's
-  share of a step.
+  (part 2's runs, one round, fewer steps): samples/s, peak GPU memory, generation's share of a step.
 - fast/profile: where a step of the trainer's GPU default goes (``hf-graphs``, the 0.6B shape, after two
   warm-up steps): one batch's sampling and one training step under torch.profiler, each timed; the top ops
   by GPU time and by CPU time in ``fast-profile.txt`` beside the kit's files, the largest few in the row.
@@ -208,15 +206,11 @@ def trainer(kit: Any, g: Any) -> Any:
     threads = 1 if kit.cuda else len(g.cores())
     steps, warmup = (TRAINER_STEPS, TRAINER_WARMUP) if kit.cuda else (1, 1)
     runs: dict[str, dict[str, Any]] = {}
-    compiled = spec.model_copy(update={"compile_train": True})  # the training step's decoder compiled too
-    ways = [("hf", "hf", spec), ("hf-graphs", "hf-graphs", spec)]
-    if kit.cuda:  # (a CPU compiles it by default: scripts/bench_trl.py measures it there)
-        ways.append(("hf-graphs+compile-train", "hf-graphs", compiled))
-    for name, sampler, run_spec in ways:
-        run: Callable[[], dict[str, Any]] = lambda s=sampler, r=run_spec: bench.bench_embedded(  # noqa: E731
-            r, steps, warmup, 0, threads, s
+    for sampler in ("hf", "hf-graphs"):
+        run: Callable[[], dict[str, Any]] = lambda s=sampler: bench.bench_embedded(  # noqa: E731
+            spec, steps, warmup, 0, threads, s
         )
-        runs[name] = g.measured(run, kit.cuda, kit.stop)
+        runs[sampler] = g.measured(run, kit.cuda, kit.stop)
     figures: dict[str, Any] = {"steps": steps, "warmup": warmup}
     for name, r in runs.items():
         figures[f"{name}_samples_per_s"] = round(r["samples_per_s"], 2)
