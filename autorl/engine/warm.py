@@ -298,9 +298,9 @@ class _Starter:
                     first = not self.ready.is_set()  # (two seeds at once may wait on one starter)
                     self.error = self.error or f"the warm starter was not ready within {timeout_s:.0f} s"
                     self.ready.set()
-                if first and self.started is not None:
-                    self.started.kill()
                 if first:
+                    if self.started is not None:
+                        self.started.kill()
                     print(f"[trial] {self.error}: its launches start cold", flush=True)
         if self.error is not None:
             raise StarterError(self.error)

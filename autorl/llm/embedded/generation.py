@@ -66,7 +66,7 @@ def left_pad(seqs: Sequence[Sequence[int]], pad_id: int, device: torch.device) -
     width = max(len(s) for s in seqs)
     ids = torch.tensor([[pad_id] * (width - len(s)) + list(s) for s in seqs], dtype=torch.long)
     mask = torch.tensor([[False] * (width - len(s)) + [True] * len(s) for s in seqs], dtype=torch.bool)
-    return ids.reshape(len(seqs), width).to(device), mask.reshape(len(seqs), width).to(device)
+    return ids.to(device), mask.to(device)
 
 
 def positions(mask: Tensor) -> Tensor:
