@@ -8,15 +8,20 @@ then the older parts in a second call; gpu_proof.py runs this module's ``rows``.
   mode) the step's body runs eagerly: there is nothing to capture without CUDA.
 - fast/sampler: the Qwen3-0.6B shape, float32 master weights under bf16 autocast (as the trainer samples),
   one GRPO batch (8 prompts x 8, the completion limit of part 2, no EOS: every row runs to the limit):
-  HFSampler, StaticSampler eager and StaticSampler with graphs, its guards at every step (the trainer's
-  `hf-graphs`) and at a call's first step only (``guard_once``), calls interleaved: tokens/s, the decode
+  HFSampler and StaticSampler with graphs (and eager, on a CPU only), its guards at every step (the trainer's
+  `hf-graphs`) and at a call's first step only (``guard_once``), the host's look at the batch at every step
+  and every 8 (``sync_every``; each look waits for the GPU), calls interleaved: tokens/s, the decode
   step's milliseconds against the bandwidth limit (the bf16 weights' bytes / the GPU's memory bandwidth:
   every step reads every weight once), the first call's seconds (compile and capture: start-up).
 - fast/trainer: the embedded trainer with ``sampler = "hf-graphs"`` against ``hf`` and TRL's GRPOTrainer
   (part 2's runs, one round, fewer steps): samples/s, peak GPU memory, generation's share of a step.
 - fast/profile: where a step of the trainer's GPU default goes (``hf-graphs``, the 0.6B shape, after two
   warm-up steps): one batch's sampling and one training step under torch.profiler, each timed; the top ops
-  by GPU time and by CPU time in ``fast-profile.txt`` beside the kit's files, the largest few in the row.
+  by GPU time and by CPU time in ``fast-profile.txt`` beside the kit's files, the largest few in the row,
+  and the CUDA launch calls by kind (graph replays against kernels launched one by one).
+
+A row during which inductor logged that a compiled step runs without its CUDA graph carries those warnings
+(``cudagraph_skips``).
 - fast/memory: one training step's log-probs, GRPO loss and backward on the 0.6B shape: the peak GPU memory
   above the fixed state (weights, gradients, AdamW), chunked (autorl/llm/embedded/logprobs.py) and chunked
   with every layer's activations checkpointed (autorl/llm/embedded/policy.py) against the full logits, at the
@@ -25,6 +30,7 @@ then the older parts in a second call; gpu_proof.py runs this module's ``rows``.
 
 from __future__ import annotations
 
+import logging
 import math
 import statistics
 import time
@@ -40,30 +46,53 @@ TRAINER_STEPS, TRAINER_WARMUP = 5, 2  # fast/trainer: measured steps and warm-up
 
 
 def rows(kit: Any, g: Any) -> list[Any]:
-    """Part 6's rows; `g` is scripts/gpu_proof.py (its Row, Kit helpers). Each row is isolated: one that fails
-    records its error and the next runs."""
+    """Part 6's rows, in the order `--fast-rows` names them (a call that may be cut short runs the rows it
+    needs most first); `g` is scripts/gpu_proof.py (its Row, Kit helpers). Each row is isolated: one that
+    fails records its error and the next runs."""
+    measure = {"correct": correct, "sampler": sampler_speed, "trainer": trainer, "profile": profile}
+    measure["memory"] = memory
     out = []
-    for name, fn in (
-        ("fast/correct", correct),
-        ("fast/sampler", sampler_speed),
-        ("fast/trainer", trainer),
-        ("fast/profile", profile),
-        ("fast/memory", memory),
-    ):
-        if name.removeprefix("fast/") not in kit.settings.fast_rows:
-            continue
+    skips = SkipLog.installed()
+    for short in kit.settings.fast_rows:
+        name, fn = f"fast/{short}", measure[short]
         if kit.stop:
             out.append(g.Row(6, name, "skipped", "skipped: the kit was stopped by a signal"))
             continue
-        start = time.monotonic()
+        start, skipped = time.monotonic(), len(skips.messages)
         try:
             out.append(fn(kit, g))
         except Exception as exc:
             traceback.print_exc()
             out.append(g.Row(6, name, "error", f"{type(exc).__name__}: {exc}"))
+        if new := skips.messages[skipped:]:  # a compiled step that runs without its CUDA graph, and why
+            out[-1].figures["cudagraph_skips"] = sorted(set(new))
         print(f"gpu_proof: {name} done in {time.monotonic() - start:.0f} s", flush=True)
         kit.progress(out)  # the files now: a call cut short (a device's time limit) keeps the rows so far
     return out
+
+
+class SkipLog(logging.Handler):
+    """The "skipping cudagraphs due to ..." warnings inductor logs (torch._inductor.cudagraph_utils) when a
+    step compiled with ``mode="reduce-overhead"`` runs without its CUDA graph: its kernels launched one by
+    one, a launch-bound decode step again. Part 6's rows carry the ones logged while they ran."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.messages: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if (message := record.getMessage()).startswith("skipping cudagraphs"):
+            self.messages.append(message)
+
+    @classmethod
+    def installed(cls) -> SkipLog:
+        """The one handler on torch's inductor logger (a second part-6 call in a process reuses it)."""
+        logger = logging.getLogger("torch._inductor")
+        found = next((h for h in logger.handlers if isinstance(h, cls)), None)
+        if found is None:
+            found = cls()
+            logger.addHandler(found)
+        return found
 
 
 def device(kit: Any):
@@ -159,22 +188,34 @@ def sampler_speed(kit: Any, g: Any) -> Any:
     model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32).to(dev)
     new = kit.settings.completion_tokens
     prompts = batch(model.config.vocab_size)
-    samplers: dict[str, Any] = {
-        "hf": HFSampler(model, 0, []),
-        "static": StaticSampler(model, 0, []),
-        "graphs": graphs_sampler(model, [], kit),
-        "graphs_guard_once": graphs_sampler(model, [], kit, guard_once=True),  # guards at step 0 only
-    }
+    graphs = graphs_sampler(model, [], kit)
+    # name -> (sampler, its settings): the graphs_* are one sampler (one compile and capture), its guards at
+    # a call's first step only (guard_once) and the host's look at the batch every 8 steps (sync_every). The
+    # eager static cache on the CPU only: no GPU default, and at several seconds a call on the 0.6B shape it
+    # would cost the call ~35 s
+    samplers: dict[str, tuple[Any, dict[str, Any]]] = {"hf": (HFSampler(model, 0, []), {})}
+    if not kit.cuda:
+        samplers["static"] = (StaticSampler(model, 0, []), {})
+    for name, once, every in (
+        ("", None, 1),
+        ("_guard_once", True, 1),
+        ("_sync_8", None, 8),
+        ("_both", True, 8),
+    ):
+        samplers[f"graphs{name}"] = (graphs, {"guard_once": once, "sync_every": every})
     autocast = torch.autocast("cuda", dtype=torch.bfloat16) if kit.cuda else contextlib.nullcontext()
     sync = torch.cuda.synchronize if kit.cuda else (lambda: None)
 
     def timed(name: str, calls: int) -> float:
+        sampler, settings = samplers[name]
+        for key, value in settings.items():
+            setattr(sampler, key, value)
         gen = torch.Generator(dev).manual_seed(1)
         sync()
         t0 = time.perf_counter()
         with autocast:
             for _ in range(calls):
-                samplers[name].sample(prompts, 1.0, new, gen)
+                sampler.sample(prompts, 1.0, new, gen)
         sync()
         return time.perf_counter() - t0
 
@@ -192,6 +233,13 @@ def sampler_speed(kit: Any, g: Any) -> Any:
     figures["graphs_vs_hf"] = round(figures["graphs_tokens_per_s"] / figures["hf_tokens_per_s"], 2)
     once = figures["graphs_guard_once_tokens_per_s"] / figures["graphs_tokens_per_s"]
     figures["guard_once_vs_graphs"] = round(once, 3)  # above 1: the trainer's graphs should guard once
+    for name in (
+        "sync_8",
+        "both",
+    ):  # above 1: the trainer's graphs should look every 8 steps (and guard once)
+        figures[f"{name}_vs_graphs"] = round(
+            figures[f"graphs_{name}_tokens_per_s"] / figures["graphs_tokens_per_s"], 3
+        )
     bw = bandwidth(kit.device_name) if kit.cuda else None
     if bw is not None:
         weight_bytes = 2 * sum(p.numel() for p in model.parameters())  # bf16
@@ -289,6 +337,9 @@ def profile(kit: Any, g: Any) -> Any:
     if kit.cuda:
         figures["top_gpu_ms"] = top("self_device_time_total")
         figures["gpu_busy_s"] = round(sum(e.self_device_time_total for e in events) / 1e6, 3)
+        # the CUDA runtime's launch calls by kind: cudaGraphLaunch counts graph replays (the decode steps
+        # captured), cudaLaunchKernel and its kin the kernels launched one by one
+        figures["launches"] = {e.key: e.count for e in events if e.key.startswith("cu") and "Launch" in e.key}
     figures["file"] = "fast-profile.txt"
     return g.Row(6, "fast/profile", "ok", figures=figures)
 

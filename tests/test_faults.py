@@ -344,7 +344,7 @@ def test_disk_full_for_eval_jsonl_records_a_crash_row_with_the_reason(root, monk
 
 def test_disk_full_everywhere_under_runs_still_leaves_the_row_in_results_tsv(root, monkeypatch, capsys):
     use_backend(monkeypatch, root)
-    monkeypatch.setattr(trial_run, "base_eval_rows", lambda *a: ([], None))
+    monkeypatch.setattr(trial_run, "base_eval_rows", lambda *a: ([], 0.0, None))
     enospc_under(monkeypatch, root / "runs")
     assert trial.main(RUN) == 1
     out = capsys.readouterr().out
@@ -581,7 +581,7 @@ print(json.dumps({"eval_score": 1.0}), flush=True)
 
 def test_an_eval_writing_malformed_rows_is_a_crash_row_not_a_traceback(root, monkeypatch, capsys):
     use_backend(monkeypatch, root)
-    monkeypatch.setattr(trial_run, "base_eval_rows", lambda *a: ([], None))
+    monkeypatch.setattr(trial_run, "base_eval_rows", lambda *a: ([], 0.0, None))
     (root / "fake_eval.py").write_text(BAD_EVAL)
     assert trial.main(RUN) == 1
     out = capsys.readouterr().out

@@ -5,6 +5,7 @@ the token limit."""
 
 from __future__ import annotations
 
+import copy
 import functools
 from collections.abc import Callable
 from pathlib import Path
@@ -66,6 +67,39 @@ def test_the_static_cache_draws_what_the_growing_one_draws(model):
                 logits = model(input_ids=torch.tensor([p + ids])).logits[0, len(p) - 1 : -1]
             own = torch.log_softmax(logits / temperature, -1).gather(-1, torch.tensor(ids)[:, None])[:, 0]
             torch.testing.assert_close(static.logprobs[row, : len(ids)], own, atol=1e-4, rtol=1e-4)
+
+
+def test_looking_at_the_batch_every_8_steps_samples_what_looking_at_every_step_samples(model):
+    """HFSampler.sync_every (the GPU's fewer host syncs): the steps run past the last row's end draw and
+    sample nothing, so one call's completions, masks and logprobs are those of a look at every step, on the
+    growing cache and on the static one; a diverged row still raises, at the next look."""
+    vocab = model.config.vocab_size
+    eos = list(range(2, 2 + vocab // 4))  # every row ends well before the limit
+    batch = prompts(vocab)
+    got = [
+        sampler.sample(batch, 1.0, 40, torch.Generator().manual_seed(2))
+        for sampler in (
+            HFSampler(model, PAD, eos),
+            HFSampler(model, PAD, eos, sync_every=8),
+            StaticSampler(model, PAD, eos, sync_every=8),
+        )
+    ]
+    every, *fewer = got
+    assert every is not None and not every.truncated.any()
+    width = every.completion_ids.shape[1]
+    assert width < 40 and width % 8 != 0  # the last look came after the last row's end: steps trimmed
+    for out in fewer:
+        assert out is not None
+        assert torch.equal(out.completion_ids, every.completion_ids)
+        assert torch.equal(out.completion_mask, every.completion_mask)
+        assert torch.equal(out.truncated, every.truncated)
+        torch.testing.assert_close(out.logprobs, every.logprobs, atol=1e-5, rtol=1e-5)
+    broken = copy.deepcopy(model)
+    with torch.no_grad():
+        broken.lm_head.weight[3].fill_(float("nan"))  # every row's probabilities
+    for sync_every in (1, 4):
+        with pytest.raises(RuntimeError, match="inf or nan"):
+            HFSampler(broken, PAD, [], sync_every=sync_every).sample(batch, 1.0, 9, torch.Generator())
 
 
 def test_draw_samples_each_rows_categorical_and_never_a_token_of_probability_zero(monkeypatch):

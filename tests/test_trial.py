@@ -88,6 +88,11 @@ def test_base_score_is_cached(root, monkeypatch, capsys):
     assert "evaluating the untrained base model" in first
     assert "evaluating the untrained base model" not in second
     assert summary(first)["base_score"] == summary(second)["base_score"]
+    # the base eval's seconds are the first trial's, named: its time lines add up to its wall time
+    s = summary(first)
+    parts = ("training_seconds", "startup_seconds", "eval_seconds", "base_eval_seconds")
+    assert "base_eval_seconds" in s and "base_eval_seconds" not in summary(second)
+    assert sum(float(s[k]) for k in parts) <= float(s["total_seconds"])
 
 
 def test_second_trial_is_compared_with_the_reference(root, monkeypatch, capsys):

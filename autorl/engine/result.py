@@ -70,6 +70,7 @@ class TrialResult:
     health: dict[str, str] = field(default_factory=dict)  # health/<flag>: text (runview.trial_health)
     look: tuple[int, int] = (1, 1)  # the look the verdict was judged at, of the looks planned (stats.levels)
     reference_seeds: str = ""  # the seeds compared with, and whose (ReferenceEvidence.describe)
+    base_eval_seconds: float = 0.0  # the untrained model's eval, where this trial ran it (0: from the cache)
 
     @property
     def run_dir_shown(self) -> str:
@@ -153,6 +154,8 @@ class TrialResult:
         lines["training_seconds"] = f"{self.training_seconds:.1f}"
         lines["startup_seconds"] = f"{self.startup_seconds:.1f}"
         lines["eval_seconds"] = f"{self.eval_seconds:.1f}"
+        if self.base_eval_seconds:  # the first trial of a context: its time is in total_seconds, not above
+            lines["base_eval_seconds"] = f"{self.base_eval_seconds:.1f}"
         lines["steps"] = str(self.steps)
         lines["peak_memory_gb"] = f"{self.peak_memory_gb:.2f}"
         lines["seeds"] = self.seed_list
@@ -323,6 +326,7 @@ def conclude(
         health=health(ctx.run_dir, score, base_score, training_budget(ctx.context.track, ctx.context.budget)),
         look=look,
         reference_seeds=ref.evidence.describe() if ref.evidence else "",
+        base_eval_seconds=trained.base_eval_s,
     )
 
 

@@ -198,9 +198,9 @@ def train(
     if stop:  # it came while connecting to Ray: nothing is started
         return Trained()
     with warm.starters(stop):  # the children fork from processes that imported torch once
-        base_rows = _base_eval(setup, ctx, stop)
+        base_rows, base_s = _base_eval(setup, ctx, stop)
         if stop:
-            return Trained(base_rows)
+            return Trained(base_rows, base_eval_s=base_s)
         run = PoolRun(
             backend=setup.backend,
             cfg=cfg,
@@ -219,28 +219,30 @@ def train(
                 results, stopped_early = run_ray(cluster, run)
             else:
                 results, stopped_early = run_local(run, view)
-        return Trained(base_rows, results, stopped_early or abort_stop(results, ref))
+        return Trained(base_rows, results, stopped_early or abort_stop(results, ref), base_eval_s=base_s)
 
 
-def _base_eval(setup: Setup, ctx: TrialIdentity, stop: Stop) -> list[dict[str, Any]]:
-    """The base model's eval rows, cached per (track, backend, model, eval set, harness); [] on failure."""
+def _base_eval(setup: Setup, ctx: TrialIdentity, stop: Stop) -> tuple[list[dict[str, Any]], float]:
+    """The base model's eval rows, cached per (track, backend, model, eval set, harness), [] on failure, and
+    the seconds this trial spent on them (0 from the cache)."""
     track = setup.track
     base_key = hashlib.sha256(
         f"{track.name}|{ctx.backend}|{track.base_model_id(setup.cfg)}|{ctx.context.eval_hash}|"
         f"{ctx.context.harness_hash}".encode()
     )
-    base_rows, base_error = base_eval_rows(
+    base_rows, seconds, base_error = base_eval_rows(
         setup.backend, setup.cfg, base_key.hexdigest()[:16], ctx.run_dir, stop
     )
     if base_error and not stop:
         say(f"warning: base model eval failed: {base_error}")
-    return base_rows
+    return base_rows, seconds
 
 
 def base_eval_rows(
     backend, cfg, cache_key: str, run_dir: Path, stop: Stop
-) -> tuple[list[dict[str, Any]], str | None]:
-    """The untrained model on the same eval: computed once per (model, eval set, harness) and cached.
+) -> tuple[list[dict[str, Any]], float, str | None]:
+    """The untrained model on the same eval: computed once per (model, eval set, harness) and cached; its
+    rows, the seconds computing them took (0 from the cache) and the error (None: none).
 
     The eval writes into this trial's run directory; the cache gets a copy through the atomic writer, so
     two trials filling the same cache entry at once never share a file."""
@@ -248,14 +250,15 @@ def base_eval_rows(
 
     cache = paths.cache_dir() / f"base-{cache_key}.jsonl"
     if cache.exists() and not eval_rows_problem(cached := read_jsonl(cache)):
-        return cached, None  # a corrupt cache is computed again
+        return cached, 0.0, None  # a corrupt cache is computed again
     say("evaluating the untrained base model (once; cached for later trials)")
     cache.parent.mkdir(parents=True, exist_ok=True)
     out = run_dir / "base_eval.jsonl"
-    rows, _, error = run_eval(backend.eval_command(cfg, None, out), out, run_dir / "base_eval.log", stop)
+    launch = backend.eval_command(cfg, None, out)
+    rows, seconds, error = run_eval(launch, out, run_dir / "base_eval.log", stop)
     if error is None and not stop:
         atomic.write_text(cache, "".join(json.dumps(r) + "\n" for r in rows))
-    return rows, error
+    return rows, seconds, error
 
 
 def abort_stop(results: list[SeedResult], ref: Reference) -> str:

@@ -72,9 +72,11 @@ class Reference:
 @dataclass
 class Trained:
     """What the seeds left: the base model's eval rows, the seeds' results, why the trial stopped adding
-    seeds ("" = it did not) and the fault of the harness that ended it ("" = none)."""
+    seeds ("" = it did not), the fault of the harness that ended it ("" = none) and the seconds the base
+    eval took (0: read from the cache)."""
 
     base_rows: list[dict[str, Any]] = field(default_factory=list)
     results: list[SeedResult] = field(default_factory=list)
     stopped_early: str = ""
     failure: str = ""
+    base_eval_s: float = 0.0

@@ -110,7 +110,7 @@ def shared_prefill(
     return last[:, -1][row_index], cache, row_mask, row_mask.long().sum(-1)
 
 
-def draw(probs: Tensor, generator: torch.Generator) -> Tensor:
+def draw(probs: Tensor, generator: torch.Generator, checked: bool = True) -> Tensor:
     """One token per row [B] from the rows' probabilities [B, V], by inverting their cumulative sums at one
     uniform draw per row. It samples the same categorical distribution as ``torch.multinomial(probs, 1)``,
     but draws one uniform a row where multinomial draws an exponential per vocabulary entry. On a 64 x 258
@@ -120,14 +120,23 @@ def draw(probs: Tensor, generator: torch.Generator) -> Tensor:
     probability 0 is never taken. Rounding can still land a draw on one: at or past the last sum, or (on
     CUDA, whose scan adds in another order) on a sum one rounding step apart. Such a row takes its most
     probable token instead, about once in 10^7 draws. A row whose probabilities are not finite (a model
-    that diverged) raises, as multinomial does."""
+    that diverged) raises, as multinomial does; `checked=False` leaves that look (a host sync on a GPU) to
+    the caller (`diverged`)."""
     cdf = probs.cumsum(-1)
-    if not bool(torch.isfinite(cdf[:, -1]).all()):
-        raise RuntimeError("probability tensor contains inf or nan: the policy's logits diverged")
+    if checked and bool(diverged(cdf[:, -1])):
+        raise RuntimeError(DIVERGED)
     u = torch.rand((probs.shape[0], 1), generator=generator, device=probs.device, dtype=cdf.dtype)
     tok = torch.searchsorted(cdf, u * cdf[:, -1:], right=True).squeeze(-1).clamp_(max=probs.shape[-1] - 1)
     drawable = probs.gather(-1, tok[:, None]).squeeze(-1) > 0
     return torch.where(drawable, tok, probs.argmax(-1))
+
+
+DIVERGED = "probability tensor contains inf or nan: the policy's logits diverged"
+
+
+def diverged(totals: Tensor) -> Tensor:
+    """Whether any row's probabilities (their sums [B]) are not finite: a 0-d bool tensor, on their device."""
+    return ~torch.isfinite(totals).all()
 
 
 # One decode step: the tokens just sampled [B, 1], their index t among the new ones -> the next logits [B, V]
@@ -137,10 +146,15 @@ Decode = Callable[[Tensor, int], Tensor]
 class HFSampler:
     """Temperature sampling with the training model and its KV cache (see the module docstring)."""
 
-    def __init__(self, model: torch.nn.Module, pad_id: int, eos_ids: Sequence[int]):
+    def __init__(self, model: torch.nn.Module, pad_id: int, eos_ids: Sequence[int], sync_every: int = 1):
         self.model = model
         self.pad_id = pad_id
         self.eos_ids = torch.tensor(sorted(set(eos_ids)), dtype=torch.long)
+        # decode steps between the host's looks at the batch (has every row ended? did one diverge?): each
+        # look waits for the GPU. Above 1, up to sync_every - 1 steps run past the last row's end (drawing
+        # from the generator, sampling nothing) and a diverged row raises at the next look. 1 on a CPU,
+        # where a look costs nothing; on a GPU the kit's fast/sampler row times 8 against 1
+        self.sync_every = sync_every
 
     def sync_weights(self, model: torch.nn.Module) -> None:
         """Nothing to do: sampling uses the training model itself."""
@@ -167,6 +181,15 @@ class HFSampler:
 
         return logits, decode, prompt_mask
 
+    def _ended(self, finished: Tensor, bad: Tensor) -> bool:
+        """The host's look (one sync): whether every row has ended; raises where a row diverged."""
+        if self.sync_every == 1:
+            return bool(finished.all())  # `draw` checked the rows
+        ended, broke = torch.stack([finished.all(), bad]).tolist()
+        if broke:
+            raise RuntimeError(DIVERGED)
+        return ended
+
     @torch.no_grad()
     def sample(
         self,
@@ -190,21 +213,28 @@ class HFSampler:
             logps = torch.zeros((batch, max_new_tokens), dtype=torch.float32, device=device)
             sampled = torch.zeros((batch, max_new_tokens), dtype=torch.bool, device=device)
             finished = torch.zeros(batch, dtype=torch.bool, device=device)
+            bad = torch.zeros((), dtype=torch.bool, device=device)  # a row diverged (sync_every > 1)
             steps = 0
             for t in range(max_new_tokens):
                 if should_stop is not None and should_stop():
                     return None
                 logp = torch.log_softmax(logits.float() / temperature, dim=-1)
-                tok = draw(logp.exp(), generator)
+                probs = logp.exp()
+                tok = draw(probs, generator, checked=self.sync_every == 1)
+                if self.sync_every > 1:
+                    bad |= diverged(probs.sum(-1))
                 alive = ~finished
                 tokens[:, t] = torch.where(alive, tok, self.pad_id)
                 logps[:, t] = torch.where(alive, logp.gather(-1, tok.unsqueeze(-1)).squeeze(-1), 0.0)
                 sampled[:, t] = alive
                 finished = finished | torch.isin(tok, eos)
                 steps = t + 1
-                if bool(finished.all()) or t == max_new_tokens - 1:
+                if t == max_new_tokens - 1 or (steps % self.sync_every == 0 and self._ended(finished, bad)):
                     break
                 logits = decode(tokens[:, t : t + 1], t)
+            if self.sync_every > 1:  # the steps past the last row's end sampled nothing
+                self._ended(finished, bad)
+                steps = int(sampled[:, :steps].any(0).sum())
             last = sampled[:, :steps].long().sum(-1) - 1
             ended_with_eos = torch.isin(tokens[torch.arange(batch, device=device), last.clamp(min=0)], eos)
             return Rollouts(

@@ -97,8 +97,9 @@ class StaticSampler(HFSampler):
         compiled: bool = False,
         graphs: bool = False,
         guard_once: bool | None = None,
+        sync_every: int = 1,
     ):
-        super().__init__(model, pad_id, eos_ids)
+        super().__init__(model, pad_id, eos_ids, sync_every)
         self.graphs = graphs
         # the compiled step's guards at a call's first decode step only (the module docstring); None: where
         # that is measured, a CPU without graphs. The GPU kit's fast/sampler row times graphs both ways.
