@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from torch.utils._python_dispatch import TorchDispatchMode
 from transformers import AutoModelForCausalLM
 
 from autorl.llm.embedded import grpo, logprobs
@@ -86,6 +87,44 @@ def test_the_chunked_head_has_the_gradient_torch_computes():
     assert torch.autograd.gradcheck(chunked, (hidden, weight))
     plain = torch.log_softmax((hidden @ weight.T) * inv_temp[:, None], -1).gather(-1, target[:, None])[:, 0]
     torch.testing.assert_close(chunked(hidden, weight).double(), plain, atol=1e-6, rtol=1e-6)
+
+
+class Matmuls(TorchDispatchMode):
+    """The dtypes of the tensors each matrix multiply is given while it is on."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.dtypes: list[set[torch.dtype]] = []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        if func.overloadpacket in (torch.ops.aten.mm, torch.ops.aten.addmm, torch.ops.aten.bmm):
+            self.dtypes.append({a.dtype for a in args if isinstance(a, torch.Tensor)})
+        return func(*args, **(kwargs or {}))
+
+
+def test_the_chunked_heads_backward_computes_as_its_forward_under_autocast():
+    """Under bf16 autocast (the GPU's training step; here on the CPU) the backward's matmuls take bf16, as the
+    forward's do (autograd runs a backward outside autocast: they took float32), and the gradients are the
+    plain head's under autocast, within bf16 rounding."""
+    g = torch.Generator().manual_seed(0)
+    hidden = torch.randn(6, 8, generator=g, requires_grad=True)
+    weight = torch.randn(11, 8, generator=g, requires_grad=True)
+    target = torch.tensor([0, 10, 3, 3, 1, 7])
+    inv_temp = torch.tensor([1.0, 0.5, 2.0, 1.0, 1.5, 0.8])
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        chunked = ChunkedLogprob.apply(hidden, weight, target, inv_temp, 4)
+        z = torch.nn.functional.linear(hidden, weight).float() * inv_temp[:, None]
+        plain = torch.log_softmax(z, -1).gather(-1, target[:, None])[:, 0]
+    up = torch.randn(6, generator=g)
+    with Matmuls() as seen:
+        got = torch.autograd.grad(chunked, (hidden, weight), up)
+    assert len(seen.dtypes) == 6 and all(d == {torch.bfloat16} for d in seen.dtypes)  # 3 a chunk
+    torch.testing.assert_close(chunked, plain, atol=1e-5, rtol=1e-5)
+    for mine, torchs in zip(got, torch.autograd.grad(plain, (hidden, weight), up), strict=True):
+        torch.testing.assert_close(mine, torchs, atol=2e-2, rtol=2e-2)
+    with Matmuls() as seen:  # without autocast the backward stays in the inputs' float32
+        torch.autograd.grad(ChunkedLogprob.apply(hidden, weight, target, inv_temp, 4), (hidden, weight), up)
+    assert seen.dtypes and all(d == {torch.float32} for d in seen.dtypes)
 
 
 def test_a_head_that_changes_the_logits_takes_the_plain_way(model, monkeypatch):

@@ -63,7 +63,10 @@ def _logits(hidden: Tensor, weight: Tensor, inv_temp: Tensor) -> Tensor:
 
 class ChunkedLogprob(torch.autograd.Function):
     """``log_softmax(hidden @ weight.T / T)[target]`` per token, a chunk of tokens at a time; the backward
-    recomputes each chunk's logits from the saved hidden states and log-normalisers."""
+    recomputes each chunk's logits from the saved hidden states and log-normalisers, under the forward's
+    autocast (the backward runs outside it: without it, on a GPU under bf16 autocast, its three matmuls a
+    chunk, ~8K tokens x the 0.6B shape's 151,936-token vocabulary a step, would run in float32, and its
+    logits would not be the ones the forward's normalisers came from)."""
 
     @staticmethod
     def forward(
@@ -78,10 +81,18 @@ class ChunkedLogprob(torch.autograd.Function):
             out[s : s + chunk] = z.gather(-1, target[s : s + chunk, None])[:, 0] - lse[s : s + chunk]
         ctx.save_for_backward(hidden, weight, target, inv_temp, lse)
         ctx.chunk = chunk
+        kind = hidden.device.type
+        ctx.autocast = torch.get_autocast_dtype(kind) if torch.is_autocast_enabled(kind) else None
         return out
 
     @staticmethod
     def backward(ctx: Any, grad: Tensor) -> tuple[Tensor | None, ...]:
+        kind = ctx.saved_tensors[0].device.type
+        with torch.autocast(kind, dtype=ctx.autocast, enabled=ctx.autocast is not None):
+            return ChunkedLogprob._backward(ctx, grad)
+
+    @staticmethod
+    def _backward(ctx: Any, grad: Tensor) -> tuple[Tensor | None, ...]:
         hidden, weight, target, inv_temp, lse = ctx.saved_tensors
         need_h, need_w = ctx.needs_input_grad[:2]
         grad_h = torch.empty_like(hidden) if need_h else None
