@@ -121,9 +121,9 @@ def test_quick_mode_part_6_runs_the_fast_path_rows(gpu_proof, tmp_path: Path, mo
     assert alike == total == 72 and correct["figures"]["within_1e-4"] is True
     sampler = rows["fast/sampler"]
     assert sampler["status"] == "ok", sampler
-    timed = ("hf", "static", "graphs", "graphs_guard_once", "graphs_sync_8", "graphs_both")
+    timed = ("hf", "static", "graphs", "graphs_guard_once", "graphs_sync_8", "graphs_fused")
     assert all(sampler["figures"][f"{n}_tokens_per_s"] > 0 for n in timed)
-    assert all(sampler["figures"][f"{n}_vs_graphs"] > 0 for n in ("guard_once", "sync_8", "both"))
+    assert all(sampler["figures"][f"{n}_vs_graphs"] > 0 for n in ("guard_once", "sync_8", "fused"))
     trainer = rows["fast/trainer"]
     assert trainer["status"] == "ok", trainer
     assert trainer["figures"]["hf-graphs_samples_per_s"] > 0 and 0 < trainer["figures"]["hf_gen_share"] < 1

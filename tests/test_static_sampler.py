@@ -15,7 +15,6 @@ import torch
 from conftest import float_scalars
 from transformers import AutoModelForCausalLM
 
-from autorl.llm.embedded import generation
 from autorl.llm.embedded.generation import HFSampler, draw
 from autorl.llm.embedded.static_sampler import WARM_STEPS, StaticSampler
 
@@ -102,23 +101,25 @@ def test_looking_at_the_batch_every_8_steps_samples_what_looking_at_every_step_s
             HFSampler(broken, PAD, [], sync_every=sync_every).sample(batch, 1.0, 9, torch.Generator())
 
 
-def test_draw_samples_each_rows_categorical_and_never_a_token_of_probability_zero(monkeypatch):
+def test_draw_samples_each_rows_categorical_and_never_a_token_of_probability_zero():
     """The samplers' draw (generation.draw, one uniform a row against the cumulative sums): frequencies
     match the probabilities and a zero-probability token is never drawn; a uniform of 0 takes the first
     token of positive probability, one that rounding puts at the top of the sums over a zero-probability
-    tail takes the most probable token; probabilities that are not finite raise."""
+    tail takes the most probable token; the rows' sums come back, not finite where a probability is not
+    (the sampler raises on them: the test above)."""
     p = torch.tensor([[0.0, 0.1, 0.6, 0.3, 0.0], [0.0, 0.0, 0.0, 1.0, 0.0]])
     n = 40_000
-    tok = draw(p.repeat(n, 1), torch.Generator().manual_seed(3)).view(n, 2)
+    u = torch.rand((2 * n, 1), generator=torch.Generator().manual_seed(3))
+    tok, sums = draw(p.repeat(n, 1), u)
+    tok = tok.view(n, 2)
     freq = torch.stack([torch.bincount(tok[:, r], minlength=5) for r in (0, 1)]).float() / n
     assert (freq[p == 0] == 0).all()
     torch.testing.assert_close(freq, p, atol=0.01, rtol=0)  # 4 binomial sds at n = 40000 are < 0.01
-    for u, expected in ((0.0, [1, 3]), (1.0, [2, 3])):
-        monkeypatch.setattr(generation.torch, "rand", lambda shape, u=u, **kw: torch.full(shape, u))
-        assert draw(p, torch.Generator()).tolist() == expected
-    monkeypatch.undo()
-    with pytest.raises(RuntimeError, match="inf or nan"):
-        draw(torch.tensor([[0.5, float("nan")]]), torch.Generator())
+    torch.testing.assert_close(sums, torch.ones(2 * n))
+    for at, expected in ((0.0, [1, 3]), (1.0, [2, 3])):
+        assert draw(p, torch.full((2, 1), at))[0].tolist() == expected
+    _, sums = draw(torch.tensor([[0.5, float("nan")], [0.5, 0.5]]), torch.full((2, 1), 0.5))
+    assert torch.isfinite(sums).tolist() == [False, True]
 
 
 def test_a_stop_request_returns_nothing_and_leaves_the_model_training(model):
@@ -255,23 +256,59 @@ def test_the_compiled_steps_floats_are_constants_and_its_guards_run_at_a_calls_f
         assert graphs == [[]] * compiled and sampler.static
 
 
-def test_graphs_guards_at_every_step_unless_asked_once_a_call(model, monkeypatch):
-    """`graphs` (fixed shapes, each step a CUDA graph on a GPU) keeps dynamo's guards at every decode step
-    (the trainer's `hf-graphs`); with `guard_once` (the GPU kit times both ways) they run at a call's first
-    step only, as on a CPU. Probed as above, with the model's training flag switched on before a call's second
-    step: with every step guarded that step compiles anew, guarded once it does not. Both draw what
-    HFSampler draws; the compiled step here is the graph run eagerly (no CUDA)."""
-    graphs = []
+def recorded_compiles(monkeypatch) -> list[int]:
+    """torch.compile with a backend that records each graph dynamo hands it (its input count) and runs it
+    eagerly (graphs' mode names the CUDA graphs: none here)."""
+    graphs: list[int] = []
     real_compile = torch.compile
 
     def recording(gm, example_inputs):
         graphs.append(len(example_inputs))
         return gm.forward
 
-    def compile_eagerly(fn, mode=None, **kw):  # graphs' mode names the CUDA graphs: none here
+    def compile_eagerly(fn, mode=None, **kw):
         return real_compile(fn, backend=recording, **kw)
 
     monkeypatch.setattr(torch, "compile", compile_eagerly)
+    return graphs
+
+
+def test_fused_compiles_the_decode_step_and_the_next_draw_as_one_graph(model, monkeypatch):
+    """`fused`: generation.pick inside the compiled step. Dynamo traces the step and the draw as one graph
+    (no break: on a GPU, one replay a step for both), compiled once for a run's calls, guarded at a call's
+    first step only where asked; it draws what HFSampler draws (EOS mid-batch, the token limit, mixed
+    widths), also looking at the batch every 4 steps, and eagerly (no compile) the same."""
+    graphs = recorded_compiles(monkeypatch)
+    vocab = model.config.vocab_size
+    eos = list(range(2, 2 + vocab // 12))
+    batch = prompts(vocab)
+    for sampler, compiles in (
+        (StaticSampler(model, PAD, eos, fused=True), 0),
+        (StaticSampler(model, PAD, eos, graphs=True, guard_once=True, fused=True), 1),
+        (StaticSampler(model, PAD, eos, graphs=True, sync_every=4, fused=True), 1),
+    ):
+        torch._dynamo.reset()
+        graphs.clear()
+        if compiles:
+            assert sampler.warm(6, 9) is not None and len(graphs) == 1
+        for temperature in (0.9, 1.2):
+            got = sampler.sample(batch, temperature, 9, torch.Generator().manual_seed(3))
+            hf = HFSampler(model, PAD, eos).sample(batch, temperature, 9, torch.Generator().manual_seed(3))
+            assert hf is not None and got is not None and sampler.static
+            assert torch.equal(hf.completion_ids, got.completion_ids)
+            assert torch.equal(hf.completion_mask, got.completion_mask)
+            assert torch.equal(hf.truncated, got.truncated) and hf.truncated.any() and not hf.truncated.all()
+            torch.testing.assert_close(got.logprobs, hf.logprobs, atol=1e-5, rtol=1e-5)
+        assert len(graphs) == compiles  # the temperature is a tensor: no compile for another
+
+
+def test_graphs_guards_at_every_step_unless_asked_once_a_call(model, monkeypatch):
+    """`graphs` (fixed shapes, each step a CUDA graph on a GPU) keeps dynamo's guards at every decode step
+    (the trainer's `hf-graphs`); with `guard_once` (the GPU kit times both ways) they run at a call's first
+    step only, as on a CPU. Probed as above, with the model's training flag switched on before a call's second
+    step: with every step guarded that step compiles anew, guarded once it does not. Both draw what
+    HFSampler draws; the compiled step here is the graph run eagerly (no CUDA)."""
+    graphs = recorded_compiles(monkeypatch)
     vocab = model.config.vocab_size
     eos = list(range(2, 2 + vocab // 12))
     batch = prompts(vocab)

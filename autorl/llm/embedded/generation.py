@@ -27,6 +27,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import torch
 from torch import Tensor
@@ -110,33 +111,53 @@ def shared_prefill(
     return last[:, -1][row_index], cache, row_mask, row_mask.long().sum(-1)
 
 
-def draw(probs: Tensor, generator: torch.Generator, checked: bool = True) -> Tensor:
-    """One token per row [B] from the rows' probabilities [B, V], by inverting their cumulative sums at one
-    uniform draw per row. It samples the same categorical distribution as ``torch.multinomial(probs, 1)``,
-    but draws one uniform a row where multinomial draws an exponential per vocabulary entry. On a 64 x 258
-    draw that is 48 us against 265 us on one core (2026-11-28, studies/fast-2026-11-28/parts.log).
+def draw(probs: Tensor, u: Tensor) -> tuple[Tensor, Tensor]:
+    """One token per row [B] from the rows' probabilities [B, V], by inverting their cumulative sums at the
+    row's uniform draw `u` [B, 1], and the rows' sums [B] (not finite: the row diverged). It samples the same
+    categorical distribution as ``torch.multinomial(probs, 1)``, but with one uniform a row where multinomial
+    draws an exponential per vocabulary entry. On a 64 x 258 draw that is 48 us against 265 us on one core
+    (2026-11-28, studies/fast-2026-11-28/parts.log).
 
     The search takes the first token whose cumulative sum passes the draw, so on exact sums a token of
     probability 0 is never taken. Rounding can still land a draw on one: at or past the last sum, or (on
     CUDA, whose scan adds in another order) on a sum one rounding step apart. Such a row takes its most
-    probable token instead, about once in 10^7 draws. A row whose probabilities are not finite (a model
-    that diverged) raises, as multinomial does; `checked=False` leaves that look (a host sync on a GPU) to
-    the caller (`diverged`)."""
+    probable token instead, about once in 10^7 draws."""
     cdf = probs.cumsum(-1)
-    if checked and bool(diverged(cdf[:, -1])):
-        raise RuntimeError(DIVERGED)
-    u = torch.rand((probs.shape[0], 1), generator=generator, device=probs.device, dtype=cdf.dtype)
     tok = torch.searchsorted(cdf, u * cdf[:, -1:], right=True).squeeze(-1).clamp_(max=probs.shape[-1] - 1)
     drawable = probs.gather(-1, tok[:, None]).squeeze(-1) > 0
-    return torch.where(drawable, tok, probs.argmax(-1))
+    return torch.where(drawable, tok, probs.argmax(-1)), cdf[:, -1]
 
 
 DIVERGED = "probability tensor contains inf or nan: the policy's logits diverged"
 
 
-def diverged(totals: Tensor) -> Tensor:
-    """Whether any row's probabilities (their sums [B]) are not finite: a 0-d bool tensor, on their device."""
-    return ~torch.isfinite(totals).all()
+class Picked(NamedTuple):
+    """One decode step's draw for the batch [B] each, and whether a row diverged (a 0-d bool)."""
+
+    token: Tensor  # the token drawn, pad_id on a row that had ended
+    logprob: Tensor  # its logprob after temperature, 0 on a row that had ended
+    alive: Tensor  # the row had not ended before this step: the token is sampled
+    finished: Tensor  # the row has ended (an EOS drawn now or before)
+    diverged: Tensor
+
+
+def pick(
+    logits: Tensor, u: Tensor, finished: Tensor, temperature: Tensor, eos: Tensor, pad_id: int
+) -> Picked:
+    """The next token of each row from its logits [B, V] (pure temperature sampling at the uniforms `u`
+    [B, 1], its processed logprob) and the batch's bookkeeping: what a row that had ended records, and
+    which rows end now. Tensors only, no host sync and no generator: StaticSampler's `fused` step captures
+    it with the decode step."""
+    logp = torch.log_softmax(logits.float() / temperature, dim=-1)
+    tok, totals = draw(logp.exp(), u)
+    alive = ~finished
+    return Picked(
+        token=torch.where(alive, tok, pad_id),
+        logprob=torch.where(alive, logp.gather(-1, tok.unsqueeze(-1)).squeeze(-1), 0.0),
+        alive=alive,
+        finished=finished | torch.isin(tok, eos),
+        diverged=~torch.isfinite(totals).all(),
+    )
 
 
 # One decode step: the tokens just sampled [B, 1], their index t among the new ones -> the next logits [B, V]
@@ -181,14 +202,21 @@ class HFSampler:
 
         return logits, decode, prompt_mask
 
-    def _ended(self, finished: Tensor, bad: Tensor) -> bool:
-        """The host's look (one sync): whether every row has ended; raises where a row diverged."""
-        if self.sync_every == 1:
-            return bool(finished.all())  # `draw` checked the rows
-        ended, broke = torch.stack([finished.all(), bad]).tolist()
+    def step(
+        self, decode: Decode, tok: Tensor, t: int, u: Tensor, finished: Tensor, *fixed: Tensor
+    ) -> Picked:
+        """Feed the tokens just sampled [B, 1] (new token t), then pick the next ones at the uniforms `u`
+        (`fixed`: the call's temperature and EOS ids, tensors on the device)."""
+        return pick(decode(tok, t), u, finished, *fixed, self.pad_id)
+
+    @staticmethod
+    def ended(finished: Tensor, bad: Tensor) -> bool:
+        """The host's look (one sync): whether every row has ended; raises where a row diverged (as
+        multinomial does)."""
+        done, broke = torch.stack([finished.all(), bad]).tolist()
         if broke:
             raise RuntimeError(DIVERGED)
-        return ended
+        return done
 
     @torch.no_grad()
     def sample(
@@ -207,34 +235,31 @@ class HFSampler:
         try:
             batch = len(prompts)
             eos = self.eos_ids.to(device)
+            fixed = (torch.tensor(float(temperature), device=device), eos)
+            # every step's uniform at once (one a row and step): the steps take no generator
+            u = torch.rand((max_new_tokens, batch, 1), generator=generator, device=device)
             logits, decode, prompt_mask = self.start(prompts, max_new_tokens, device)
             prompt_ids, _ = left_pad(prompts, self.pad_id, device)
             tokens = torch.full((batch, max_new_tokens), self.pad_id, dtype=torch.long, device=device)
             logps = torch.zeros((batch, max_new_tokens), dtype=torch.float32, device=device)
             sampled = torch.zeros((batch, max_new_tokens), dtype=torch.bool, device=device)
-            finished = torch.zeros(batch, dtype=torch.bool, device=device)
-            bad = torch.zeros((), dtype=torch.bool, device=device)  # a row diverged (sync_every > 1)
+            bad = torch.zeros((), dtype=torch.bool, device=device)  # a row diverged
+            picked = pick(
+                logits, u[0], torch.zeros(batch, dtype=torch.bool, device=device), *fixed, self.pad_id
+            )
             steps = 0
             for t in range(max_new_tokens):
                 if should_stop is not None and should_stop():
                     return None
-                logp = torch.log_softmax(logits.float() / temperature, dim=-1)
-                probs = logp.exp()
-                tok = draw(probs, generator, checked=self.sync_every == 1)
-                if self.sync_every > 1:
-                    bad |= diverged(probs.sum(-1))
-                alive = ~finished
-                tokens[:, t] = torch.where(alive, tok, self.pad_id)
-                logps[:, t] = torch.where(alive, logp.gather(-1, tok.unsqueeze(-1)).squeeze(-1), 0.0)
-                sampled[:, t] = alive
-                finished = finished | torch.isin(tok, eos)
+                tokens[:, t], logps[:, t], sampled[:, t] = picked.token, picked.logprob, picked.alive
+                finished, bad = picked.finished, bad | picked.diverged
                 steps = t + 1
-                if t == max_new_tokens - 1 or (steps % self.sync_every == 0 and self._ended(finished, bad)):
+                if t == max_new_tokens - 1 or (steps % self.sync_every == 0 and self.ended(finished, bad)):
                     break
-                logits = decode(tokens[:, t : t + 1], t)
-            if self.sync_every > 1:  # the steps past the last row's end sampled nothing
-                self._ended(finished, bad)
-                steps = int(sampled[:, :steps].any(0).sum())
+                picked = self.step(decode, tokens[:, t : t + 1], t, u[t + 1], finished, *fixed)
+            self.ended(finished, bad)  # the last look: a row that diverged since raises
+            # sync_every > 1: the steps run past the last row's end sampled nothing
+            steps = int(sampled[:, :steps].any(0).sum())
             last = sampled[:, :steps].long().sum(-1) - 1
             ended_with_eos = torch.isin(tokens[torch.arange(batch, device=device), last.clamp(min=0)], eos)
             return Rollouts(

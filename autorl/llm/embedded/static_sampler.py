@@ -43,6 +43,12 @@ fast/sampler row times `graphs` both ways.
 
 Under autocast the cache holds autocast's dtype (`cache_dtype`) and each layer casts the keys and values it is
 given (`casting`): a Qwen3 layer's keys come out of a float32 norm, its values out of a bf16 projection.
+
+``fused`` compiles the next draw into the step too (generation.pick: the temperature's log-softmax, the draw
+at uniforms the call drew at its start, the bookkeeping of ended rows; tensors only), so that with ``graphs``
+a decode step is one replay, not a replay and ~25 small kernels launched one by one. It is a default nowhere:
+on the CPU a compiled draw gained nothing (2026-12-01: its exp and log dominate); on a GPU the kit's
+fast/sampler row times it (``fused_vs_graphs``), with ``guard_once`` and ``sync_every = 8``.
 """
 
 from __future__ import annotations
@@ -56,7 +62,7 @@ import torch
 from torch import Tensor
 
 from autorl.llm.embedded.compiling import compile_step
-from autorl.llm.embedded.generation import Decode, HFSampler, Rollouts, shared_prefill
+from autorl.llm.embedded.generation import Decode, HFSampler, Picked, Rollouts, pick, shared_prefill
 
 WIDTH_STEP = 64  # graphs: prompt widths are rounded up to a multiple of this (one capture per rounded width)
 WARM_STEPS = 3  # decode steps `warm` runs: torch's CUDA graph trees warm up on the first and capture later
@@ -98,23 +104,30 @@ class StaticSampler(HFSampler):
         graphs: bool = False,
         guard_once: bool | None = None,
         sync_every: int = 1,
+        fused: bool = False,
     ):
         super().__init__(model, pad_id, eos_ids, sync_every)
         self.graphs = graphs
         # the compiled step's guards at a call's first decode step only (the module docstring); None: where
         # that is measured, a CPU without graphs. The GPU kit's fast/sampler row times graphs both ways.
         self.guard_once = guard_once
+        # the next draw (generation.pick) in the compiled step too: with graphs, one replay a step where the
+        # draw and the bookkeeping launch ~25 small kernels one by one. The kit's fast/sampler row times it
+        self.fused = fused
         self.compiled = compiled or graphs
         self.static = True  # False once a compiled step failed: HFSampler's way from then on
         # graphs: (rows, cache width, dtype) -> (cache, attention mask), kept from call to call
         self._kept: dict[tuple[int, int, torch.dtype], tuple[Any, Tensor]] = {}
         if graphs:  # fixed shapes, a CUDA graph per shape (none on a CPU)
-            self._step: Any = compile_step(self._forward, mode="reduce-overhead", dynamic=False)
+            compiling: Any = functools.partial(compile_step, mode="reduce-overhead", dynamic=False)
         elif compiled:  # dynamic shapes: one compile serves every batch (rows and prompt width change); one
             # graph (a model that breaks it samples HFSampler's way): `_unguarded` reruns a whole step
-            self._step = compile_step(self._forward, dynamic=True, fullgraph=True)
+            compiling = functools.partial(compile_step, dynamic=True, fullgraph=True)
         else:
-            self._step = self._forward
+            compiling = lambda fn: fn  # noqa: E731
+        self._step: Any = compiling(self._forward)  # torch.compile compiles at a first call: one of the two
+        self._fused_step: Any = compiling(self._forward_pick)
+        self._feed: Any = None  # this call's way to run a compiled step (`start`)
 
     def sample(self, *args: Any, **kwargs: Any) -> Rollouts | None:
         """HFSampler.sample on the static cache; if the compiled step fails (a compiler missing, a model
@@ -144,8 +157,12 @@ class StaticSampler(HFSampler):
         try:
             _, decode, _ = self.start([[self.pad_id]] * rows, max_new_tokens, device)
             tok = torch.full((rows, 1), self.pad_id, dtype=torch.long, device=device)
+            # pick's arguments as `sample` makes them (a fused step guards on their shapes and dtypes)
+            u = torch.zeros((rows, 1), device=device)
+            finished = torch.zeros(rows, dtype=torch.bool, device=device)
+            fixed = (torch.tensor(1.0, device=device), self.eos_ids.to(device))
             for t in range(min(WARM_STEPS, max_new_tokens)):  # graphs: warm-up runs, then the capture
-                decode(tok, t)
+                self.step(decode, tok, t, u, finished, *fixed)
             return time.perf_counter() - t0
         except Exception as exc:
             self._fall_back(exc)
@@ -167,6 +184,22 @@ class StaticSampler(HFSampler):
             use_cache=True,
         )
         return out.logits[:, -1]
+
+    def _forward_pick(
+        self, tok: Tensor, attn: Tensor, pos: Tensor, cache_position: Tensor, cache: Any, *after: Tensor
+    ) -> Picked:
+        """The decode step and the next draw in one (`fused`); `after`: pick's arguments after the logits."""
+        return pick(self._forward(tok, attn, pos, cache_position, cache), *after, self.pad_id)
+
+    def step(
+        self, decode: Decode, tok: Tensor, t: int, u: Tensor, finished: Tensor, *fixed: Tensor
+    ) -> Picked:
+        """HFSampler.step; `fused`, the compiled step with the draw, fed as this call's `decode` feeds."""
+        if not (self.fused and self.static):
+            return super().step(decode, tok, t, u, finished, *fixed)
+        picked = self._feed(self._fused_step, tok, t, u, finished, *fixed)
+        # a replay overwrites a graph's outputs: the loop stores the others before the next step
+        return picked._replace(finished=picked.finished.clone()) if self.graphs else picked
 
     def start(
         self, prompts: Sequence[Sequence[int]], max_new_tokens: int, device: torch.device
@@ -196,29 +229,35 @@ class StaticSampler(HFSampler):
         once = self.guard_once if self.guard_once is not None else not self.graphs and device.type == "cpu"
         unguarded = self.compiled and once and not any(layer.is_sliding for layer in layers)
 
-        def decode(tok: Tensor, t: int) -> Tensor:
+        def feed(step: Any, tok: Tensor, t: int, *after: Tensor) -> Any:
+            """Run a compiled step (`_step`, or `_fused_step` with pick's arguments `after`) on token t."""
             attn[:, room + t] = 1  # the token fed now sits at position room + t of the cache
             if self.graphs:
                 torch.compiler.cudagraph_mark_step_begin()  # the last step's output is no longer read
             # contiguous: a column of the caller's token buffer has its width as stride, `warm`'s tokens
             # have 1; the compiled step guards on strides and would compile again at the first real call
-            args = (tok.contiguous(), attn, next_pos + t, where[t : t + 1], cache)
-            logits = self._unguarded(args) if unguarded and t > 0 else self._step(*args)
+            args = (tok.contiguous(), attn, next_pos + t, where[t : t + 1], cache, *after)
+            return self._unguarded(step, args) if unguarded and t > 0 else step(*args)
+
+        def decode(tok: Tensor, t: int) -> Tensor:
+            logits = feed(self._step, tok, t)
             return logits.clone() if self.graphs else logits  # a replay overwrites a graph's output
 
+        self._feed = feed
         return logits, decode, prompt_mask
 
-    def _unguarded(self, args: tuple[Any, ...]) -> Tensor:
+    @staticmethod
+    def _unguarded(step: Any, args: tuple[Any, ...]) -> Any:
         """The compiled step without the guards its call's first step ran (the module docstring). Where dynamo
         finds, among what it still checks, that the step would compile anew, it raises before running
         anything: then the step runs with its guards."""
         try:
             with torch.compiler.set_stance("default", skip_guard_eval_unsafe=True):
-                return self._step(*args)
+                return step(*args)
         except RuntimeError as exc:  # "Recompilation triggered with skip_guard_eval_unsafe stance"
             if "skip_guard_eval_unsafe" not in str(exc):
                 raise
-        return self._step(*args)
+        return step(*args)
 
     def _cache(self, batch: int, length: int, dtype: torch.dtype, device: torch.device) -> tuple[Any, Tensor]:
         """A StaticCache of `length` positions and its attention mask: new for each call, or with `graphs`
