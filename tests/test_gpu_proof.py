@@ -111,7 +111,29 @@ def test_quick_mode_part_6_runs_the_fast_path_rows(gpu_proof, tmp_path: Path, mo
         real_write(out_dir, header, rows)
 
     monkeypatch.setattr(gpu_proof, "write_results", recording_write)
+    made_with: list[dict] = []  # the settings the trainer's StaticSampler is made with, at each trainer run
+    real_bench = gpu_proof.bench_module
+
+    def recording_bench():
+        bench = real_bench()
+        measure = bench.bench_embedded
+
+        def bench_embedded(*args, **kwargs):
+            from autorl.llm.embedded import train
+
+            made_with.append(getattr(train.StaticSampler, "made_with", {}))
+            return measure(*args, **kwargs)
+
+        bench.bench_embedded = bench_embedded
+        return bench
+
+    monkeypatch.setattr(gpu_proof, "bench_module", recording_bench)
     assert gpu_proof.main(["--quick", "--parts", "6", "--out", str(out)]) == 0
+    from autorl.llm.embedded import train
+    from autorl.llm.embedded.static_sampler import StaticSampler
+
+    tuned = {"guard_once": True, "sync_every": 8, "fused": True}
+    assert made_with == [{}, tuned] and train.StaticSampler is StaticSampler  # for the tuned run only
     names = ["fast/correct", "fast/sampler", "fast/trainer", "fast/profile", "fast/memory"]
     assert written == [names[:1], names[:2], names[:3], names[:4], names, names]  # each row, then the part
     rows = {r["name"]: r for r in json.loads((out / "gpu_proof.json").read_text())["rows"]}
@@ -126,7 +148,10 @@ def test_quick_mode_part_6_runs_the_fast_path_rows(gpu_proof, tmp_path: Path, mo
     assert all(sampler["figures"][f"{n}_vs_graphs"] > 0 for n in ("guard_once", "sync_8", "fused"))
     trainer = rows["fast/trainer"]
     assert trainer["status"] == "ok", trainer
-    assert trainer["figures"]["hf-graphs_samples_per_s"] > 0 and 0 < trainer["figures"]["hf_gen_share"] < 1
+    for run in ("hf-graphs", "hf-graphs-tuned"):  # the tuned run's sampler is fused: pick in its step
+        assert (
+            trainer["figures"][f"{run}_samples_per_s"] > 0 and 0 < trainer["figures"][f"{run}_gen_share"] < 1
+        )
     profiled = rows["fast/profile"]
     assert profiled["status"] == "ok", profiled
     assert profiled["figures"]["sample_s"] > 0 and profiled["figures"]["train_s"] > 0
