@@ -172,9 +172,9 @@ class HFSampler:
         self.pad_id = pad_id
         self.eos_ids = torch.tensor(sorted(set(eos_ids)), dtype=torch.long)
         # decode steps between the host's looks at the batch (has every row ended? did one diverge?): each
-        # look waits for the GPU. Above 1, up to sync_every - 1 steps run past the last row's end (drawing
-        # from the generator, sampling nothing) and a diverged row raises at the next look. 1 on a CPU,
-        # where a look costs nothing; on a GPU the kit's fast/sampler row times 8 against 1
+        # look waits for the GPU. Above 1, up to sync_every - 1 steps run past the last row's end (they
+        # sample nothing) and a diverged row raises at the next look. 1 on a CPU, where a look costs
+        # nothing; on a GPU the kit's fast/sampler row times 8 against 1
         self.sync_every = sync_every
 
     def sync_weights(self, model: torch.nn.Module) -> None:
