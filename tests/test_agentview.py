@@ -564,6 +564,7 @@ def _simulation():
     return module
 
 
+@pytest.mark.cpu_pressure
 def test_a_trial_beside_busy_work_is_flagged_contended(root, monkeypatch, capsys):
     """The runner reads the machine's CPU stall counter (/proc/pressure/cpu) when each seed's clock starts and
     ends: a trial that trains while more busy processes than CPUs run beside it says so in a health line (its
@@ -583,6 +584,8 @@ def test_a_trial_beside_busy_work_is_flagged_contended(root, monkeypatch, capsys
             p.wait()
     text = loaded["health/contended"]
     assert text.startswith("1/1 seeds trained while tasks on this machine waited for a CPU (seed-0: ")
+    (recorded,) = Ledger(root / "results.tsv").rows()
+    assert recorded.contended and not recorded.measured  # the ledger's health column names the flag
     seeds = runview.load_seeds(root / loaded["run_dir"])
     outcome = json.loads((root / loaded["run_dir"] / "seed-0" / "outcome.json").read_text())
     assert seeds[0].cpu_wait_share == outcome["cpu_wait_share"] >= runview.THRESHOLDS.contended
@@ -789,3 +792,74 @@ def test_a_seed_outcome_has_one_shape_for_its_writer_and_its_readers(tmp_path):
     assert cut == SeedOutcome() and cut.status == "?" and wrong.status == "?"
     view = runview.load_seed(tmp_path / "seed-0", 0)  # the health flags' reader
     assert (view.status, view.stop_reason, view.steps) == ("ok", "budget", 12)
+
+
+def test_a_contended_or_interrupted_trial_decides_nothing_and_sets_no_bar(root, monkeypatch):
+    """The replay of 2026-12-02: a contended baseline discarded and run again, its repeat, a keep, the same
+    idea contended twice (discarded, as program.md says: not measured), a crash, an interrupted trial. The
+    run again is the baseline for confirm, report and the repeats; the contended trials are no decided idea,
+    no tried value, no comparison, no noise-floor or reference sample; the crash is a tried value."""
+    from autorl.commands import confirm, report
+    from autorl.record.context import ResearchContext, baseline, baseline_repeats, same_config
+
+    monkeypatch.setattr(status, "confirm_plan", lambda *a: None)  # sizing reads eval rows: not this test's
+    configs = {
+        "b0": "[trainer.optim]\nlr = 1e-4\n",
+        "b1": "[trainer.optim]\nlr = 1e-4\n",
+        "rep": "[trainer.optim]\nlr = 1e-4\n",
+        "lr": "[trainer.optim]\nlr = 3e-5\n",
+        "big1": "[trainer.optim]\nlr = 3e-5\n[orchestrator]\nbatch_size = 128\n",
+        "big2": "[trainer.optim]\nlr = 3e-5\n[orchestrator]\nbatch_size = 128\n",
+        "boom": "[trainer.optim]\nlr = 1e-2\n",
+        "cut": "[trainer.optim]\nlr = 5e-5\n",
+    }
+    for run_id, text in configs.items():
+        (root / "runs" / run_id).mkdir(parents=True)
+        (root / "runs" / run_id / "config.toml").write_text(text)
+    same = {"track": "llm", "eval_hash": "e", "harness_hash": "h", "budget": "30", "status": "ok"}
+    scored = {"eval_score": "0.41", "eval_ci_low": "0.39", "eval_ci_high": "0.43"}
+
+    def row(run_id, config, **cells):
+        seeds = cells.pop("seed_scores", "1=0.40 2=0.42")
+        return LedgerRow.read(
+            {**same, **scored, "run_id": run_id, "config_hash": config, "seed_scores": seeds, **cells}
+        )
+
+    contended = {"health": "contended", "decision": "discard", "lesson": "contended: not measured"}
+    rows = [
+        row("b0", "base", verdict="baseline", seed_scores="1=0.10 2=0.70", **contended),
+        row("b1", "base", verdict="baseline", decision="keep"),
+        row("rep", "base", verdict="inconclusive", reference_run="b1", delta="0.0", decision="discard"),
+        row(
+            "lr",
+            "lr",
+            verdict="improved",
+            reference_run="b1",
+            delta="0.06",
+            decision="keep",
+            eval_score="0.46",
+        ),
+        row("big1", "big", verdict="improved", reference_run="lr", delta="0.02", **contended),
+        row("big2", "big", verdict="inconclusive", reference_run="lr", delta="0.01", **contended),
+        row("boom", "boom", status="crash", verdict="n/a", decision="crash", eval_score=""),
+        row("cut", "cut", status="interrupted", verdict="n/a", decision="discard", eval_score=""),
+    ]
+    ctx = ResearchContext.of(rows[0])
+    assert baseline(rows).run_id == "b1" and confirm.baseline_of(rows).run_id == "b1"
+    assert baseline_repeats(rows) == {"b0", "rep"}
+    assert "| 2 | b1 |" in report.kept_table(rows) and "(baseline)" in report.kept_table(rows)
+    assert [r.run_id for r in same_config(rows, ctx, rows[1])] == ["rep"]  # b0's seeds join no pool
+    nf = stats.noise_floor(rows, ctx)  # b1 with rep, and lr alone (2 seeds); b0's 0.10 and 0.70 left out
+    assert nf.n_runs == 3 and nf.ss == pytest.approx(0.0004 + 0.0002)
+    by_key = {t["key"]: t["tries"] for t in status.tried(rows)}
+    assert "orchestrator.batch_size" not in by_key  # measured nothing
+    assert [(x["value"], x["verdict"], x["decision"]) for x in by_key["trainer.optim.lr"]] == [
+        (3e-05, "improved", "keep"),
+        (0.01, "crash", "crash"),  # against the best kept before it
+    ]
+    for r in rows:  # the view reads the ledger file
+        Ledger(root / "results.tsv").append(r.as_dict())
+    st = status.collect(Ledger(root / "results.tsv").rows())
+    assert st["keep_rate"] == {"kept": 1, "decided": 1}  # lr; not big1, big2 (contended) or cut
+    assert st["since_last_keep"] == 1 and st["not_kept_streak"] == 1  # the crash alone
+    assert st["chance"]["comparisons"] == 2 and st["chance"]["improved"] == 1  # rep and lr

@@ -401,6 +401,43 @@ def trial_with_rows(ledger: Ledger, root: Path, run_id: str, seed_means: list[fl
     return ledger.find(run_id)
 
 
+def test_a_confirm_trained_beside_other_work_is_recorded_contended_never_a_confirmation(
+    root, capsys, monkeypatch
+):
+    """A side whose seeds trained while other work held the CPUs (their outcome.json, as the runner writes
+    it beside busy work: stopped by the budget, 50% of the training waiting for a CPU) measured the machine:
+    the confirm says so, records status `contended` and `confirmed: no`, and status names no confirmation."""
+    from autorl.commands import confirm
+    from autorl.record.outcome import SeedOutcome
+
+    ledger = Ledger(root / "results.tsv")
+    classic = (REPO / "classic.toml").read_text()
+    classic_trial(ledger, root, "base", "keep", classic, 100.0)
+    classic_trial(
+        ledger, root, "cand", "keep", classic.replace("learning_rate = 5e-4", "learning_rate = 1e-3"), 150.0
+    )
+    real_record = confirm.record
+
+    def beside_busy_work(ledger, confirm_id, seeds, sides, *rest):
+        for result in sides["candidate"].seeds:
+            crowded = SeedOutcome.read(result.dir).model_copy(
+                update={"stop_reason": "budget", "cpu_wait_share": 0.5}
+            )
+            crowded.write(result.dir)
+        return real_record(ledger, confirm_id, seeds, sides, *rest)
+
+    monkeypatch.setattr(confirm, "record", beside_busy_work)
+    assert cli.main(["confirm", "--seeds", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "health/contended (candidate): 1/1 seeds trained while tasks on this machine waited" in out
+    assert "confirmed: no (contended: not measured; run it again when the machine is quiet)" in out
+    (row,) = CONFIRMED.read(root / "confirmed.tsv")
+    assert row["status"] == "contended" and "health/contended (baseline)" not in out
+    assert cli.main(["status"]) == 0
+    shown = capsys.readouterr().out
+    assert "best kept, confirmed on the test split" not in shown and "confirmed on the test split 0" in shown
+
+
 def test_confirm_is_sized_for_the_low_end_of_the_eval_delta(root):
     """The fewest seeds a side that give 80% power for the low end of the eval delta's 90% interval, or the
     cap and the power it buys with what would be needed, or --seeds; no seed count for a low end <= 0."""

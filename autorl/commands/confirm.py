@@ -37,7 +37,8 @@ from autorl.engine.retrain import (
 from autorl.engine.seed import SeedResult, worst_status
 from autorl.io import atomic, inputs, paths
 from autorl.io.cliargs import CONFIRM_MAX_SEEDS
-from autorl.record import events, stats
+from autorl.record import context as research
+from autorl.record import events, runview, stats
 from autorl.record.context import ResearchContext, best_kept
 from autorl.record.ledger import Ledger, LedgerError
 from autorl.record.row import LedgerRow, format_cell
@@ -71,6 +72,14 @@ class Side:
     def status(self) -> str:
         return worst_status(s.status for s in self.seeds)
 
+    def contended(self) -> str:
+        """The `contended` health flag's text where other work shared the machine's CPUs while its seeds
+        trained (autorl.record.runview, as a trial's summary raises it); "" when it did not."""
+        if not self.seeds:
+            return ""
+        seeds = runview.load_seeds(self.seeds[0].dir.parent)
+        return next((f.text for f in runview.health_flags(seeds, None, None) if f.name == "contended"), "")
+
 
 def choose(
     rows: list[LedgerRow], run_id: str | None, ledger: Ledger
@@ -98,8 +107,11 @@ def choose(
 
 
 def baseline_of(same: list[LedgerRow]) -> LedgerRow:
-    """The baseline a confirm compares with: the first ok trial of the context (`same`: its rows)."""
-    return next(r for r in same if r.scored)
+    """The baseline a confirm compares with: the context's (`same`: its rows; autorl.record.context.baseline,
+    as status, report and the reference choose it). The context holds a scored trial: its candidate."""
+    base = research.baseline(same)
+    assert base is not None
+    return base
 
 
 def planned_size(same: list[LedgerRow], best: LedgerRow | None, noise: stats.NoiseFloor) -> Size | None:
@@ -421,7 +433,11 @@ def record(
     """Compare the two sides, print the block and append it to confirmed.tsv."""
     cand, base = sides["candidate"], sides["baseline"]
     status = worst_status((cand.status, base.status))
-    ok = status == "ok" and cand.rows and base.rows
+    # a side trained beside other work measured the machine, not the config: recorded, never a confirmation
+    crowded = {role: text for role, side in sides.items() if (text := side.contended())}
+    if crowded and status == "ok":
+        status = "contended"
+    ok = status in ("ok", "contended") and cand.rows and base.rows
     test_score = stats.eval_score(cand.rows) if cand.rows else None
     base_score = stats.eval_score(base.rows) if base.rows else None
     ctx = ResearchContext.of(cand.row)
@@ -450,7 +466,10 @@ def record(
     CONFIRMED.append(path, [row])
     events.write_quietly(paths.runs_dir() / confirm_id, f"confirm {cand.row.run_id}", say)
     lines = {k: format_cell(k, v) for k, v in row.items() if k != "timestamp"}
-    lines["confirmed"] = "yes" if c is not None and c.verdict == "improved" else "no"
+    lines |= {f"health/contended ({role})": text for role, text in crowded.items()}
+    lines["confirmed"] = "yes" if c is not None and c.verdict == "improved" and not crowded else "no"
+    if crowded:
+        lines["confirmed"] += " (contended: not measured; run it again when the machine is quiet)"
     lines["seeds_per_side"] = f"{sized.seeds} ({sized.chosen_by})"
     lines["power"] = (
         f"{sized.power:.2f} for delta {sized.low:+.4f} (the eval delta's 90% low end), "
@@ -460,7 +479,7 @@ def record(
     )
     sys.stdout.write("---\n" + "".join(f"{k}: {v}\n" for k, v in lines.items()))
     say(f"recorded in {path.name}")
-    return 0 if status == "ok" else 1
+    return 0 if status in ("ok", "contended") else 1
 
 
 def main(

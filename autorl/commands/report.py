@@ -3,8 +3,9 @@
 The plot shows the trials comparable with the latest one (same track, eval set and harness), in ledger
 order: every trial's eval_score with its 95% CI, kept trials highlighted and labelled with their description,
 the running best kept score as a step line, the untrained base model's score as a dashed line, crashes and
-timeouts marked along the bottom; integer trial ticks. Config changes are listed key by key against
-the baseline (the first ok trial), from the run directories' config.toml (config.diff as a fallback).
+timeouts marked along the bottom (interrupted trials apart); integer trial ticks. Config changes are listed
+key by key against the baseline (autorl.record.context.baseline), from the run directories' config.toml
+(config.diff as a fallback).
 """
 
 from __future__ import annotations
@@ -34,12 +35,14 @@ from autorl.commands.status import (  # noqa: E402
 )
 from autorl.engine.track import get_track, track_names  # noqa: E402
 from autorl.io import atomic, paths  # noqa: E402
+from autorl.record import context as research  # noqa: E402
 from autorl.record.context import ResearchContext  # noqa: E402
 from autorl.record.ledger import Ledger  # noqa: E402
 from autorl.record.row import LedgerRow, as_float  # noqa: E402
 from autorl.record.sidetables import CONFIRMED, FIDELITY  # noqa: E402
 
 LABEL_WIDTH = 40  # a kept trial's description next to its point, cut to this many characters
+STOPPED = dict(color="0.5", label="interrupted (not measured)")  # a trial a signal stopped: no failure
 
 
 def context_rows(rows: Sequence[LedgerRow], track: str | None = None) -> list[LedgerRow]:
@@ -79,13 +82,7 @@ def figure(rows: Sequence[LedgerRow]) -> Figure:
         hi = [(p[2].eval_ci_high or p[1]) - p[1] for p in pts]
         ax.errorbar(px, py, yerr=[lo, hi], fmt="none", ecolor=style["color"], alpha=0.6, capsize=2, zorder=2)
         ax.scatter(px, py, **style, edgecolors="black" if decision == "keep" else "none")
-    # Running best kept (the baseline counts until something is kept): what a trial had to beat.
-    best, steps_x, steps_y = None, [], []
-    for x, s, r in ok:
-        if r.decision == "keep" or best is None:
-            best = s if best is None else max(best, s)
-        steps_x.append(x)
-        steps_y.append(best)
+    steps_x, steps_y = running_best(ok, research.baseline(rows))
     if steps_x:
         ax.step(
             steps_x + [xs[-1] + 0.5],
@@ -96,20 +93,7 @@ def figure(rows: Sequence[LedgerRow]) -> Figure:
             label="best kept",
             zorder=1,
         )
-    failed = [(x, r) for x, r in zip(xs, rows, strict=True) if not r.scored]
-    if failed:
-        y0 = min([s for _, s, _ in ok], default=0.0)
-        y1 = max([s for _, s, _ in ok], default=1.0)
-        ybot = y0 - 0.08 * max(y1 - y0, 1e-3)
-        ax.scatter(
-            [x for x, _ in failed],
-            [ybot] * len(failed),
-            marker="x",
-            color="tab:red",
-            s=50,
-            zorder=4,
-            label="crash / timeout",
-        )
+    failed = unscored_marks(ax, [(x, r) for x, r in zip(xs, rows, strict=True) if not r.scored], ok)
     # The untrained model on the same eval: what training has to beat at all.
     base = next((b for r in reversed(rows) if (b := r.base_score) is not None), None)
     if base is not None:
@@ -124,7 +108,7 @@ def figure(rows: Sequence[LedgerRow]) -> Figure:
     ax.set_ylabel("eval_score (95% CI)")
     track = rows[-1].track if rows else "?"
     kept = sum(r.decision == "keep" for r in rows)
-    ax.set_title(f"autorl progress: {len(rows)} trials ({track} track), {kept} kept, {len(failed)} failed")
+    ax.set_title(f"autorl progress: {len(rows)} trials ({track} track), {kept} kept, {failed} failed")
     ax.grid(alpha=0.3)
     handles, labels = ax.get_legend_handles_labels()
     if handles:
@@ -169,10 +153,37 @@ def config_changes(row: LedgerRow, baseline: LedgerRow | None) -> str:
     return "; ".join(ln.strip() for ln in changed) or "(same as baseline)"
 
 
+def running_best(ok: Sequence[tuple[int, float, LedgerRow]], base: LedgerRow | None) -> tuple[list, list]:
+    """The running best kept score, the step line's points: what a trial had to beat, from the baseline on
+    (the baseline counts until something is kept; a baseline discarded and run again starts it at its run
+    again)."""
+    best, steps_x, steps_y = None, [], []
+    for x, s, r in ok:
+        if r is base or (best is not None and r.decision == "keep"):
+            best = s if best is None else max(best, s)
+        if best is not None:
+            steps_x.append(x)
+            steps_y.append(best)
+    return steps_x, steps_y
+
+
+def unscored_marks(ax: Any, unscored: Sequence[tuple[int, LedgerRow]], ok: Sequence[tuple]) -> int:
+    """The trials without a score, marked along the bottom: crashes and timeouts in red, interrupted ones
+    (never measured) in grey; how many failed (crash or timeout)."""
+    y0 = min([s for _, s, _ in ok], default=0.0)
+    y1 = max([s for _, s, _ in ok], default=1.0)
+    ybot = y0 - 0.08 * max(y1 - y0, 1e-3)
+    for stopped, style in ((False, dict(color="tab:red", label="crash / timeout")), (True, STOPPED)):
+        marks = [x for x, r in unscored if (r.status == "interrupted") == stopped]
+        if marks:
+            ax.scatter(marks, [ybot] * len(marks), marker="x", s=50, zorder=4, **style)
+    return sum(r.status != "interrupted" for _, r in unscored)
+
+
 def kept_table(rows: Sequence[LedgerRow]) -> str:
     """Markdown table of the kept trials (the baseline row first)."""
     ok = [r for r in rows if r.scored]
-    baseline = ok[0] if ok else None
+    baseline = research.baseline(rows)
     kept = [r for r in ok if r.decision == "keep" and r is not baseline]
     lines = [
         "| trial | run_id | eval_score | 95% CI | delta | p | description | changes vs baseline |",

@@ -33,6 +33,7 @@ MAX_TRIED_KEYS = 8  # the memory of what was tried: the keys changed most recent
 MAX_TRIED_VALUES = 4  # ...each with its latest values tried
 STREAK_WARNING = 5  # trials in a row not kept (since the last keep or diagnosis) before the view warns
 DIAGNOSIS = "diagnosis:"  # a lesson that starts so records a diagnosis: the warning's count starts again
+FAILED = ("crash", "timeout")  # ended so: `tried` lists it against the reference it would have had
 
 
 def cut(text: str, width: int = TEXT_WIDTH) -> str:
@@ -105,7 +106,8 @@ def tried(rows: Sequence[LedgerRow], track: Track[Any] | None = None) -> list[di
     """The memory of what was tried: every key a trial changed against its reference (both configs from the
     run directories, as `track` ran them), with the value tried, the outcome and the other keys the trial
     changed with it (`with`: a combination's outcome is not the key's alone), the most recently changed keys
-    first."""
+    first. A crash or timeout counts against the reference it would have been compared with (the best kept
+    before it); a contended trial measured nothing (program.md: run it again) and is left out."""
     by_key: dict[str, list[dict[str, Any]]] = {}
     last_seen: dict[str, int] = {}
     configs: dict[str, RunConfig | None] = {}
@@ -117,8 +119,8 @@ def tried(rows: Sequence[LedgerRow], track: Track[Any] | None = None) -> list[di
         return configs[run_id]
 
     for i, r in enumerate(rows):
-        ref = r.reference_run
-        if not ref:
+        ref = r.reference_run or would_have_compared(rows[:i], r)
+        if not ref or r.contended:
             continue
         mine_file, theirs_file = config(r.run_id), config(ref)
         if mine_file is None or theirs_file is None:
@@ -131,13 +133,23 @@ def tried(rows: Sequence[LedgerRow], track: Track[Any] | None = None) -> list[di
                     "run_id": r.run_id,
                     "from": theirs.get(key),
                     "value": mine.get(key),
-                    "verdict": "aborted" if aborted(r) else r.verdict,  # the early abort: at a rung
+                    # the early abort: at a rung; a trial that failed: how
+                    "verdict": "aborted" if aborted(r) else r.status if r.status in FAILED else r.verdict,
                     "delta": r.delta,
                     "decision": r.decision,
                     "with": [k for k in changed if k != key],
                 }
             )
     return [{"key": k, "tries": by_key[k]} for k in sorted(by_key, key=last_seen.__getitem__, reverse=True)]
+
+
+def would_have_compared(before: Sequence[LedgerRow], row: LedgerRow) -> str:
+    """The reference a crash or timeout (no comparison, no reference_run) would have been compared with:
+    the best kept trial of its context among the rows before it ("" for other rows, or none)."""
+    if row.status not in FAILED or is_quick(row):
+        return ""
+    best = best_kept(before, ResearchContext.of(row))
+    return best.run_id if best is not None else ""
 
 
 def with_text(keys: Sequence[str]) -> str:
@@ -185,9 +197,10 @@ def multiplicity(
     same: Sequence[LedgerRow], confirmed: Sequence[Mapping[str, str]], false_keep_rate: float
 ) -> dict[str, Any]:
     """How many of a context's `improved` verdicts chance alone explains: every comparison made (a trial with
-    a reference and a verdict, baseline repeats included) reads `improved` with the track's measured
-    false-keep rate even when nothing works, next to the keeps and how many of them `autorl confirm` held."""
-    compared = [r for r in same if r.verdict in ("improved", "worse", "inconclusive")]
+    a reference and a verdict, baseline repeats included; a contended one measured nothing) reads `improved`
+    with the track's measured false-keep rate even when nothing works, next to the keeps and how many of them
+    `autorl confirm` held."""
+    compared = [r for r in same if r.verdict in ("improved", "worse", "inconclusive") and not r.contended]
     kept = [r for r in same if r.decision == "keep" and r.verdict != "baseline"]
     held = {c["run_id"] for c in confirmed if c["verdict"] == "improved" and c["status"] == "ok"}
     return {
@@ -273,21 +286,22 @@ def collect(
     nf = noise_floor(same, ctx, prior_sd=the_track.seed_sd_prior)
     top = the_track.score_range(None)[1]
     # A re-run of the baseline's config measures noise and is discarded by design (program.md): it counts
-    # neither as a decided trial nor as a trial not kept. The baseline is kept by design: the keep rate is
-    # of the ideas tried against it.
-    repeats = baseline_repeats(same)
-    ideas = [r for r in same if r.run_id not in repeats and r.verdict != "baseline"]
+    # neither as a decided trial nor as a trial not kept; nor does a trial that measured nothing (interrupted
+    # or contended: program.md runs it again). The baseline is kept by design: the keep rate is of the ideas
+    # tried against it.
+    aside = baseline_repeats(same) | {r.run_id for r in same if r.status == "interrupted" or r.contended}
+    ideas = [r for r in same if r.run_id not in aside and r.verdict != "baseline"]
     decided = [r for r in ideas if r.decision in ("keep", "discard")]
     kept = [r for r in ideas if r.decision == "keep"]
     last_keep = max((i for i, r in enumerate(same) if r.decision == "keep"), default=-1)
-    since = sum(r.run_id not in repeats for r in same[last_keep + 1 :])
+    since = sum(r.run_id not in aside for r in same[last_keep + 1 :])
     # Trials in a row (newest first) that ended in crash/timeout or were not kept since the last keep or the
     # last diagnosis (a lesson starting with DIAGNOSIS: program.md's "diagnose, don't tune"): the signal.
     streak = 0
     for r in reversed(same):
         if r.decision == "keep" or r.lesson.lstrip().lower().startswith(DIAGNOSIS):
             break
-        streak += r.run_id not in repeats
+        streak += r.run_id not in aside
     n_last = max(1, min(last, MAX_LAST))
     run_ids = {r.run_id for r in same}
     return {
@@ -323,7 +337,7 @@ def collect(
         "fidelity": latest_fidelity(fidelity, ctx),
         "since_last_keep": since,
         "not_kept_streak": streak,
-        "baseline_repeats": sorted(repeats),
+        "baseline_repeats": sorted(baseline_repeats(same)),
         "crashes": sum(r.status == "crash" for r in same),
         "timeouts": sum(r.status == "timeout" for r in same),
         "pending": [r.run_id for r in same if r.decision == "pending"][-5:],

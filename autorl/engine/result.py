@@ -202,6 +202,7 @@ class TrialResult:
             seeds_planned=ctx.seeds_planned,
             parallel=self.parallel,
             stopped_early=self.stopped_early,
+            health=" ".join(k.removeprefix("health/") for k in self.health),
             status=self.status,
             decision="pending",
             config_hash=ctx.config_hash,

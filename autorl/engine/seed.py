@@ -178,7 +178,7 @@ class RungScorer:
             eval_score=None if error else round(eval_score(rows), 6),
             eval_file=out.name,
             eval_seconds=round(time.monotonic() - started, 3),
-            error=error.splitlines()[0] if error else None,
+            error=error.splitlines()[0].rstrip(":") if error else None,  # the log's tail follows the colon
         )
 
 

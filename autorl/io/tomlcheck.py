@@ -295,7 +295,8 @@ def nearest_key(path: KeyPath, known: Iterable[str], is_table: bool = False) -> 
     """The valid key closest to a misspelt one, of the same kind (a table for a table, else a value key).
 
     First a synonym or a close spelling among its siblings, then the same name elsewhere in the schema
-    (`orchestrator.train.temperature` -> `orchestrator.train.sampling.temperature`), then a close dotted key.
+    (`orchestrator.train.temperature` -> `orchestrator.train.sampling.temperature`; one whose tail is the
+    whole path given first), then a close dotted key.
     """
     known = set(known)
     tables = {k.rsplit(".", n)[0] for k in known for n in range(1, k.count(".") + 1)}  # every proper prefix
@@ -311,6 +312,8 @@ def nearest_key(path: KeyPath, known: Iterable[str], is_table: bool = False) -> 
     if hit:
         return dotted((*path[:-1], hit[0]))
     same_name = [k for k in same_kind if k.rsplit(".", 1)[-1] == generic[-1]]
+    # a key whose tail is the whole path given first (`scheduler.type` -> `trainer.scheduler.type`)
+    same_name.sort(key=lambda k: not k.endswith("." + dotted(generic)))
     hit = same_name[:1] or difflib.get_close_matches(dotted(generic), same_kind, n=1, cutoff=0.8)
     if hit:  # put the real list indices back
         segs = hit[0].split(".")

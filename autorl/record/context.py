@@ -53,13 +53,25 @@ def is_quick(row: LedgerRow) -> bool:
     return row.verdict == QUICK
 
 
+def baseline(same: Sequence[LedgerRow]) -> LedgerRow | None:
+    """The baseline of one context (`same`: its rows), the trial its first ideas were compared with: the
+    first scored trial with the verdict `baseline` not marked discard or crash (a contended baseline
+    discarded and run again: the run again, as `best_kept` chose), else the first scored trial (rows from
+    before verdicts; a baseline discarded and not run again). None: no scored trial."""
+    scored = [r for r in same if r.scored]
+    standing = [r for r in scored if r.verdict == "baseline" and r.decision not in ("discard", "crash")]
+    return standing[0] if standing else (scored[0] if scored else None)
+
+
 def baseline_repeats(same: Sequence[LedgerRow]) -> set[str]:
-    """Run ids of the trials of one context (`same`) that re-ran the baseline's config (program.md's
-    noise-floor repeat): not ideas."""
-    ok = [r for r in same if r.status == "ok"]
-    if not ok or not ok[0].config_hash:
+    """Run ids of the trials of one context (`same`) other than its baseline that ran the baseline's config
+    (program.md's noise-floor repeat, a contended baseline's first run): not ideas."""
+    base = baseline(same)
+    if base is None or not base.config_hash:
         return set()
-    return {r.run_id for r in ok[1:] if r.config_hash == ok[0].config_hash}
+    return {
+        r.run_id for r in same if r.status == "ok" and r.config_hash == base.config_hash and r is not base
+    }
 
 
 def best_kept(rows: Sequence[LedgerRow], context: ResearchContext) -> LedgerRow | None:
@@ -80,15 +92,15 @@ def best_kept(rows: Sequence[LedgerRow], context: ResearchContext) -> LedgerRow 
 
 def same_config(rows: Sequence[LedgerRow], context: ResearchContext, reference: LedgerRow) -> list[LedgerRow]:
     """The other trials of `context` that ran the reference's exact config (the baseline's repeat, a keep's
-    labelled re-run), `ok` and scored and not marked crash, in ledger order: their seeds are the reference's
-    evidence too (the noise floor already pools them by config). A reference whose score is the best of
-    several trials is lucky as often as not; its repeats pull its mean back to its config's."""
+    labelled re-run), measured (scored, not contended) and not marked crash, in ledger order: their seeds are
+    the reference's evidence too (the noise floor already pools them by config). A reference whose score is
+    the best of several trials is lucky as often as not; its repeats pull its mean back to its config's."""
     if not reference.config_hash:
         return []
     return [
         r
         for r in context.rows(rows)
-        if r.scored
+        if r.measured
         and r.decision != "crash"
         and r.config_hash == reference.config_hash
         and r.run_id != reference.run_id

@@ -19,7 +19,7 @@ from typing import Any
 STATUSES = ("ok", "crash", "timeout", "interrupted")
 DECISIONS = ("pending", "keep", "discard", "crash")
 MARKABLE = ("keep", "discard", "crash")
-HEADER_VERSION = 4  # the header written now; rows of versions 1 to 3 are read as they are
+HEADER_VERSION = 5  # the header written now; rows of versions 1 to 4 are read as they are
 AGENT_VAR = "AUTORL_AGENT"  # who runs the trials of this process (`autorl swarm` names each agent): `agent`
 
 
@@ -62,6 +62,9 @@ class LedgerRow:
     seeds_planned: int | None = _since(2)  # --seeds (the early stop may have run fewer)
     parallel: int | None = _since(2)  # seeds that ran at once
     stopped_early: str = _since(2, "")  # why the trial stopped adding seeds (empty: it ran them all)
+    # the summary's health flags, their names space separated (autorl.record.runview.health_flags); empty:
+    # none raised, or a row written before 2026-12-02
+    health: str = _since(5, "")
     status: str = ""  # ok | crash | timeout | interrupted
     decision: str | None = "pending"  # pending | keep | discard | crash
     config_hash: str = ""
@@ -123,6 +126,19 @@ class LedgerRow:
     def scored(self) -> bool:
         """An ok trial with an eval_score: one that can be compared, kept or plotted."""
         return self.status == "ok" and self.eval_score is not None
+
+    @property
+    def contended(self) -> bool:
+        """Other work shared the machine's CPUs while its seeds trained (the `contended` health flag): at a
+        wall-clock budget they trained less than a quiet machine gives, so its score and verdict may be the
+        machine's. program.md: not measured (discard it and run the same commit again)."""
+        return "contended" in self.health.split()
+
+    @property
+    def measured(self) -> bool:
+        """A trial that measured its config: scored, and not contended. An interrupted or contended trial
+        was never measured: no idea was decided by it, and no reference or noise floor takes its seeds."""
+        return self.scored and not self.contended
 
 
 def _header(version: int) -> list[str]:

@@ -248,15 +248,15 @@ def noise_floor(
 ) -> NoiseFloor:
     """The single-seed eval_score sd from repeated trials of the same config in the ledger.
 
-    Groups ok trials by config_hash (of `context` when given: the research context's trials); every group
-    with >= 2 per-seed scores (two trials of one config, or one trial with --seeds >= 2) adds its
-    within-group sum of squares. Pooled with the prior `prior_sd` (default `DEFAULT_SEED_SD`; each track
-    has its own, `Track.seed_sd_prior`).
+    Groups ok trials by config_hash (of `context` when given: the research context's trials), a contended
+    one left out (not measured: `LedgerRow.contended`); every group with >= 2 per-seed scores (two trials of
+    one config, or one trial with --seeds >= 2) adds its within-group sum of squares. Pooled with the prior
+    `prior_sd` (default `DEFAULT_SEED_SD`; each track has its own, `Track.seed_sd_prior`).
     """
     groups: dict[str, list[float]] = defaultdict(list)
     runs: dict[str, int] = defaultdict(int)
     for r in ledger_rows:
-        if r.status != "ok" or not r.config_hash:
+        if r.status != "ok" or r.contended or not r.config_hash:
             continue
         if context is not None and not context.holds(r):
             continue

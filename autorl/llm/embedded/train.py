@@ -529,7 +529,8 @@ class Trainer:
         if self.empty_batches >= MAX_CONSECUTIVE_EMPTY_BATCHES:
             raise RuntimeError(
                 f"{self.empty_batches} consecutive empty train batches (every group had equal "
-                "rewards): check the task difficulty and the sampling temperature"
+                "rewards): a task too easy or too hard, a sampling temperature too low, or a policy that "
+                "collapsed (a learning rate too high: its reward falling step by step, `autorl show`)"
             )
 
     def _record_step(
