@@ -427,7 +427,7 @@ def best_lines(st: Mapping[str, Any]) -> list[str]:
     """The reference: its score and interval, whose it is when not this agent's, the ceiling's note."""
     b = st["best"]
     if not b:
-        return ["best kept: none (no successful trial yet)"]
+        return ["best kept: none (no scored trial kept or standing: the next trial is a new baseline)"]
     what = "best kept" if st["best_is_kept"] else "reference (nothing kept yet: the baseline)"
     ci = b["eval_ci"]
     ci_text = f" [{ci[0]:.3f}, {ci[1]:.3f}]" if None not in ci else ""
