@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from fakes.fake_backend import TRAIN_TOML
 
+from autorl.engine import process
 from autorl.engine.seed import write_resolved as write_resolved_json
 from autorl.io.machine import Machine, save_machine
 
@@ -54,16 +55,24 @@ def float_scalars(example_inputs: list) -> list:
     return [x for x in example_inputs if scalar(x)]
 
 
-@pytest.fixture(autouse=True)
-def quiet_machine(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The runner in a test's process reads no CPU pressure, so no seed is `contended`, whatever else runs:
-    the suite's own workers keep the CPUs 17-73% busy (docs/agentview.md), and a flag they raised would move
-    the reference pools, the noise floor, status's counts and a confirm's status. A test of the flag reads
-    the real probe (`@pytest.mark.cpu_pressure`) or writes the seeds' shares itself."""
-    if request.node.get_closest_marker("cpu_pressure") is None:
-        from autorl.engine import process
+REAL_CPU_STALL_US = process.cpu_stall_us
 
-        monkeypatch.setattr(process, "cpu_stall_us", lambda: None)
+
+@pytest.fixture(autouse=True, scope="session")
+def quiet_machine() -> Iterator[None]:
+    """A runner in the tests' processes reads no CPU pressure, so no seed is `contended`, whatever else runs
+    (module fixtures' trials included): the suite's own workers keep the CPUs 17-73% busy
+    (docs/agentview.md), and a flag they raised would move the reference pools, the noise floor, status's
+    counts and a confirm's status. A test of the flag asks for `cpu_pressure` or writes the seeds' shares."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(process, "cpu_stall_us", lambda: None)
+        yield
+
+
+@pytest.fixture
+def cpu_pressure(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The machine's real CPU pressure (/proc/pressure/cpu), for a test of the `contended` flag."""
+    monkeypatch.setattr(process, "cpu_stall_us", REAL_CPU_STALL_US)
 
 
 @pytest.fixture

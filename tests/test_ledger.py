@@ -187,7 +187,7 @@ def test_mark_and_append_concurrently_lose_nothing(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("old_rows", [1, 0])
-@pytest.mark.parametrize("version", [0, 1])
+@pytest.mark.parametrize("version", [0, 1, 3])  # header versions 1, 2 and 4
 def test_a_ledger_of_the_earlier_header_is_read_and_upgraded_keeping_every_row(
     tmp_path: Path, old_rows: int, version: int
 ) -> None:

@@ -160,6 +160,9 @@ def pick(
     )
 
 
+# A sampling call's fixed inputs of `pick`, tensors on the device: the temperature (0-d) and the EOS ids
+Fixed = tuple[Tensor, Tensor]
+
 # One decode step: the tokens just sampled [B, 1], their index t among the new ones -> the next logits [B, V]
 Decode = Callable[[Tensor, int], Tensor]
 
@@ -202,11 +205,9 @@ class HFSampler:
 
         return logits, decode, prompt_mask
 
-    def step(
-        self, decode: Decode, tok: Tensor, t: int, u: Tensor, finished: Tensor, *fixed: Tensor
-    ) -> Picked:
+    def step(self, decode: Decode, tok: Tensor, t: int, u: Tensor, finished: Tensor, fixed: Fixed) -> Picked:
         """Feed the tokens just sampled [B, 1] (new token t), then pick the next ones at the uniforms `u`
-        (`fixed`: the call's temperature and EOS ids, tensors on the device)."""
+        (`fixed`: the call's temperature and EOS ids)."""
         return pick(decode(tok, t), u, finished, *fixed, self.pad_id)
 
     @staticmethod
@@ -235,7 +236,7 @@ class HFSampler:
         try:
             batch = len(prompts)
             eos = self.eos_ids.to(device)
-            fixed = (torch.tensor(float(temperature), device=device), eos)
+            fixed: Fixed = (torch.tensor(float(temperature), device=device), eos)
             # every step's uniform at once (one a row and step): the steps take no generator
             u = torch.rand((max_new_tokens, batch, 1), generator=generator, device=device)
             logits, decode, prompt_mask = self.start(prompts, max_new_tokens, device)
@@ -256,7 +257,7 @@ class HFSampler:
                 steps = t + 1
                 if t == max_new_tokens - 1 or (steps % self.sync_every == 0 and self.ended(finished, bad)):
                     break
-                picked = self.step(decode, tokens[:, t : t + 1], t, u[t + 1], finished, *fixed)
+                picked = self.step(decode, tokens[:, t : t + 1], t, u[t + 1], finished, fixed)
             self.ended(finished, bad)  # the last look: a row that diverged since raises
             # sync_every > 1: the steps run past the last row's end sampled nothing
             steps = int(sampled[:, :steps].any(0).sum())

@@ -62,7 +62,7 @@ import torch
 from torch import Tensor
 
 from autorl.llm.embedded.compiling import compile_step
-from autorl.llm.embedded.generation import Decode, HFSampler, Picked, Rollouts, pick, shared_prefill
+from autorl.llm.embedded.generation import Decode, Fixed, HFSampler, Picked, Rollouts, pick, shared_prefill
 
 WIDTH_STEP = 64  # graphs: prompt widths are rounded up to a multiple of this (one capture per rounded width)
 WARM_STEPS = 3  # decode steps `warm` runs: torch's CUDA graph trees warm up on the first and capture later
@@ -160,9 +160,9 @@ class StaticSampler(HFSampler):
             # pick's arguments as `sample` makes them (a fused step guards on their shapes and dtypes)
             u = torch.zeros((rows, 1), device=device)
             finished = torch.zeros(rows, dtype=torch.bool, device=device)
-            fixed = (torch.tensor(1.0, device=device), self.eos_ids.to(device))
+            fixed: Fixed = (torch.tensor(1.0, device=device), self.eos_ids.to(device))
             for t in range(min(WARM_STEPS, max_new_tokens)):  # graphs: warm-up runs, then the capture
-                self.step(decode, tok, t, u, finished, *fixed)
+                self.step(decode, tok, t, u, finished, fixed)
             return time.perf_counter() - t0
         except Exception as exc:
             self._fall_back(exc)
@@ -186,17 +186,25 @@ class StaticSampler(HFSampler):
         return out.logits[:, -1]
 
     def _forward_pick(
-        self, tok: Tensor, attn: Tensor, pos: Tensor, cache_position: Tensor, cache: Any, *after: Tensor
+        self,
+        tok: Tensor,
+        attn: Tensor,
+        pos: Tensor,
+        cache_position: Tensor,
+        cache: Any,
+        u: Tensor,
+        finished: Tensor,
+        temperature: Tensor,
+        eos: Tensor,
     ) -> Picked:
-        """The decode step and the next draw in one (`fused`); `after`: pick's arguments after the logits."""
-        return pick(self._forward(tok, attn, pos, cache_position, cache), *after, self.pad_id)
+        """The decode step and the next draw in one (`fused`): `_forward`'s arguments, then `pick`'s."""
+        logits = self._forward(tok, attn, pos, cache_position, cache)
+        return pick(logits, u, finished, temperature, eos, self.pad_id)
 
-    def step(
-        self, decode: Decode, tok: Tensor, t: int, u: Tensor, finished: Tensor, *fixed: Tensor
-    ) -> Picked:
+    def step(self, decode: Decode, tok: Tensor, t: int, u: Tensor, finished: Tensor, fixed: Fixed) -> Picked:
         """HFSampler.step; `fused`, the compiled step with the draw, fed as this call's `decode` feeds."""
         if not (self.fused and self.static):
-            return super().step(decode, tok, t, u, finished, *fixed)
+            return super().step(decode, tok, t, u, finished, fixed)
         picked = self._feed(self._fused_step, tok, t, u, finished, *fixed)
         # a replay overwrites a graph's outputs: the loop stores the others before the next step
         return picked._replace(finished=picked.finished.clone()) if self.graphs else picked
