@@ -830,7 +830,7 @@ def test_a_contended_or_interrupted_trial_decides_nothing_and_sets_no_bar(root, 
 
     contended = {"health": "contended", "decision": "discard", "lesson": "contended: not measured"}
     rows = [
-        row("b0", "base", verdict="baseline", seed_scores="1=0.10 2=0.70", **contended),
+        row("b0", "base", verdict="baseline", seed_scores="1=0.10 2=0.70", eval_score="0.45", **contended),
         row("b1", "base", verdict="baseline", decision="keep"),
         row("rep", "base", verdict="inconclusive", reference_run="b1", delta="0.0", decision="discard"),
         row(
@@ -851,6 +851,12 @@ def test_a_contended_or_interrupted_trial_decides_nothing_and_sets_no_bar(root, 
     assert baseline(rows).run_id == "b1" and confirm.baseline_of(rows).run_id == "b1"
     assert baseline_repeats(rows) == {"b0", "rep"}
     assert "| 2 | b1 |" in report.kept_table(rows) and "(baseline)" in report.kept_table(rows)
+    points = [(x, r.eval_score, r) for x, r in enumerate(rows, 1) if r.scored]
+    assert report.running_best(points, baseline(rows)) == ([2, 3, 4, 5, 6], [0.41, 0.41, 0.46, 0.46, 0.46])
+    fig, ax = report.plt.subplots()
+    assert report.unscored_marks(ax, [(x, r) for x, r in enumerate(rows, 1) if not r.scored], points) == 1
+    assert sorted(c.get_label() for c in ax.collections) == ["crash / timeout", "interrupted (not measured)"]
+    report.plt.close(fig)
     assert [r.run_id for r in same_config(rows, ctx, rows[1])] == ["rep"]  # b0's seeds join no pool
     nf = stats.noise_floor(rows, ctx)  # b1 with rep, and lr alone (2 seeds); b0's 0.10 and 0.70 left out
     assert nf.n_runs == 3 and nf.ss == pytest.approx(0.0004 + 0.0002)

@@ -170,9 +170,9 @@ def running_best(ok: Sequence[tuple[int, float, LedgerRow]], base: LedgerRow | N
 def unscored_marks(ax: Any, unscored: Sequence[tuple[int, LedgerRow]], ok: Sequence[tuple]) -> int:
     """The trials without a score, marked along the bottom: crashes and timeouts in red, interrupted ones
     (never measured) in grey; how many failed (crash or timeout)."""
-    y0 = min([s for _, s, _ in ok], default=0.0)
-    y1 = max([s for _, s, _ in ok], default=1.0)
-    ybot = y0 - 0.08 * max(y1 - y0, 1e-3)
+    y0 = min([r.eval_ci_low if r.eval_ci_low is not None else s for _, s, r in ok], default=0.0)
+    y1 = max([r.eval_ci_high if r.eval_ci_high is not None else s for _, s, r in ok], default=1.0)
+    ybot = y0 - 0.08 * max(y1 - y0, 1e-3)  # below every interval drawn
     for stopped, style in ((False, dict(color="tab:red", label="crash / timeout")), (True, STOPPED)):
         marks = [x for x, r in unscored if (r.status == "interrupted") == stopped]
         if marks:
