@@ -147,6 +147,13 @@ def test_status_remembers_the_key_tried_with_its_value_and_outcome(classic_runs,
     assert "\nbudget: a cap per seed: the score covers a fixed env-step horizon (CartPole-v1 50,000, " in out
 
 
+def write_configs(root: Path, configs: dict[str, str]) -> None:
+    """Each run's config.toml in runs/<run_id>/, as a trial leaves it."""
+    for run_id, text in configs.items():
+        (root / "runs" / run_id).mkdir(parents=True)
+        (root / "runs" / run_id / "config.toml").write_text(text)
+
+
 def test_tried_says_which_keys_were_changed_together(root):
     """A combination's outcome is charged to each of its keys: the try says what it was combined with, so
     "never retry a discarded value" does not read a discarded combination as the value's own failure."""
@@ -155,9 +162,7 @@ def test_tried_says_which_keys_were_changed_together(root):
         "lr": "[trainer.optim]\nlr = 3e-5\n[orchestrator]\ngroup_size = 8\n",
         "both": "[trainer.optim]\nlr = 6e-5\n[orchestrator]\ngroup_size = 4\n",
     }
-    for run_id, text in configs.items():
-        (root / "runs" / run_id).mkdir(parents=True)
-        (root / "runs" / run_id / "config.toml").write_text(text)
+    write_configs(root, configs)
     row = {"verdict": "inconclusive", "delta": "0.01", "decision": "discard"}
     rows = [
         LedgerRow.read({"run_id": "base", "reference_run": "", **row}),
@@ -192,9 +197,7 @@ def test_tried_shows_inherited_values_and_sources_by_name(root):
         "old": "[trainer.optim]\nlr = 1e-4\n",  # refused now (no source): as written
         "old2": "[trainer.optim]\nlr = 3e-5\n",
     }
-    for run_id, text in configs.items():
-        (root / "runs" / run_id).mkdir(parents=True)
-        (root / "runs" / run_id / "config.toml").write_text(text)
+    write_configs(root, configs)
     row = {"track": "llm", "verdict": "inconclusive", "delta": "0.01", "decision": "discard"}
     rows = [
         LedgerRow.read({"run_id": "base", "reference_run": "", **row}),
@@ -816,9 +819,7 @@ def test_a_contended_or_interrupted_trial_decides_nothing_and_sets_no_bar(root, 
         "boom": "[trainer.optim]\nlr = 1e-2\n",
         "cut": "[trainer.optim]\nlr = 5e-5\n",
     }
-    for run_id, text in configs.items():
-        (root / "runs" / run_id).mkdir(parents=True)
-        (root / "runs" / run_id / "config.toml").write_text(text)
+    write_configs(root, configs)
     same = {"track": "llm", "eval_hash": "e", "harness_hash": "h", "budget": "30", "status": "ok"}
     scored = {"eval_score": "0.41", "eval_ci_low": "0.39", "eval_ci_high": "0.43"}
 
