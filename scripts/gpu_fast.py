@@ -22,13 +22,13 @@ then the older parts in a second call; gpu_proof.py runs this module's ``rows``.
   warm-up steps): one batch's sampling and one training step under torch.profiler, each timed; the top ops
   by GPU time and by CPU time in ``fast-profile.txt`` beside the kit's files, the largest few in the row,
   and the CUDA launch calls by kind (graph replays against kernels launched one by one).
-
-A row during which inductor logged that a compiled step runs without its CUDA graph carries those warnings
-(``cudagraph_skips``).
 - fast/memory: one training step's log-probs, GRPO loss and backward on the 0.6B shape: the peak GPU memory
   above the fixed state (weights, gradients, AdamW), chunked (autorl/llm/embedded/logprobs.py) and chunked
   with every layer's activations checkpointed (autorl/llm/embedded/policy.py) against the full logits, at the
   same micro-batch.
+
+A row during which inductor logged that a compiled step runs without its CUDA graph carries those warnings
+(``cudagraph_skips``).
 """
 
 from __future__ import annotations
@@ -45,10 +45,14 @@ from typing import Any
 BANDWIDTH = (("H100 PCIe", 2.0e12), ("H100", 3.35e12), ("H200", 4.8e12), ("A100", 2.0e12), ("L40S", 0.864e12))
 PROMPTS, GROUP = 8, 8  # the shipped train.toml's batch: batch_size 64, group_size 8
 TIMED_CALLS = 2  # timed sampler calls per sampler and round
-# fast/sampler's settings of the graphs sampler, one added at a time: (name, guard_once, sync_every, fused)
-GRAPHS_VARIANTS = (("", None, 1, False), ("_guard_once", True, 1, False), ("_sync_8", True, 8, False))
-GRAPHS_VARIANTS += (("_fused", True, 8, True),)
-TUNED = {"guard_once": True, "sync_every": 8, "fused": True}  # fast/trainer: fast/sampler's last variant
+# fast/sampler's settings of the graphs sampler, one added at a time (the figures' names: graphs + name)
+GRAPHS_VARIANTS: tuple[tuple[str, dict[str, Any]], ...] = (
+    ("", {"guard_once": None, "sync_every": 1, "fused": False}),
+    ("_guard_once", {"guard_once": True, "sync_every": 1, "fused": False}),
+    ("_sync_8", {"guard_once": True, "sync_every": 8, "fused": False}),
+    ("_fused", {"guard_once": True, "sync_every": 8, "fused": True}),
+)
+TUNED = GRAPHS_VARIANTS[-1][1]  # fast/trainer's hf-graphs-tuned: fast/sampler's last variant
 TRAINER_STEPS, TRAINER_WARMUP = 5, 2  # fast/trainer: measured steps and warm-up steps (the capture) a run
 
 
@@ -56,8 +60,13 @@ def rows(kit: Any, g: Any) -> list[Any]:
     """Part 6's rows, in the order `--fast-rows` names them (a call that may be cut short runs the rows it
     needs most first); `g` is scripts/gpu_proof.py (its Row, Kit helpers). Each row is isolated: one that
     fails records its error and the next runs."""
-    measure = {"correct": correct, "sampler": sampler_speed, "trainer": trainer, "profile": profile}
-    measure["memory"] = memory
+    measure = {
+        "correct": correct,
+        "sampler": sampler_speed,
+        "trainer": trainer,
+        "profile": profile,
+        "memory": memory,
+    }
     out = []
     skips = SkipLog.installed()
     for short in kit.settings.fast_rows:
@@ -120,11 +129,11 @@ def batch(vocab: int, seed: int = 0) -> list[list[int]]:
     return out
 
 
-def graphs_sampler(model, eos: list[int], kit: Any, guard_once: bool | None = None):
+def graphs_sampler(model, eos: list[int], kit: Any):
     """StaticSampler with graphs; on a CPU its step's body eagerly (quick mode: no capture, no compile)."""
     from autorl.llm.embedded.static_sampler import StaticSampler
 
-    sampler = StaticSampler(model, 0, eos, graphs=True, guard_once=guard_once)
+    sampler = StaticSampler(model, 0, eos, graphs=True)
     if not kit.cuda:
         sampler._step, sampler._fused_step = sampler._forward, sampler._forward_pick
     return sampler
@@ -204,8 +213,7 @@ def sampler_speed(kit: Any, g: Any) -> Any:
     samplers: dict[str, tuple[Any, dict[str, Any]]] = {"hf": (HFSampler(model, 0, []), {})}
     if not kit.cuda:
         samplers["static"] = (StaticSampler(model, 0, []), {})
-    for name, once, every, fused in GRAPHS_VARIANTS:
-        samplers[f"graphs{name}"] = (graphs, {"guard_once": once, "sync_every": every, "fused": fused})
+    samplers |= {f"graphs{name}": (graphs, settings) for name, settings in GRAPHS_VARIANTS}
     autocast = torch.autocast("cuda", dtype=torch.bfloat16) if kit.cuda else contextlib.nullcontext()
     sync = torch.cuda.synchronize if kit.cuda else (lambda: None)
 
@@ -234,7 +242,7 @@ def sampler_speed(kit: Any, g: Any) -> Any:
         figures[f"{name}_tokens_per_s"] = round(tokens / call, 1)
         figures[f"{name}_step_ms"] = round(1000 * call / new, 3)  # prefill included: an upper bound
     figures["graphs_vs_hf"] = round(figures["graphs_tokens_per_s"] / figures["hf_tokens_per_s"], 2)
-    for name, *_ in GRAPHS_VARIANTS[1:]:  # above 1: the trainer's hf-graphs should take those settings
+    for name, _ in GRAPHS_VARIANTS[1:]:  # above 1: the trainer's hf-graphs should take those settings
         ratio = figures[f"graphs{name}_tokens_per_s"] / figures["graphs_tokens_per_s"]
         figures[f"{name[1:]}_vs_graphs"] = round(ratio, 3)
     bw = bandwidth(kit.device_name) if kit.cuda else None

@@ -77,8 +77,8 @@ class Side:
         trained (autorl.record.runview, as a trial's summary raises it); "" when it did not."""
         if not self.seeds:
             return ""
-        seeds = runview.load_seeds(self.seeds[0].dir.parent)
-        return next((f.text for f in runview.health_flags(seeds, None, None) if f.name == "contended"), "")
+        crowded = runview.contended(runview.load_seeds(self.seeds[0].dir.parent))
+        return crowded.text if crowded is not None else ""
 
 
 def choose(

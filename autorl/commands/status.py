@@ -107,7 +107,7 @@ def tried(rows: Sequence[LedgerRow], track: Track[Any] | None = None) -> list[di
     run directories, as `track` ran them), with the value tried, the outcome and the other keys the trial
     changed with it (`with`: a combination's outcome is not the key's alone), the most recently changed keys
     first. A crash or timeout counts against the reference it would have been compared with (the best kept
-    before it); a contended trial measured nothing (program.md: run it again) and is left out."""
+    before it); a void trial (interrupted, contended: it measured nothing) is left out."""
     by_key: dict[str, list[dict[str, Any]]] = {}
     last_seen: dict[str, int] = {}
     configs: dict[str, RunConfig | None] = {}
@@ -120,7 +120,7 @@ def tried(rows: Sequence[LedgerRow], track: Track[Any] | None = None) -> list[di
 
     for i, r in enumerate(rows):
         ref = r.reference_run or would_have_compared(rows[:i], r)
-        if not ref or r.contended:
+        if not ref or r.void:
             continue
         mine_file, theirs_file = config(r.run_id), config(ref)
         if mine_file is None or theirs_file is None:
@@ -200,7 +200,7 @@ def multiplicity(
     a reference and a verdict, baseline repeats included; a contended one measured nothing) reads `improved`
     with the track's measured false-keep rate even when nothing works, next to the keeps and how many of them
     `autorl confirm` held."""
-    compared = [r for r in same if r.verdict in ("improved", "worse", "inconclusive") and not r.contended]
+    compared = [r for r in same if r.verdict in ("improved", "worse", "inconclusive") and not r.void]
     kept = [r for r in same if r.decision == "keep" and r.verdict != "baseline"]
     held = {c["run_id"] for c in confirmed if c["verdict"] == "improved" and c["status"] == "ok"}
     return {
@@ -289,7 +289,7 @@ def collect(
     # neither as a decided trial nor as a trial not kept; nor does a trial that measured nothing (interrupted
     # or contended: program.md runs it again). The baseline is kept by design: the keep rate is of the ideas
     # tried against it.
-    aside = baseline_repeats(same) | {r.run_id for r in same if r.status == "interrupted" or r.contended}
+    aside = baseline_repeats(same) | {r.run_id for r in same if r.void}
     ideas = [r for r in same if r.run_id not in aside and r.verdict != "baseline"]
     decided = [r for r in ideas if r.decision in ("keep", "discard")]
     kept = [r for r in ideas if r.decision == "keep"]

@@ -327,7 +327,7 @@ def conclude(
         health=health(ctx.run_dir, score, base_score, training_budget(ctx.context.track, ctx.context.budget)),
         look=look,
         reference_seeds=ref.evidence.describe() if ref.evidence else "",
-        base_eval_seconds=trained.base_eval_s,
+        base_eval_seconds=trained.base_eval_seconds,
     )
 
 

@@ -200,7 +200,7 @@ def train(
     with warm.starters(stop):  # the children fork from processes that imported torch once
         base_rows, base_s = _base_eval(setup, ctx, stop)
         if stop:
-            return Trained(base_rows, base_eval_s=base_s)
+            return Trained(base_rows, base_eval_seconds=base_s)
         run = PoolRun(
             backend=setup.backend,
             cfg=cfg,
@@ -219,7 +219,9 @@ def train(
                 results, stopped_early = run_ray(cluster, run)
             else:
                 results, stopped_early = run_local(run, view)
-        return Trained(base_rows, results, stopped_early or abort_stop(results, ref), base_eval_s=base_s)
+        return Trained(
+            base_rows, results, stopped_early or abort_stop(results, ref), base_eval_seconds=base_s
+        )
 
 
 def _base_eval(setup: Setup, ctx: TrialIdentity, stop: Stop) -> tuple[list[dict[str, Any]], float]:

@@ -79,4 +79,4 @@ class Trained:
     results: list[SeedResult] = field(default_factory=list)
     stopped_early: str = ""
     failure: str = ""
-    base_eval_s: float = 0.0
+    base_eval_seconds: float = 0.0

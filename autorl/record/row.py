@@ -135,10 +135,15 @@ class LedgerRow:
         return "contended" in self.health.split()
 
     @property
+    def void(self) -> bool:
+        """A trial that measured nothing (program.md: run the same commit again): interrupted, or
+        contended. No idea is decided by it, and no reference or noise floor takes its seeds."""
+        return self.status == "interrupted" or self.contended
+
+    @property
     def measured(self) -> bool:
-        """A trial that measured its config: scored, and not contended. An interrupted or contended trial
-        was never measured: no idea was decided by it, and no reference or noise floor takes its seeds."""
-        return self.scored and not self.contended
+        """A trial that measured its config: scored, and not void."""
+        return self.scored and not self.void
 
 
 def _header(version: int) -> list[str]:

@@ -197,6 +197,27 @@ def _share(values: Sequence[float | None]) -> float | None:
     return statistics.fmean(known) if known else None
 
 
+def contended(seeds: Sequence[SeedView]) -> Flag | None:
+    """The `contended` flag: seeds that trained while other work on this machine held its CPUs (their
+    outcome.json's cpu_wait_share, /proc/pressure/cpu). Only a seed the budget stopped trained less for it:
+    one that ran to its end (the classic track's step horizon) did the same work, only later."""
+    crowded = [
+        s
+        for s in seeds
+        if s.stop_reason in ("budget", "aborted") and (s.cpu_wait_share or 0.0) >= THRESHOLDS.contended
+    ]
+    if not crowded:
+        return None
+    worst = max(crowded, key=lambda s: s.cpu_wait_share or 0.0)
+    return Flag(
+        "contended",
+        f"{len(crowded)}/{len(seeds)} seeds trained while tasks on this machine waited for a "
+        f"CPU (seed-{worst.index}: {worst.cpu_wait_share:.0%} of its training, /proc/pressure/cpu): "
+        "other work shared their CPUs, so they trained fewer steps than a quiet machine gives; the "
+        "score and the verdict may be the machine's, not the config's: run it again when it is quiet",
+    )
+
+
 def health_flags(
     seeds: Sequence[SeedView],
     score: float | None,
@@ -233,24 +254,8 @@ def health_flags(
                 "few_steps", f"only {few} steps fit the budget (fewer than {t.min_steps}): it hardly trained"
             )
         )
-    # Only a seed the budget stopped trained less for it: one that ran to its end (the classic track's step
-    # horizon) did the same work, only later.
-    contended = [
-        s
-        for s in seeds
-        if s.stop_reason in ("budget", "aborted") and (s.cpu_wait_share or 0.0) >= t.contended
-    ]
-    if contended:
-        worst = max(contended, key=lambda s: s.cpu_wait_share or 0.0)
-        flags.append(
-            Flag(
-                "contended",
-                f"{len(contended)}/{len(seeds)} seeds trained while tasks on this machine waited for a "
-                f"CPU (seed-{worst.index}: {worst.cpu_wait_share:.0%} of its training, /proc/pressure/cpu): "
-                "other work shared their CPUs, so they trained fewer steps than a quiet machine gives; the "
-                "score and the verdict may be the machine's, not the config's: run it again when it is quiet",
-            )
-        )
+    if (crowded := contended(seeds)) is not None:
+        flags.append(crowded)
     if score is not None and base_score is not None and score < base_score:
         flags.append(
             Flag("below_base", f"eval_score {score:.4f} is below the untrained base model's {base_score:.4f}")
