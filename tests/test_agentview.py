@@ -106,6 +106,28 @@ def test_show_reads_a_real_classic_trial_against_its_reference(classic_runs, tmp
     assert f"eval/CartPole-v1: {float(cand['eval_score']):.4f}" in out and "vs reference" in out
     assert f"final return sd {cand['seed_return_std']}" in out
     assert png.stat().st_size > 10_000
+    # The PNG draws what the text sums up: each seed's curve smoothed (runview.smoothed, whose peak is the
+    # text's), solid over its faint raw steps; the reference's dashed.
+    import matplotlib.pyplot as plt
+
+    from autorl.record.runview import TrialView, smoothed
+
+    view = TrialView.load(show.resolve_run(None))
+    fig, ax = plt.subplots()
+    show.draw(ax, view)
+    drawn = [
+        (line.get_linestyle(), list(line.get_xdata()), list(line.get_ydata())) for line in ax.get_lines()
+    ]
+    plt.close(fig)
+    assert view.reference is not None
+    for shown, style in ((view, "-"), (view.reference, "--")):
+        for s in shown.seeds:
+            steps, values = s.series[s.curves[0].key]
+            at, means = smoothed(steps, values)
+            assert (style, steps, values) in drawn and (style, at, means) in drawn
+            assert max(means) == s.curves[0].peak and len(means) < len(values)  # smoothed: fewer points
+    assert len(drawn) == 2 * (len(view.seeds) + len(view.reference.seeds))
+    assert ax.get_ylabel() == "reward_mean"
     # A prefix of the baseline's run id shows the baseline, which has no reference.
     assert cli.main(["show", base["run_dir"].split("/")[-1][:15]]) == 0
     assert "reference" not in capsys.readouterr().out.splitlines()[1]
@@ -367,6 +389,8 @@ def test_confirm_runs_both_sides_on_the_slots_and_reports_the_interval_of_its_te
     assert low < float(row["delta"]) < high
     assert (low > 0) == (p < stats.ALPHA)
     assert float(row["budget"]) == 2  # the trial's budget
+    power = float(row["power"])  # recorded as printed: of 1 seed a side for the eval delta's low end
+    assert 0 <= power < 1 and f"power: {power:.2f} for delta " in out
 
 
 def test_a_long_budget_confirm_trains_both_sides_longer(classic_runs, monkeypatch, capsys):

@@ -26,6 +26,7 @@ from autorl.io.machine import Machine, save_machine
 from autorl.io.tomlcheck import ConfigError
 from autorl.llm.config import load_train_config
 from autorl.llm.track import LLMTrack
+from autorl.record import stats
 from autorl.record.context import ResearchContext, best_kept
 from autorl.record.ledger import Ledger, LedgerError, eval_rows_hash, reference_evidence, reference_rows
 from autorl.record.row import LedgerRow
@@ -356,8 +357,45 @@ def test_confirm_retrains_both_configs_on_fresh_seeds_and_scores_the_test_split(
     line = next(ln for ln in capsys.readouterr().out.splitlines() if "confirmed on the test split at" in ln)
     assert line.startswith(f"best kept, confirmed on the test split at 1 s: {row['verdict']} (delta ")
     assert f"{row['confirm_id']}; 1 confirm(s) of it: another at this budget repeats a test)" in line
+    # these trials have no eval rows: the eval delta, so the power, is unknown, and nothing claims one
+    assert row["power"] == "" and "power: not computed (the eval delta is unknown)" in out
+    assert "power" not in line
     assert cli.main(["report", "--out", str(root / "p.png")]) == 0
-    assert f"| cand | base | +50.0000 | {float(row['delta']):+.4f} |" in capsys.readouterr().out
+    shown = capsys.readouterr().out
+    assert f"| cand | base | +50.0000 | {float(row['delta']):+.4f} |" in shown
+    assert f"| 2 | - | {row['verdict']} |" in shown
+
+
+def test_a_confirmed_tsv_of_before_the_power_column_is_read_and_upgraded_by_the_next_confirm(root, capsys):
+    """confirmed.tsv written before it had `power`: status and report read it (no power shown), the next
+    append rewrites it once under the current header, its rows kept; a header of neither kind is refused."""
+    ledger = Ledger(root / "results.tsv")
+    path = CONFIRMED.beside(ledger)
+    old = CONFIRMED.earlier[0]
+    assert old + ["power"] == CONFIRMED.columns
+    earlier_row = dict(
+        zip(old, ["2026-11-30T01:00:00", "confirm-a", "k1", "base", "llm", "90", "1,2"], strict=False)
+    )
+    earlier_row |= {"delta": "0.01", "p_value": "0.3", "verdict": "inconclusive", "status": "ok"}
+    path.write_text("\t".join(old) + "\n" + "\t".join(earlier_row.get(c, "") for c in old) + "\n")
+    (read,) = CONFIRMED.read(path)
+    assert read["power"] == "" and read["verdict"] == "inconclusive"
+    assert status.confirms_line([read]).startswith(
+        "best kept, confirmed on the test split at 90 s: inconclusive"
+    )
+    assert "power" not in status.confirms_line([read])
+    CONFIRMED.append(
+        ledger, [{"confirm_id": "confirm-b", "run_id": "k1", "verdict": "improved", "power": 0.8123}]
+    )
+    lines = path.read_text().splitlines()
+    assert lines[0].split("\t") == CONFIRMED.columns and len(lines) == 3
+    first, second = CONFIRMED.read(path)
+    assert first == read and (second["confirm_id"], second["power"]) == ("confirm-b", "0.8123")
+    assert "(power 0.81, confirm-b;" in status.confirms_line([second])  # improved at 81%: no warning
+    path.write_text("timestamp\tsomething else\n")
+    with pytest.raises(LedgerError, match="not the autorl confirmed.tsv header"):
+        CONFIRMED.append(ledger, [{"confirm_id": "confirm-c"}])
+    assert path.read_text() == "timestamp\tsomething else\n"  # refused: never rewritten
 
 
 def test_test_split_episodes_differ_from_the_eval_episodes():
@@ -442,7 +480,6 @@ def test_confirm_is_sized_for_the_low_end_of_the_eval_delta(root):
     """The fewest seeds a side that give 80% power for the low end of the eval delta's 90% interval, or the
     cap and the power it buys with what would be needed, or --seeds; no seed count for a low end <= 0."""
     from autorl.commands import confirm
-    from autorl.record import stats
 
     ledger = Ledger(root / "results.tsv")
     base = trial_with_rows(ledger, root, "base", [0.50, 0.55, 0.45, 0.52, 0.48], "keep")
@@ -484,7 +521,7 @@ def test_status_and_report_say_how_many_improved_verdicts_chance_alone_explains(
         {"run_id": "k1", "verdict": "improved", "status": "ok"},
         {"run_id": "k2", "verdict": "inconclusive", "status": "ok"},
     ]
-    CONFIRMED.append(root / "confirmed.tsv", rows)
+    CONFIRMED.append(ledger, rows)
     rate = LLMTrack().false_keep_rate
     st = status.collect(ledger.rows(), confirmed=CONFIRMED.read(root / "confirmed.tsv"))
     assert st["chance"] == {

@@ -461,11 +461,12 @@ def record(
         "verdict": c.verdict if c else "n/a",
         "eval_delta": eval_delta,
         "status": status,
+        "power": sized.power if math.isfinite(sized.power) else None,
     }
     path = CONFIRMED.beside(ledger)
-    CONFIRMED.append(path, [row])
+    CONFIRMED.append(ledger, [row])
     events.write_quietly(paths.runs_dir() / confirm_id, f"confirm {cand.row.run_id}", say)
-    lines = {k: format_cell(k, v) for k, v in row.items() if k != "timestamp"}
+    lines = {k: format_cell(k, v) for k, v in row.items() if k not in ("timestamp", "power")}
     lines |= {f"health/contended ({role})": text for role, text in crowded.items()}
     lines["confirmed"] = "yes" if c is not None and c.verdict == "improved" and not crowded else "no"
     if crowded:

@@ -431,7 +431,7 @@ def _conclude(ledger: Ledger, plan: Plan, chosen: list[Config], the_track: Any, 
     no_longer = {c.row.run_id: why for c in scored if (why := trained_no_longer(c))}
     record = {**summary, "rho_by_budget": by_budget, "no_longer": no_longer, "fidelity_id": plan.fidelity_id}
     atomic.write_text(plan.dir / "fidelity.json", json.dumps(record) + "\n")
-    FIDELITY.append(FIDELITY.beside(ledger), records)
+    FIDELITY.append(ledger, records)
     events.write_quietly(plan.dir, "fidelity", say)
     if png is not None:
         say(f"wrote {plot(scored, long, png)}")

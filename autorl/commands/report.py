@@ -216,16 +216,21 @@ def confirmed_table(rows: Sequence[LedgerRow], confirmed: Sequence[Mapping[str, 
     if not mine:
         return ""
     lines = [
-        "| run_id | vs baseline | eval delta | test delta | 90% CI | p | seeds | verdict |",
-        "|---|---|---|---|---|---|---|---|",
+        "| run_id | vs baseline | eval delta | test delta | 90% CI | p | seeds | power | verdict |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for c in mine:
         num = {k: as_float(c, k) for k in ("eval_delta", "delta", "ci_low", "ci_high", "p_value")}
         show = {k: f"{v:+.4f}" if v is not None else "-" for k, v in num.items()}
         ci = f"{show['ci_low']}–{show['ci_high']}" if num["ci_low"] is not None else "-"
         p = f"{num['p_value']:.3g}" if num["p_value"] is not None else "-"
+        power = f"{v:.2f}" if (v := as_float(c, "power")) is not None else "-"
         cells = [c["run_id"], c["baseline_run"], show["eval_delta"], show["delta"], ci, p]
-        cells += [str(len(c["seeds"].split(","))), c["verdict"] if c["status"] == "ok" else c["status"]]
+        cells += [
+            str(len(c["seeds"].split(","))),
+            power,
+            c["verdict"] if c["status"] == "ok" else c["status"],
+        ]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 

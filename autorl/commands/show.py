@@ -1,8 +1,8 @@
 """`autorl show [RUN]`: why a trial scored what it scored, in about 40 lines, next to its reference.
 
 It renders a run directory's views (autorl/record/runview.py: `SeedView`, `TrialView`, and the health flags
-a trial's summary prints too), the trial beside its reference. `--png FILE` draws each seed's learning curve
-next to the reference's.
+a trial's summary prints too), the trial beside its reference. `--png FILE` draws each seed's learning curve,
+smoothed as the text sums it up, next to the reference's.
 """
 
 from __future__ import annotations
@@ -10,11 +10,12 @@ from __future__ import annotations
 import statistics
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from autorl.engine.track import training_budget
 from autorl.io import paths
 from autorl.record.rungs import run_rungs
-from autorl.record.runview import TREND_KEYS, Curve, SeedView, TrialView, short
+from autorl.record.runview import TREND_KEYS, Curve, SeedView, TrialView, short, smoothed
 
 MAX_LINES = 40  # the text view is cut to this many lines
 MAX_SEED_LINES = 8  # seeds shown one a line (the rest are counted)
@@ -143,32 +144,41 @@ def render(view: TrialView) -> str:
     return "\n".join(out)
 
 
+def draw(ax: Any, view: TrialView) -> None:
+    """Each seed's main curve, smoothed as `show`'s text sums it up (runview.smoothed: solid, the trial blue,
+    its reference's seeds grey and dashed), over its raw per-step values (faint): a GRPO step's reward is a
+    batch mean and swings more than the trend."""
+    keys = []
+    for trial, style, colour in ((view, "-", "tab:blue"), (view.reference, "--", "tab:gray")):
+        for k, s in enumerate(trial.seeds if trial is not None else ()):
+            if not s.curves:
+                continue
+            key = s.curves[0].key
+            keys.append(key)
+            steps, values = s.series[key]
+            ax.plot(steps, values, style, color=colour, alpha=0.2, linewidth=0.6)
+            label = f"{'this trial' if trial is view else 'reference'} ({key}, smoothed)" if k == 0 else None
+            ax.plot(*smoothed(steps, values), style, color=colour, alpha=0.9, linewidth=1.5, label=label)
+    ax.set_xlabel("step")
+    ax.set_ylabel(" / ".join(dict.fromkeys(keys)) or "reward")
+    ax.set_title(
+        f"{view.run_id} vs {view.reference.run_id if view.reference else 'no reference'} "
+        "(moving average over a tenth of the steps; faint: each step)",
+        fontsize=9,
+    )
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(fontsize=8)
+
+
 def plot(view: TrialView, out: Path) -> Path:
-    """Each seed's main curve (solid) next to the reference's seeds (dashed)."""
+    """`draw` into a PNG at `out`."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(9, 5))
-    for trial, style, colour in ((view, "-", "tab:blue"), (view.reference, "--", "tab:gray")):
-        if trial is None:
-            continue
-        for k, s in enumerate(trial.seeds):
-            if not s.curves:
-                continue
-            steps, values = s.series[s.curves[0].key]
-            label = (
-                f"{'this trial' if trial is view else 'reference'} ({s.curves[0].key})" if k == 0 else None
-            )
-            ax.plot(steps, values, style, color=colour, alpha=0.7, linewidth=1, label=label)
-    ax.set_xlabel("step")
-    ax.set_ylabel("reward")
-    ax.set_title(
-        f"{view.run_id} vs {view.reference.run_id if view.reference else 'no reference'}", fontsize=9
-    )
-    if ax.get_legend_handles_labels()[0]:
-        ax.legend(fontsize=8)
+    draw(ax, view)
     fig.tight_layout()
     fig.savefig(out, dpi=100)
     plt.close(fig)

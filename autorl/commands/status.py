@@ -23,7 +23,7 @@ from autorl.record.context import ResearchContext, baseline_repeats, best_kept, 
 from autorl.record.ledger import Ledger, Mark
 from autorl.record.row import AGENT_VAR, LedgerRow, as_float
 from autorl.record.sidetables import CONFIRMED, FIDELITY
-from autorl.record.stats import NoiseFloor, noise_floor
+from autorl.record.stats import POWER, NoiseFloor, noise_floor
 
 MAX_LAST = 20  # --last is capped so the view stays bounded
 TEXT_WIDTH = 60  # descriptions are cut to this many characters (lessons never are)
@@ -319,7 +319,7 @@ def collect(
         "best": _brief(best) if best else None,
         "best_is_kept": bool(best and best.decision == "keep"),
         "best_confirms": [
-            {k: c[k] for k in ("confirm_id", "budget", "delta", "p_value", "verdict")}
+            {k: c[k] for k in ("confirm_id", "budget", "delta", "p_value", "verdict", "power")}
             for c in confirmed
             if best and c["run_id"] == best.run_id and c["status"] == "ok"
         ],
@@ -447,9 +447,12 @@ def confirms_line(confirms: Sequence[Mapping[str, str]]) -> str:
     if not confirms:
         return ""
     c = confirms[-1]
-    budget, delta, p = (as_float(c, k) for k in ("budget", "delta", "p_value"))  # None where a cell is empty
+    budget, delta, p, power = (as_float(c, k) for k in ("budget", "delta", "p_value", "power"))  # None: empty
     parts = [f"delta {delta:+.4f}"] if delta is not None else []
     parts += [f"p {p:.3g}"] if p is not None else []
+    if power is not None:  # a confirm recorded before confirmed.tsv had the column has none
+        weak = power < POWER and c["verdict"] != "improved"
+        parts.append(f"power {power:.2f}" + (f" (below {POWER:.0%}: its 'no' proves little)" if weak else ""))
     figures = ", ".join(parts + ([c["confirm_id"]] if c["confirm_id"] else []))
     at = f" at {budget:g} s" if budget is not None else ""
     figures += "; " if figures else ""

@@ -61,10 +61,9 @@ class Curve:
     def of(cls, key: str, steps: Sequence[int], values: Sequence[float]) -> Curve | None:
         if not values:
             return None
-        w = max(1, len(values) // 10)
-        smooth = [statistics.fmean(values[i : i + w]) for i in range(len(values) - w + 1)]
+        at, smooth = smoothed(steps, values)
         top = max(range(len(smooth)), key=smooth.__getitem__)
-        return cls(key, smooth[0], smooth[top], int(steps[top + w // 2]), smooth[-1], len(values))
+        return cls(key, smooth[0], smooth[top], at[top], smooth[-1], len(values))
 
     @property
     def collapsed(self) -> bool:
@@ -78,6 +77,14 @@ class Curve:
 
     def text(self) -> str:
         return f"{short(self.start)}→{short(self.peak)}@{self.peak_step}→{short(self.end)}"
+
+
+def smoothed(steps: Sequence[int], values: Sequence[float]) -> tuple[list[int], list[float]]:
+    """The moving average over a tenth of the points (at least one), each mean at its window's middle step:
+    the curve `Curve` sums up and `autorl show --png` draws."""
+    w = max(1, len(values) // 10)
+    means = [statistics.fmean(values[i : i + w]) for i in range(len(values) - w + 1)]
+    return [int(steps[i + w // 2]) for i in range(len(means))], means
 
 
 def short(v: float | None) -> str:

@@ -1,6 +1,8 @@
 """The append-only tables next to results.tsv: confirmed.tsv (`autorl confirm`, one row per confirmation)
-and fidelity.tsv (`autorl fidelity`, one row per re-trained config). Each has a fixed header; a row is
-appended in one write on an O_APPEND descriptor and never rewritten; a file whose header is not its own is
+and fidelity.tsv (`autorl fidelity`, one row per re-trained config). Each has a fixed header; rows are
+appended in one write on an O_APPEND descriptor, under the ledger's lock, and never rewritten, except once:
+a file with an earlier version's header is read as it is (its missing cells empty) and upgraded to the
+current header, every row kept, by the next append (one atomic replace). A file whose header is neither is
 refused (exit 2: move it aside). `autorl status` and `autorl report` read both.
 """
 
@@ -11,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from autorl.io import inputs
+from autorl.io import atomic, inputs
 from autorl.record.ledger import Ledger, LedgerError
 from autorl.record.row import clean, format_cell
 
@@ -22,33 +24,51 @@ class SideTable:
 
     name: str
     columns: list[str]
+    earlier: tuple[list[str], ...] = ()  # the headers of earlier versions: read, upgraded on the next append
 
     def beside(self, ledger: Ledger) -> Path:
         """The table's file next to the ledger's."""
         return ledger.path.with_name(self.name)
 
     def read(self, path: Path) -> list[dict[str, str]]:
-        """The rows ([] when there is no file yet)."""
+        """The rows, each with every current column ([] when there is no file yet)."""
+        return self._parse(path)[1]
+
+    def _parse(self, path: Path) -> tuple[list[str] | None, list[dict[str, str]]]:
+        """(the header as found, None for no file or an empty one; the rows)."""
         try:
             lines = inputs.read_text(path, inputs.MAX_LEDGER_BYTES).splitlines()
         except FileNotFoundError:
-            return []
+            return None, []
         except inputs.InputError as e:
             raise LedgerError(f"{e}; move the file aside") from None
-        if not lines or lines[0].split("\t") != self.columns:
+        if not lines:
+            return None, []
+        header = lines[0].split("\t")
+        if header != self.columns and header not in self.earlier:
             raise LedgerError(f"{path}:1: not the autorl {self.name} header; move the file aside")
-        return [dict(zip(self.columns, line.split("\t"), strict=False)) for line in lines[1:] if line.strip()]
+        blank = dict.fromkeys(self.columns, "")
+        return header, [
+            blank | dict(zip(header, line.split("\t"), strict=False)) for line in lines[1:] if line.strip()
+        ]
 
-    def append(self, path: Path, rows: list[dict[str, Any]]) -> None:
-        """Append the rows in one write (the header first on a new file); never to a file it cannot read."""
-        self.read(path)
-        text = "".join("\t".join(clean(format_cell(c, r.get(c))) for c in self.columns) + "\n" for r in rows)
-        new = not path.exists() or path.stat().st_size == 0
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-        try:
-            os.write(fd, ((("\t".join(self.columns) + "\n") if new else "") + text).encode("utf-8"))
-        finally:
-            os.close(fd)
+    def _lines(self, rows: list[dict[str, Any]]) -> str:
+        return "".join("\t".join(clean(format_cell(c, r.get(c))) for c in self.columns) + "\n" for r in rows)
+
+    def append(self, ledger: Ledger, rows: list[dict[str, Any]]) -> None:
+        """Append the rows beside `ledger` in one write (the header first on a new file), under its lock;
+        never to a file it cannot read; a file of an earlier version is upgraded first."""
+        path = self.beside(ledger)
+        with ledger.locked():
+            header, old = self._parse(path)
+            head = "\t".join(self.columns) + "\n"
+            if header is not None and header != self.columns:
+                atomic.write_text(path, head + self._lines(old))
+            fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            try:
+                os.write(fd, ((head if header is None else "") + self._lines(rows)).encode("utf-8"))
+            finally:
+                os.close(fd)
 
 
 CONFIRMED_COLUMNS = [
@@ -67,7 +87,9 @@ CONFIRMED_COLUMNS = [
     "p_value",  # one-sided, candidate better than the baseline
     "verdict",  # improved (confirmed) | inconclusive | worse | n/a (a side failed)
     "eval_delta",  # the same two trials' eval_score difference in results.tsv: what the agent saw
-    "status",  # ok | crash | timeout | interrupted: the worst seed's
+    "status",  # ok | crash | timeout | interrupted | contended: the worst seed's (contended: a side trained
+    # beside other work; never a confirmation)
+    "power",  # of `seeds` a side for the low end of the eval delta's 90% interval (what it was sized for)
 ]
 
 FIDELITY_COLUMNS = [
@@ -92,5 +114,5 @@ FIDELITY_COLUMNS = [
     "holds",  # kept configs: holds (improved) | does not hold (worse) | inconclusive
 ]
 
-CONFIRMED = SideTable("confirmed.tsv", CONFIRMED_COLUMNS)
+CONFIRMED = SideTable("confirmed.tsv", CONFIRMED_COLUMNS, earlier=(CONFIRMED_COLUMNS[:-1],))  # before power
 FIDELITY = SideTable("fidelity.tsv", FIDELITY_COLUMNS)
