@@ -100,6 +100,8 @@ def test_show_reads_a_real_classic_trial_against_its_reference(classic_runs, tmp
         assert "ok (budget)" in ln and " s/step" in ln and "reward_mean " in ln and "eval_return " in ln
         assert "solved at " in ln or ln.endswith("not solved")  # time and env steps to solve
     [ref] = [ln for ln in lines if ln.startswith(f"  reference {base['run_dir'].split('/')[-1]}: 2 seeds")]
+    pooled = cand["reference_seeds"]  # what the verdict compared with, said next to the reference's own seeds
+    assert f"  the verdict's reference seeds (its config's trials pooled): {pooled}" in lines
     solved = sum(not x.endswith("=none") for x in base["time_to_solve_per_seed"].split(","))
     assert f"solved on {solved}/2 seeds" in ref  # the in-training eval's, as time_to_solve counts them
     assert "trends (first → last tenth" in out and "entropy" in out and "approx_kl" in out
@@ -125,7 +127,8 @@ def test_show_reads_a_real_classic_trial_against_its_reference(classic_runs, tmp
             steps, values = s.series[s.curves[0].key]
             at, means = smoothed(steps, values)
             assert (style, steps, values) in drawn and (style, at, means) in drawn
-            assert max(means) == s.curves[0].peak and len(means) < len(values)  # smoothed: fewer points
+            assert max(means) == s.curves[0].peak
+            assert len(values) - len(means) == max(1, len(values) // 10) - 1  # a tenth of the points a mean
     assert len(drawn) == 2 * (len(view.seeds) + len(view.reference.seeds))
     assert ax.get_ylabel() == "reward_mean"
     # A prefix of the baseline's run id shows the baseline, which has no reference.
@@ -337,6 +340,11 @@ def test_the_estimate_of_the_next_trial_is_the_wall_time_a_comparable_trial_took
     assert trial.main(["--seeds", "3", "--parallel", "1", "--budget", "0.3"]) == 0
     (line,) = [ln for ln in capsys.readouterr().out.splitlines() if "expected: <=" in ln]
     assert f"expected: <= {row.total_seconds:.0f} s (a seed " in line
+    # a candidate given --seeds 1 does not set the next trial's seeds: run.py gives it the baseline's 3
+    assert trial.main(["--seeds", "1", "--parallel", "1"]) == 0
+    capsys.readouterr()
+    assert cli.main(["status", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["cost"]["next_trial"]["seeds"] == 3
 
 
 def test_the_start_up_a_trial_pays_once_is_not_charged_to_every_seed(root, monkeypatch, capsys):
@@ -563,11 +571,20 @@ def test_a_score_below_the_untrained_base_is_flagged(root, monkeypatch, capsys):
 
 
 def test_a_crash_cause_is_shown(root, monkeypatch, capsys):
-    s = fake_trial(monkeypatch, root, capsys, "--budget", "5", mode="crash")
+    """The summary's `error` line names the seeds' cause (program.md's grep reads it); `autorl show` names
+    each cause once, with the seeds it ended."""
+    s = fake_trial(monkeypatch, root, capsys, "--budget", "5", "--seeds", "2", mode="crash")
     assert s["status"] == "crash"
+    crashed = len(s["seeds"].split(","))
+    assert s["error"] == (
+        "RuntimeError: CUDA out of memory (simulated) "
+        f"({crashed} of {crashed} seeds; autorl show: each seed's)"
+    )
     assert cli.main(["show"]) == 0
     out = capsys.readouterr().out
-    assert "cause seed-0: RuntimeError: CUDA out of memory (simulated)" in out
+    seeds = ", ".join(f"seed-{k}" for k in range(crashed))
+    assert f"cause {seeds}: RuntimeError: CUDA out of memory (simulated)" in out
+    assert out.count("CUDA out of memory (simulated)") == 1
 
 
 def test_zero_advantage_and_truncation_flags(root, monkeypatch, capsys):
@@ -793,6 +810,8 @@ def test_progress_labels_stay_inside_the_figure_at_any_ledger_length(n):
         for i in range(n)
     ]
     fig = report.figure(rows)
+    # every row is kept and none has a verdict: the first is the baseline, the rest count as keeps (status's)
+    assert f"{n} trials (llm track), the baseline and {n - 1} kept, 0 failed" in fig.axes[0].get_title()
     fig.canvas.draw()
     renderer = fig.canvas.get_renderer()
     box = fig.axes[0].get_window_extent(renderer)

@@ -528,7 +528,7 @@ def test_an_untracked_module_at_the_root_never_runs_inside_run_py(tmp_path):
     assert "modified: json.py" in proc.stderr and "modified: subprocess.py" in proc.stderr
 
 
-# ---- signals at every stage: nothing recorded before training, one `interrupted` row after it started ----
+# ---- signals at every stage: nothing recorded before a seed started, one `interrupted` row after ----------
 
 
 def signal_during(monkeypatch: pytest.MonkeyPatch, owner: object, name: str, sig: signal.Signals) -> None:
@@ -555,18 +555,27 @@ def test_a_signal_during_validation_records_nothing(root, monkeypatch, capsys):
     assert not (root / "runs").exists() and not (root / "results.tsv").exists()
 
 
-@pytest.mark.parametrize(
-    ("owner", "name", "status"),
-    [(trial_run, "base_eval_rows", "interrupted"), (Ledger, "append", "ok")],
-    ids=["base-eval", "recording"],
-)
-def test_a_signal_after_the_start_still_leaves_one_row(root, monkeypatch, capsys, owner, name, status):
+def test_a_signal_before_any_seed_started_records_nothing(root, monkeypatch, capsys):
+    """Stopped during the base eval (after the run line): no seed trained, so no row to mark and no run
+    directory; the line says so (a replay of 2026-12-02 got a row of a Ctrl-C sent before the run line)."""
     use_backend(monkeypatch, root)
-    signal_during(monkeypatch, owner, name, signal.SIGTERM)
+    signal_during(monkeypatch, trial_run, "base_eval_rows", signal.SIGTERM)
+    assert trial.main(RUN) == 143
+    out = capsys.readouterr().out
+    run_id = out.split("[trial] run ")[1].split(":")[0]
+    assert f"[trial] stopped before any seed started: {run_id} recorded nothing" in out
+    assert not (root / "results.tsv").exists() and not (root / "runs" / run_id).exists()
+
+
+def test_a_signal_while_the_trial_records_keeps_its_own_status(root, monkeypatch, capsys):
+    """A signal after the seeds ended, while the row is appended: the finished trial keeps its status (a
+    signal mid-training records `interrupted`: tests/test_parallel.py)."""
+    use_backend(monkeypatch, root)
+    signal_during(monkeypatch, Ledger, "append", signal.SIGTERM)
     assert trial.main(RUN) == 143
     (row,) = ledger_rows(root)
-    assert row.status == status  # while recording, the finished trial keeps its own status
-    assert parse_summary(capsys.readouterr().out)["status"] == status
+    assert row.status == "ok"
+    assert parse_summary(capsys.readouterr().out)["status"] == "ok"
 
 
 # ---- eval rows: checked wherever they are read -----------------------------------------------------------

@@ -61,6 +61,34 @@ def test_choose_takes_the_baseline_every_keep_then_discarded_ones_across_the_ran
     assert "repeat" not in [r.run_id for _, r in chosen]  # the baseline's config once
 
 
+def test_choose_takes_the_baseline_run_again_after_a_contended_one():
+    """A contended baseline discarded and run again (program.md): the run again is the baseline, once, and
+    not a keep to test (a replay of 2026-12-02 got the discarded run as the baseline and the real one as a
+    keep that did not hold)."""
+
+    def row(run_id: str, verdict: str, decision: str, config: str, health: str = "") -> LedgerRow:
+        return LedgerRow(
+            run_id=run_id,
+            status="ok",
+            eval_score=0.4,
+            verdict=verdict,
+            decision=decision,
+            config_hash=config,
+            health=health,
+        )
+
+    rows = [
+        row("crowded", "baseline", "discard", "shipped", health="contended"),
+        row("base", "baseline", "keep", "shipped"),
+        row("k1", "improved", "keep", "lower-lr"),
+    ]
+    assert rows[0].contended
+    assert [(role, r.run_id) for role, r in fidelity.choose(rows, 4)] == [
+        ("baseline", "base"),
+        ("kept", "k1"),
+    ]
+
+
 @pytest.fixture(scope="module")
 def context(tmp_path_factory: pytest.TempPathFactory):
     """A classic context of three real trials at 1.5 s and 2 seeds: the shipped config (the baseline), a

@@ -5,7 +5,7 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from autorl.io.harness import commit_short, dirty_harness_files, harness_hash
+from autorl.io.harness import commit_short, dirty_harness_files, harness_hash, uncommitted
 
 
 def git(root: Path, *args: str) -> None:
@@ -86,3 +86,18 @@ def test_commit_short_outside_git(tmp_path):
     assert dirty_harness_files(tmp_path) == []
     root = make_repo(tmp_path / "repo") if (tmp_path / "repo").mkdir() is None else None
     assert root is not None and len(commit_short(root)) == 7
+
+
+def test_uncommitted_says_whether_the_commit_holds_the_agents_config(tmp_path):
+    """The agent's config edited, or new and never added, is not what HEAD holds; outside git nothing is."""
+    root = make_repo(tmp_path / "repo") if (tmp_path / "repo").mkdir() is None else tmp_path
+    assert not uncommitted(root, root / "train.toml")
+    (root / "train.toml").write_text("max_steps = 20\n")
+    assert uncommitted(root, root / "train.toml") and not uncommitted(root, root / "classic.toml")
+    (root / "mine.toml").write_text("max_steps = 5\n")
+    assert uncommitted(root, root / "mine.toml")
+    git(root, "-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qam", "idea")
+    assert not uncommitted(root, root / "train.toml")
+    (tmp_path / "elsewhere.toml").write_text("max_steps = 5\n")
+    assert not uncommitted(root, tmp_path / "elsewhere.toml")  # outside the repository: git cannot tell
+    assert not uncommitted(tmp_path / "repo" / "..", tmp_path / "x.toml")  # tmp_path itself is no repo

@@ -570,3 +570,35 @@ def test_a_quick_look_is_one_short_seed_that_no_trial_is_compared_with(fake_root
     assert [r.run_id for r in context.rows(rows)] == [base.run_id, rows[-1].run_id]
     assert noise_floor(rows, context).n_runs == 2  # the quick look's seed is not a sample
     assert status.collect(rows)["context"]["trials"] == 2
+
+
+def test_a_smaller_confirm_after_a_larger_one_never_replaces_it(root, capsys):
+    """Status names the best keep's strongest confirm (the most seeds a side; the latest of equals) and says
+    what the rest read; a confirm of a keep already confirmed at its budget says, before it trains, that it
+    repeats that test."""
+    from autorl.commands import confirm
+
+    def confirmed(confirm_id: str, seeds: int, verdict: str, budget: str = "20") -> dict[str, str]:
+        row = dict.fromkeys(CONFIRMED.columns, "")
+        seed_list = ",".join(str(10_000_000 + k) for k in range(seeds))
+        row |= {"confirm_id": confirm_id, "run_id": "k1", "budget": budget, "seeds": seed_list}
+        return row | {"verdict": verdict, "status": "ok", "delta": "0.05", "p_value": "0.01"}
+
+    sized = confirmed("confirm-a", 8, "improved")
+    small = confirmed("confirm-b", 1, "inconclusive") | {"delta": "0.0468", "p_value": "0.162"}
+    line = status.confirms_line([sized, small])
+    assert line.startswith("best kept, confirmed on the test split at 20 s: improved (delta +0.0500, p 0.01")
+    assert "confirm-a; 2 confirm(s) of it, the rest (on as many seeds or fewer) read inconclusive" in line
+    again = confirmed("confirm-c", 8, "inconclusive")
+    assert status.confirms_line([sized, small, again]).split(": ")[1].startswith("inconclusive")  # the latest
+
+    noise = stats.NoiseFloor(prior_sd=0.05)
+    size = confirm.Size(1, 0.07, 0.02, 0.05, 0.1, 9, "--seeds")
+    plan = confirm.ConfirmPlan("confirm-d", "k1", "base", 1.0, 20.0, [1], size, noise)
+    assert confirm.repeat_note([sized, small], plan) == (
+        "note: k1 was confirmed at 20 s before (confirm-a: improved, 8 seeds a side): this confirm repeats "
+        "that test and adds no evidence for it; autorl status names the one with the most seeds"
+    )
+    longer = confirm.ConfirmPlan("confirm-e", "k1", "base", 2.0, 40.0, [1], size, noise)
+    assert confirm.repeat_note([sized, small], longer) == ""  # a long-budget confirm is another test
+    assert confirm.repeat_note([sized | {"status": "contended"}], plan) == ""  # never measured

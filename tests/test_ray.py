@@ -531,7 +531,8 @@ def test_a_sigterm_whose_exit_python_ignored_in_ray_init_still_stops_the_trial()
     assert RayDouble._private.utils.set_sigterm_handler is setter  # Ray's own is put back
 
 
-def test_sigterm_while_ray_starts_leaves_an_interrupted_row_and_no_process(tmp_path):
+def test_sigterm_while_ray_starts_records_nothing_and_leaves_no_process(tmp_path):
+    """No seed had started: no row (as a signal during the base eval), and no Ray process left."""
     root = checkout(tmp_path / "root")
     env = user_env(tmp_path, root, **{MARK: uuid.uuid4().hex})
     trial = Trial("python", env, "--seeds", "2", "--ray", "local")
@@ -540,7 +541,8 @@ def test_sigterm_while_ray_starts_leaves_an_interrupted_row_and_no_process(tmp_p
     trial.proc.send_signal(signal.SIGTERM)
     took = trial.finish(timeout=60)
     trial.check_stopped(took, 143)
-    assert Ledger(root / "results.tsv").rows()[-1].status == "interrupted"
+    assert "stopped before any seed started" in trial.out
+    assert not (root / "results.tsv").exists() or not Ledger(root / "results.tsv").rows()
     assert not processes_with_env(MARK, env[MARK])
 
 

@@ -227,6 +227,51 @@ def test_dirty_harness_is_refused_naming_the_file(root, monkeypatch, capsys):
     assert trial.main(["--budget", "0.3", "--seeds", "1", "--allow-dirty-harness"]) == 0
 
 
+def test_a_config_with_changes_not_committed_runs_and_says_what_to_do(root, monkeypatch, capsys):
+    """A trial of a train.toml the commit does not hold runs, and says so at its start and in the summary's
+    `note` (program.md's grep): its row names a commit without its config, and a revert would drop that
+    commit. `autorl status` says when train.toml is not the reference's config, and what differs."""
+    from autorl.commands import cli
+
+    use_backend(monkeypatch, root)
+
+    def git(*args: str) -> str:
+        done = subprocess.run(
+            ["git", "-c", "user.email=t@t", "-c", "user.name=t", *args],
+            cwd=root,
+            check=True,
+            capture_output=True,
+            text=True,
+        )
+        return done.stdout.strip()
+
+    git("init", "-q")
+    git("add", "-A")
+    git("commit", "-qm", "init")
+    assert trial.main(["--budget", "0.3", "--seeds", "1"]) == 0
+    assert "not committed" not in capsys.readouterr().out
+    (first,) = Ledger(root / "results.tsv").rows()
+    assert cli.main(["status"]) == 0
+    assert "is not" not in capsys.readouterr().out  # train.toml is the reference's config
+    commit = git("rev-parse", "--short=7", "HEAD")
+    (root / "train.toml").write_text(TRAIN_TOML.replace("batch_size = 8", "batch_size = 16"))
+    assert trial.main(["--budget", "0.3", "--seeds", "1"]) == 0
+    out = capsys.readouterr().out
+    note = f"train.toml has changes not committed: this trial ran them, its row names commit {commit}"
+    assert f"[trial] note: {note}" in out and note in summary(out)["note"]
+    assert "git reset --hard HEAD~1) drops" in summary(out)["note"]
+    assert Ledger(root / "results.tsv").rows()[-1].commit == commit
+    assert cli.main(["status"]) == 0
+    shown = capsys.readouterr().out
+    assert (
+        f"note: train.toml is not {first.run_id}'s config (orchestrator.batch_size = 16 here, 8 there)"
+        in (shown)
+    )
+    (root / "train.toml").write_text(TRAIN_TOML)  # the revert the note asks after a discard
+    assert cli.main(["status"]) == 0
+    assert "is not" not in capsys.readouterr().out
+
+
 def test_bad_config_is_refused_fast_without_heavy_imports(root):
     (root / "train.toml").write_text(TRAIN_TOML + "[orchestrator.eval]\ninterval = 5\n")
     code = (
@@ -354,6 +399,7 @@ def test_the_research_context_fixes_budget_and_seeds_after_the_baseline(root, mo
     out = capsys.readouterr().out
     first, second = Ledger(root / "results.tsv").rows()
     assert f"budget 0.5 s and 1 seeds: from the baseline {first.run_id}" in out
+    assert "(--seeds sets other seeds; another budget is a new context: --new-context)" in out  # no override
     assert (second.budget, second.seeds_planned) == (0.5, 1)
     assert second.reference_run == first.run_id  # compared: the same context
     # another budget: refused before anything runs, with the way out
@@ -391,3 +437,74 @@ print(sorted(m for m in ("torch", "transformers") if m in sys.modules))
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["[]"]
+
+
+def test_a_config_whose_last_trial_measured_nothing_runs_again_on_its_seeds(root, capsys):
+    """A trial of a config whose latest trial in the context was interrupted or contended draws that trial's
+    seeds (stopping a trial that looks bad buys no fresh draw); otherwise, and in another context, its own."""
+    from autorl.engine import trial_run
+    from autorl.engine.result import TrialIdentity
+    from autorl.record.context import ResearchContext
+
+    context = ResearchContext("llm", "e", "h", 20.0)
+
+    def row(
+        run_id: str, config: str, status: str = "ok", health: str = "", budget: float = 20.0
+    ) -> LedgerRow:
+        return LedgerRow(
+            run_id=run_id,
+            track="llm",
+            eval_hash="e",
+            harness_hash="h",
+            budget=budget,
+            config_hash=config,
+            status=status,
+            health=health,
+            seeds="5000,5001",
+            eval_score=0.4 if status == "ok" else None,
+        )
+
+    me = TrialIdentity("new", root / "runs" / "new", "c", context, "embedded", "idea")
+    own = trial_run.harness_seeds("new", 3)
+    assert trial_run.trial_seeds(me, [row("a", "idea")], 3) == own  # measured: fresh seeds (a re-run)
+    for void in (row("b", "idea", status="interrupted"), row("b", "idea", health="contended")):
+        assert trial_run.trial_seeds(me, [row("a", "idea"), void], 3) == [5000, 5001, 5002]
+        assert "seeds: b's (it measured nothing" in capsys.readouterr().out
+        assert trial_run.trial_seeds(me, [void, row("a", "idea")], 3) == own  # measured since
+        assert trial_run.trial_seeds(me, [row("b", "other", status="interrupted")], 3) == own
+    assert trial_run.trial_seeds(me, [row("b", "idea", status="interrupted", budget=90.0)], 3) == own
+
+
+def test_config_diff_is_against_the_contexts_baseline(root):
+    """config.diff (and a claim's changes) are against the context's baseline: the run again of a contended
+    baseline, not the discarded one; a new context's first trial against the track's first."""
+    from autorl.engine import trial_run
+    from autorl.io import paths
+    from autorl.record.context import ResearchContext
+
+    context = ResearchContext("llm", "e", "h", 20.0)
+    rows = []
+    for run_id, verdict, decision, health in (
+        ("crowded", "baseline", "discard", "contended"),
+        ("base", "baseline", "keep", ""),
+    ):
+        rows.append(
+            LedgerRow(
+                run_id=run_id,
+                track="llm",
+                eval_hash="e",
+                harness_hash="h",
+                budget=20.0,
+                status="ok",
+                eval_score=0.4,
+                verdict=verdict,
+                decision=decision,
+                health=health,
+            )
+        )
+        paths.run_config_file(run_id).parent.mkdir(parents=True)
+        paths.run_config_file(run_id).write_text(f"lr = 1e-4  # {run_id}\n")
+    diff = trial_run.config_diff_vs_baseline(rows, context, "lr = 5e-5\n")
+    assert diff.startswith("--- baseline (base)\n") and "-lr = 1e-4  # base\n+lr = 5e-5\n" in diff
+    longer = ResearchContext("llm", "e", "h", 90.0)
+    assert trial_run.config_diff_vs_baseline(rows, longer, "lr = 5e-5\n").startswith("--- baseline (crowded)")

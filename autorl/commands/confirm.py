@@ -3,11 +3,11 @@
 Picking the best of many trials on one eval set inflates its score (the winner's curse). The test split is
 sealed: no trial is ever evaluated on it (llm: each eval env's `test` split; classic: episodes from seeds no
 trial sees). `confirm` re-trains the chosen kept trial's config (default: the current best) and the
-baseline's (the first ok trial of the same context) under the same budget, with seeds no trial drew, runs
-each seed through `autorl.engine.seed.run_seed` with its eval on the test split, and compares the two with
-`autorl.record.stats.compare`. The result (delta, its 90% interval: the one that matches the one-sided test at
-0.05, and p) goes to confirmed.tsv, next to results.tsv; `autorl report` shows it next to the eval delta.
-Both sides' seeds run in one pool, on the machine's slots, as a trial's do.
+baseline's (record.context.baseline, of the same context) under the same budget, with seeds no trial drew,
+runs each seed through `autorl.engine.seed.run_seed` with its eval on the test split, and compares the two
+with `autorl.record.stats.compare`. The result (delta, its 90% interval: the one that matches the one-sided
+test at 0.05, and p) goes to confirmed.tsv, next to results.tsv; `autorl report` shows it next to the
+eval delta. Both sides' seeds run in one pool, on the machine's slots, as a trial's do.
 
 Recorded, never lost: runs/<confirm_id>/plan.json (what runs, written before any seed starts) and
 runs/<confirm_id>/{candidate,baseline}/seed-<k>/ (every seed's files). A stopped confirm keeps its finished
@@ -41,8 +41,8 @@ from autorl.record import context as research
 from autorl.record import events, runview, stats
 from autorl.record.context import ResearchContext, best_kept
 from autorl.record.ledger import Ledger, LedgerError
-from autorl.record.row import LedgerRow, format_cell
-from autorl.record.sidetables import CONFIRMED
+from autorl.record.row import LedgerRow, as_float, format_cell
+from autorl.record.sidetables import CONFIRMED, strongest
 
 # Fresh seeds: trials draw theirs from [0, 10^6 + 64) (autorl.engine.trial_run.harness_seeds); confirm from
 # here up.
@@ -85,7 +85,7 @@ def choose(
     rows: list[LedgerRow], run_id: str | None, ledger: Ledger
 ) -> tuple[LedgerRow, LedgerRow, ResearchContext]:
     """(candidate, baseline, their research context): the kept trial `run_id` (default: the best kept trial
-    of the latest context) and the first ok trial of its context."""
+    of the latest context) and its context's baseline (record.context.baseline)."""
     if run_id is not None:
         candidate = ledger.find(run_id)
         if candidate.decision != "keep" or candidate.status != "ok":
@@ -154,7 +154,8 @@ class Size:
         else:
             need = "no seed count gives power for a low end <= 0"
         text = (
-            f"eval delta {self.eval_delta:+.4f} vs the baseline, 90% interval low end {self.low:+.4f} "
+            f"eval delta {self.eval_delta:+.4f} vs the baseline's own trial (a trial's delta pools its "
+            f"reference config's trials), 90% interval low end {self.low:+.4f} "
             f"(sized for it: the winner's curse), seed sd {self.sd:.4g}: {need}"
         )
         if self.chosen_by == "capped":
@@ -289,6 +290,8 @@ def run_confirm(
     plan.save()
     done, jobs = pending(plan, configs)
     announce(plan, candidate, baseline, len(done))
+    if note := repeat_note(CONFIRMED.read(CONFIRMED.beside(ledger)), plan):
+        say(note)
     backend = track.make_backend(candidate.backend)
     results = train(backend, configs["candidate"], jobs, plan, (rows, context), ray) if jobs else []
     if results is None:
@@ -393,6 +396,24 @@ def announce(plan: ConfirmPlan, candidate: LedgerRow, baseline: LedgerRow, n_don
     say(f"size: {plan.size.describe()}")
     if n_done:
         say(f"resumed: {n_done} of {2 * n} seeds finished before, {2 * n - n_done} to run")
+
+
+def repeat_note(confirmed: list[dict[str, str]], plan: ConfirmPlan) -> str:
+    """When the same keep was confirmed at the same budget before: this confirm repeats that test ("" when
+    it is the first)."""
+    earlier = [
+        c
+        for c in confirmed
+        if c["run_id"] == plan.run_id and as_float(c, "budget") == plan.budget and c["status"] == "ok"
+    ]
+    if not earlier:
+        return ""
+    c = strongest(earlier)
+    return (
+        f"note: {plan.run_id} was confirmed at {plan.budget:g} s before ({c['confirm_id']}: {c['verdict']}, "
+        f"{len(c['seeds'].split(','))} seeds a side): this confirm repeats that test and adds no evidence "
+        "for it; autorl status names the one with the most seeds"
+    )
 
 
 def report(result: SeedResult) -> None:

@@ -41,7 +41,7 @@ from autorl.engine.retrain import (
 from autorl.engine.seed import SeedResult
 from autorl.io import atomic, inputs, paths
 from autorl.record import events, stats
-from autorl.record.context import ResearchContext, is_quick
+from autorl.record.context import ResearchContext, baseline, is_quick
 from autorl.record.ledger import Ledger
 from autorl.record.outcome import SeedOutcome
 from autorl.record.row import LedgerRow
@@ -59,13 +59,15 @@ def say(msg: str) -> None:
 
 
 def choose(rows: list[LedgerRow], n: int) -> list[tuple[str, LedgerRow]]:
-    """(role, row) of the configs to re-train: the context's baseline (its first ok trial), every kept trial,
-    then discarded ones at evenly spaced ranks of their short scores until `n` in all; one trial per config
-    (a repeat of a config already chosen adds nothing)."""
+    """(role, row) of the configs to re-train: the context's baseline (record.context.baseline: a contended
+    baseline discarded and run again is the run again), every other kept trial, then discarded ones at
+    evenly spaced ranks of their short scores until `n` in all; one trial per config (a repeat of a config
+    already chosen adds nothing)."""
     ok = [r for r in rows if r.scored]
-    if not ok:
+    if (base := baseline(ok)) is None:
         raise RetrainError("no ok trial in this research context: nothing to re-train")
-    chosen = [("baseline", ok[0])] + [("kept", r) for r in ok[1:] if r.decision == "keep"]
+    chosen = [("baseline", base)]
+    chosen += [("kept", r) for r in ok if r.decision == "keep" and r.config_hash != base.config_hash]
     seen = {r.config_hash for _, r in chosen}
     rest = sorted(
         (r for r in ok if r.config_hash not in seen and r.decision != "keep"),
@@ -405,13 +407,13 @@ def _conclude(ledger: Ledger, plan: Plan, chosen: list[Config], the_track: Any, 
     short_seeds = [c.row.per_seed_scores() or [s] for c, s in zip(scored, short, strict=True)]
     long_seeds = [list(stats.seed_scores(c.rows).values()) for c in scored]
     low, high = rho_interval(short_seeds, long_seeds)
-    baseline = next((c for c in scored if c.role == "baseline"), None)
+    base = next((c for c in scored if c.role == "baseline"), None)
     noise = stats.NoiseFloor(prior_sd=the_track.seed_sd_prior)
     records, verdicts = [], []
     for c in chosen:
         record = _record(plan, c)
-        if c.role == "kept" and baseline is not None and c.long_rows:
-            comparison = stats.compare(c.rows, baseline.rows, noise=noise)
+        if c.role == "kept" and base is not None and c.long_rows:
+            comparison = stats.compare(c.rows, base.rows, noise=noise)
             record |= _holds(comparison)
             verdicts.append((c.row.run_id, comparison, record["holds"]))
         records.append(record)

@@ -82,7 +82,8 @@ def figure(rows: Sequence[LedgerRow]) -> Figure:
         hi = [(p[2].eval_ci_high or p[1]) - p[1] for p in pts]
         ax.errorbar(px, py, yerr=[lo, hi], fmt="none", ecolor=style["color"], alpha=0.6, capsize=2, zorder=2)
         ax.scatter(px, py, **style, edgecolors="black" if decision == "keep" else "none")
-    steps_x, steps_y = running_best(ok, research.baseline(rows))
+    first = research.baseline(rows)
+    steps_x, steps_y = running_best(ok, first)
     if steps_x:
         ax.step(
             steps_x + [xs[-1] + 0.5],
@@ -107,8 +108,10 @@ def figure(rows: Sequence[LedgerRow]) -> Figure:
     ax.set_xlabel("trial (ledger order)")
     ax.set_ylabel("eval_score (95% CI)")
     track = rows[-1].track if rows else "?"
-    kept = sum(r.decision == "keep" for r in rows)
-    ax.set_title(f"autorl progress: {len(rows)} trials ({track} track), {kept} kept, {failed} failed")
+    kept = sum(r.decision == "keep" and r is not first for r in rows)  # ideas kept, as status counts them
+    ax.set_title(
+        f"autorl progress: {len(rows)} trials ({track} track), the baseline and {kept} kept, {failed} failed"
+    )
     ax.grid(alpha=0.3)
     handles, labels = ax.get_legend_handles_labels()
     if handles:
@@ -216,7 +219,8 @@ def confirmed_table(rows: Sequence[LedgerRow], confirmed: Sequence[Mapping[str, 
     if not mine:
         return ""
     lines = [
-        "| run_id | vs baseline | eval delta | test delta | 90% CI | p | seeds | power | verdict |",
+        "| run_id | vs baseline | eval delta (vs its trial) | test delta | 90% CI | p | seeds | power "
+        "| verdict |",
         "|---|---|---|---|---|---|---|---|---|",
     ]
     for c in mine:

@@ -98,6 +98,15 @@ def _env_lines(view: TrialView) -> list[str]:
     return lines
 
 
+def causes(seeds: Sequence[SeedView]) -> list[tuple[str, list[str]]]:
+    """Each crash or timeout cause once, with the seeds it ended (seed-<k>), in the order first seen."""
+    by_cause: dict[str, list[str]] = {}
+    for s in seeds:
+        if s.cause:
+            by_cause.setdefault(s.cause, []).append(f"seed-{s.index}")
+    return list(by_cause.items())
+
+
 def _head(view: TrialView) -> list[str]:
     r, s = view.row, view.summary
     head = f"run {view.run_id} ({r.track or '?'} track, {r.backend or '?'}): status {r.status}"
@@ -128,6 +137,8 @@ def render(view: TrialView) -> str:
         out.append(f"  ... {len(view.seeds) - MAX_SEED_LINES} more seeds (--png draws them all)")
     if view.reference is not None:
         out.append(_reference_line(view.reference))
+        if pooled := view.summary.get("reference_seeds"):  # its config's other trials pooled with it
+            out.append(f"  the verdict's reference seeds (its config's trials pooled): {pooled}")
     if rung := _rung_line(view):
         out.append(rung)
     if trend := _trend_line(view.seeds):
@@ -135,8 +146,7 @@ def render(view: TrialView) -> str:
     out += _env_lines(view)
     if spread := (view.row.extras or {}).get("seed_return_std"):
         out.append(f"spread across seeds: final return sd {spread}")
-    causes = [f"seed-{s.index}: {s.cause}" for s in view.seeds if s.cause]
-    out += [f"cause {c}" for c in causes[:3]]
+    out += [f"cause {', '.join(seeds)}: {cause}" for cause, seeds in causes(view.seeds)[:3]]
     flags = view.flags(training_budget(view.row.track, view.row.budget))
     out += [f"health: {f.text}" for f in flags] or ["health: no flag raised"]
     if len(out) > MAX_LINES:

@@ -12,6 +12,7 @@ import dataclasses
 import json
 import os
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from autorl.engine.cost import aborted, cost_line, expected_cost
@@ -22,7 +23,7 @@ from autorl.io.tomlcheck import ConfigError, flatten
 from autorl.record.context import ResearchContext, baseline_repeats, best_kept, is_quick, kept_config_to_adopt
 from autorl.record.ledger import Ledger, Mark
 from autorl.record.row import AGENT_VAR, LedgerRow, as_float
-from autorl.record.sidetables import CONFIRMED, FIDELITY
+from autorl.record.sidetables import CONFIRMED, FIDELITY, strongest
 from autorl.record.stats import POWER, NoiseFloor, noise_floor
 
 MAX_LAST = 20  # --last is capped so the view stays bounded
@@ -70,7 +71,11 @@ class RunConfig:
     @classmethod
     def read(cls, run_id: str, track: Track[Any] | None) -> RunConfig | None:
         """None when the file is gone or unreadable."""
-        path = paths.run_config_file(run_id)
+        return cls.of(paths.run_config_file(run_id), track)
+
+    @classmethod
+    def of(cls, path: Path, track: Track[Any] | None) -> RunConfig | None:
+        """The config file at `path`; None when it is gone or unreadable."""
         try:
             written = flatten(inputs.read_toml(path))
         except (OSError, inputs.InputError):
@@ -319,7 +324,7 @@ def collect(
         "best": _brief(best) if best else None,
         "best_is_kept": bool(best and best.decision == "keep"),
         "best_confirms": [
-            {k: c[k] for k in ("confirm_id", "budget", "delta", "p_value", "verdict", "power")}
+            {k: c[k] for k in ("confirm_id", "budget", "delta", "p_value", "verdict", "power", "seeds")}
             for c in confirmed
             if best and c["run_id"] == best.run_id and c["status"] == "ok"
         ],
@@ -408,18 +413,35 @@ def in_flight_lines(flying: Sequence[Mapping[str, Any]]) -> list[str]:
 
 
 def onto_best(st: Mapping[str, Any]) -> str | None:
-    """In a swarm (AUTORL_AGENT set): when the best kept trial is another agent's and this worktree's config
-    is not its config, what changed and the command that brings the worktree onto it."""
+    """When this worktree's config is not the reference's: in a swarm (AUTORL_AGENT set), the best kept
+    trial being another agent's, the command that brings the worktree onto it; else (its own reference) what
+    differs, as the first step of the loop expects the reference's config after a keep or a revert."""
     best, me = st.get("best"), os.environ.get(AGENT_VAR, "")
-    if not me or not best or not st.get("best_is_kept") or best["agent"] in ("", me):
+    if not best:
         return None
-    mine = paths.repo_root() / get_track(st["context"]["track"]).default_config
+    track = get_track(st["context"]["track"])
+    mine = paths.repo_root() / track.default_config
     kept = kept_config_to_adopt(best["run_id"], mine)
     if kept is None:
         return None
+    if me and st.get("best_is_kept") and best["agent"] not in ("", me):
+        return (
+            f"the best kept config is {best['agent']}'s {best['run_id']} ({cut(best['description'], 50)}), "
+            f"not your {mine.name}: build on it: cp {kept} {mine.name} && "
+            f'git commit -am "onto {best["run_id"]}"'
+        )
+    theirs, ours = RunConfig.read(best["run_id"], track), RunConfig.of(mine, track)
+    if theirs is None or ours is None:
+        return None
+    now, then, keys = differences(ours, theirs, track)
+    if not keys:  # the same config, written otherwise
+        return None
+    changed = "; ".join(f"{k} = {now.get(k, '-')} here, {then.get(k, '-')} there" for k in keys[:4])
+    more = f" (+{len(keys) - 4} more)" if len(keys) > 4 else ""
     return (
-        f"the best kept config is {best['agent']}'s {best['run_id']} ({cut(best['description'], 50)}), not "
-        f'your {mine.name}: build on it: cp {kept} {mine.name} && git commit -am "onto {best["run_id"]}"'
+        f"note: {mine.name} is not {best['run_id']}'s config ({cut(changed, 90)}{more}): fine for the idea "
+        f"you are about to run; after a discard or crash a revert should have brought it back (a lost keep? "
+        f"cp {kept} {mine.name})"
     )
 
 
@@ -442,11 +464,12 @@ def best_lines(st: Mapping[str, Any]) -> list[str]:
     return out
 
 
-def confirms_line(confirms: Sequence[Mapping[str, str]]) -> str:
-    """What `autorl confirm` said of the best keep so far: a second confirm of it is a repeat."""
+def confirms_line(confirms: list[dict[str, str]]) -> str:
+    """What `autorl confirm` said of the best keep so far, by its strongest confirm (the most seeds a side):
+    a second confirm of it is a repeat."""
     if not confirms:
         return ""
-    c = confirms[-1]
+    c = strongest(confirms)
     budget, delta, p, power = (as_float(c, k) for k in ("budget", "delta", "p_value", "power"))  # None: empty
     parts = [f"delta {delta:+.4f}"] if delta is not None else []
     parts += [f"p {p:.3g}"] if p is not None else []
@@ -456,9 +479,11 @@ def confirms_line(confirms: Sequence[Mapping[str, str]]) -> str:
     figures = ", ".join(parts + ([c["confirm_id"]] if c["confirm_id"] else []))
     at = f" at {budget:g} s" if budget is not None else ""
     figures += "; " if figures else ""
+    others = sorted({o["verdict"] for o in confirms if o is not c} - {c["verdict"]})
+    fewer = f", the rest (on as many seeds or fewer) read {' / '.join(others)}" if others else ""
     return (
         f"best kept, confirmed on the test split{at}: {c['verdict'] or '?'} ({figures}{len(confirms)} "
-        "confirm(s) of it: another at this budget repeats a test)"
+        f"confirm(s) of it{fewer}: another at this budget repeats a test)"
     )
 
 
@@ -517,14 +542,14 @@ def render(st: Mapping[str, Any]) -> str:
             f"re-marked {m['run_id']}: {m['old']} -> {m['new']} ({m['reason']}){ref}, {m['timestamp']}"
         )
     out.append(f"last {len(st['last'])} trials (oldest first):")
-    out.append(f"  {'run_id':<24} {'score':>7} {'delta':>8} {'p':>6} {'verdict':<12} {'decision':<8} note")
+    out.append(f"  {'run_id':<24} {'score':>11} {'delta':>8} {'p':>6} {'verdict':<12} {'decision':<8} note")
     for r in st["last"]:
         score = f"{r['eval_score']:.4f}" if r["eval_score"] is not None else r["status"]
         score = "aborted" if r["aborted"] and r["eval_score"] is None else score
         delta = f"{r['delta']:+.4f}" if r["delta"] is not None else "-"
         p = f"{r['p_value']:.3f}" if r["p_value"] is not None else "-"
         out.append(
-            f"  {r['run_id']:<24} {score:>7} {delta:>8} {p:>6} {r['verdict'] or '-':<12} "
+            f"  {r['run_id']:<24} {score:>11} {delta:>8} {p:>6} {r['verdict'] or '-':<12} "
             f"{r['decision']:<8} {cut(r['description'], 70)}"
         )
     out += tried_lines(st["tried"])

@@ -147,7 +147,10 @@ def context_defaults(opts: RunOptions, track: Track[Any], cfg: TrialConfig) -> R
     named = ((opts.budget, f"budget {budget:g} s"), (opts.seeds, f"{seeds} seeds"))
     taken = [text for given, text in named if not given]
     if taken:
-        say(f"{' and '.join(taken)}: from the baseline {base.run_id}, the research context (flags override)")
+        say(
+            f"{' and '.join(taken)}: from the baseline {base.run_id}, the research context (--seeds sets "
+            "other seeds; another budget is a new context: --new-context)"
+        )
     return replace(opts, budget=budget, seeds=opts.seeds or seeds)
 
 

@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from autorl.io import paths
-from autorl.record.context import ResearchContext, baseline_repeats
+from autorl.record.context import ResearchContext, baseline, baseline_repeats
 from autorl.record.outcome import SeedOutcome
 from autorl.record.row import LedgerRow
 
@@ -117,17 +117,19 @@ def expected_cost(
     default_seeds: int,
     confirm: Mapping[str, Any] | None = None,
 ) -> dict[str, Any] | None:
-    """What the next decisions cost on this machine (`seed_cost`): at the latest trial's seeds and
-    parallelism, the wall time of the next trial (an upper bound: the early stop can end it sooner), a
-    12-seed re-run and a confirm (both sides' seeds on the same slots): of `confirm["seeds"]` a side, the
-    size `autorl confirm` would choose for the best keep now (its `chosen_by` and `power` are passed on),
-    else of `default_seeds`. None before a trial finished."""
+    """What the next decisions cost on this machine (`seed_cost`): at the seeds run.py gives a trial here
+    (the context's baseline's) and the latest trial's parallelism, the wall time of the next trial (an
+    upper bound: the early stop can end it sooner), a 12-seed re-run and a confirm (both sides' seeds on
+    the same slots): of `confirm["seeds"]` a side, the size `autorl confirm` would choose for the best keep
+    now (its `chosen_by` and `power` are passed on), else of `default_seeds`. None before a trial
+    finished."""
     if (measured := seed_cost(rows, context)) is None:
         return None
     trials, seed = measured
-    latest = context.rows(rows)[-1]
-    parallel = max(1, latest.parallel or 1)
-    planned = latest.seeds_planned or default_seeds
+    same = context.rows(rows)
+    parallel = max(1, same[-1].parallel or 1)
+    base = baseline(same)  # a trial given --seeds sets no later trial's seeds
+    planned = (base.seeds_planned if base is not None else None) or default_seeds
 
     def cost(seeds: int) -> dict[str, float]:
         return {"seeds": seeds, "seconds": waves_seconds(seed, seeds, parallel)}

@@ -23,7 +23,7 @@ from autorl.io import paths
 from autorl.record import stats
 from autorl.record.context import QUICK, ResearchContext
 from autorl.record.ledger import eval_rows_hash
-from autorl.record.row import LedgerRow
+from autorl.record.row import LedgerRow, format_number
 from autorl.record.runview import trial_health
 
 
@@ -47,6 +47,17 @@ class TrialIdentity:
     agent: str = ""  # who runs it (AUTORL_AGENT), as its claim and its row say
     seeds_planned: int | None = None
     score_range: tuple[float, float] = (-math.inf, math.inf)  # Track.score_range: eval_ci is clipped to it
+    uncommitted: str = ""  # the config file's name when it has changes the commit does not hold
+
+    def uncommitted_note(self) -> str:
+        """What to do when the config ran with changes `commit` does not hold ("" when it holds them all)."""
+        if not self.uncommitted:
+            return ""
+        return (
+            f"{self.uncommitted} has changes not committed: this trial ran them, its row names commit "
+            f'{self.commit}, which does not hold them; commit them now (git commit -am "<hypothesis>") '
+            f"before you decide, or a revert (git reset --hard HEAD~1) drops {self.commit} instead of them"
+        )
 
 
 @dataclass
@@ -112,6 +123,16 @@ class TrialResult:
         self.verdict = "n/a"
         self.extras = {**self.extras, "error": " ".join(reason.split())}
 
+    def seeds_failed(self) -> str:
+        """The `error` line of a trial whose seeds crashed or timed out: the first cause told, and how many
+        ("" when none did)."""
+        failed = [s for s in self.seeds if s.status in ("crash", "timeout")]
+        if not failed:
+            return ""
+        told = (s.cause or (s.child.reason_text if s.child else None) for s in failed)
+        cause = next((c for c in told if c), f"a seed's {failed[0].status}")
+        return f"{cause} ({len(failed)} of {len(self.seeds)} seeds; autorl show: each seed's)"
+
     def eval_jsonl(self) -> str:
         """runs/<run_id>/eval.jsonl: the pooled eval rows, one JSON object a line."""
         return "".join(json.dumps(r) + "\n" for r in self.rows)
@@ -133,7 +154,8 @@ class TrialResult:
             lines["reference"] = self.reference_run
             if self.reference_seeds:
                 lines["reference_seeds"] = self.reference_seeds
-            lines["delta"] = f"{self.comparison.delta:+.4f}"
+            # from the value results.tsv records (6 digits), so that status and report print the same figure
+            lines["delta"] = f"{float(format_number(self.comparison.delta)):+.4f}"
             lines["p_value"] = fmt(self.comparison.p_value)
             improved, worse = stats.levels(*self.look)
             too_few = self.comparison.n_candidate < stats.MIN_SEEDS_WORSE
@@ -165,6 +187,8 @@ class TrialResult:
         if self.stopped_early:
             lines["stopped_early"] = self.stopped_early
         lines.update(self.extras)
+        if "error" not in lines and (failed := self.seeds_failed()):
+            lines["error"] = failed
         lines["backend"] = self.ctx.backend
         lines["status"] = self.status
         lines["run_dir"] = self.run_dir_shown
@@ -319,6 +343,7 @@ def conclude(
             for n in (
                 ceiling_note(reference, ci, ctx.score_range[1]),
                 parallel_note(reference, judging.parallel),
+                ctx.uncommitted_note(),
             )
             if n
         ),

@@ -59,6 +59,15 @@ class SeedResult:
         return self.rungs[-1]
 
     @property
+    def cause(self) -> str | None:
+        """The crash report's telling line (the last naming an error), None without one."""
+        error = [line.strip() for line in (self.error or "").splitlines() if line.strip()]
+        telling = [
+            line for line in error if any(w in line for w in ("Error", "Exception", "error:", "Killed"))
+        ]
+        return (telling or error)[-1] if error else None
+
+    @property
     def evaluated(self) -> bool:
         return bool(self.eval_rows) and self.status == "ok"
 
@@ -230,14 +239,12 @@ def run_seed(
 def write_outcome(result: SeedResult) -> None:
     """seed-<k>/outcome.json: how the seed ended, for `autorl show` (its only writer; Ray brings it back)."""
     child = result.child
-    error = [line.strip() for line in (result.error or "").splitlines() if line.strip()]
-    telling = [line for line in error if any(w in line for w in ("Error", "Exception", "error:", "Killed"))]
     SeedOutcome(
         seed=result.seed,
         status=result.status,
         stop_reason=child.stop_reason if child else None,
         reason=child.reason_text if child else None,
-        error=(telling or error)[-1] if error else None,
+        error=result.cause,
         training_seconds=round(child.training_seconds, 3) if child else None,
         startup_seconds=round(child.startup_seconds, 3) if child else None,
         steps=result.steps,

@@ -36,7 +36,7 @@ from autorl.engine.seed import Judge, SeedResult
 from autorl.engine.track import Track
 from autorl.engine.trial_types import Reference, Setup, Trained, TrialRequest
 from autorl.io import atomic, paths
-from autorl.io.harness import commit_short, harness_hash
+from autorl.io.harness import commit_short, harness_hash, uncommitted
 from autorl.io.jsonl import eval_rows_problem, read_jsonl
 from autorl.io.tomlcheck import ConfigError
 from autorl.record import claims
@@ -52,7 +52,7 @@ if TYPE_CHECKING:
 
 def run_trial(setup: Setup) -> int:
     """The trial: 0 when it recorded an ok row, 1 a crash, 2 a refusal (nothing run or recorded), 128 + the
-    signal when a signal stopped it (its row says `interrupted`)."""
+    signal when a signal stopped it (its row says `interrupted`; no row when no seed had started)."""
     from autorl.engine.ray_pool import cluster_for
     from autorl.engine.slots import plan
     from autorl.record.ledger import Ledger, LedgerError
@@ -75,7 +75,7 @@ def run_trial(setup: Setup) -> int:
         if why := claims.already_ran(ref.ledger_rows, context, setup.cfg.config_hash, asked.rerun):
             return invalid(why)
         ctx = new_identity(setup, context)
-        diff = config_diff_vs_baseline(ref.ledger_rows, setup.track.name, setup.cfg.text)
+        diff = config_diff_vs_baseline(ref.ledger_rows, context, setup.cfg.text)
         try:  # 2. the config claimed while it trains, for every other trial on this ledger
             with claims.held(context, ctx.run_id, ctx.config_hash, ctx.description, diff):
                 try:  # 3. the seeds in waves, a look after each
@@ -85,6 +85,10 @@ def run_trial(setup: Setup) -> int:
                 except Exception as exc:  # a fault of the harness during the trial: the row says it
                     traceback.print_exc()
                     trained = Trained(failure=f"{type(exc).__name__}: {exc}")
+                if stop and not trained.failure and not any(r.child for r in trained.results):
+                    shutil.rmtree(ctx.run_dir, ignore_errors=True)  # no seed had started: nothing ran
+                    say(f"stopped before any seed started: {ctx.run_id} recorded nothing")
+                    return EXIT_SIGNAL.get(signal.Signals(stop.signum or signal.SIGINT), 130)
                 result = conclude_trial(setup, ctx, the_plan.parallel, ref, trained, stop)  # 4. the verdict
                 result.total_seconds = time.monotonic() - t0
                 record(result, ledger, trained.failure)  # 5. its files and its row
@@ -163,6 +167,7 @@ def new_identity(setup: Setup, context: ResearchContext) -> TrialIdentity:
         agent=os.environ.get(AGENT_VAR, ""),
         seeds_planned=setup.request.seeds,
         score_range=setup.track.score_range(setup.cfg),
+        uncommitted=setup.config_path.name if uncommitted(setup.root, setup.config_path) else "",
     )
 
 
@@ -182,13 +187,15 @@ def train(
     from autorl.engine.pool import PoolRun, SeedJob, run_local
 
     asked, run_dir = setup.request, ctx.run_dir
-    seeds = harness_seeds(ctx.run_id, asked.seeds)
+    seeds = trial_seeds(ctx, ref.ledger_rows, asked.seeds)
     atomic.write_text(run_dir / "config.toml", setup.cfg.text)
     atomic.write_text(run_dir / "config.diff", diff)
     say(
         f"run {ctx.run_id}: backend {ctx.backend}, seeds {seeds}, budget {asked.budget.budget_s:g} s per seed"
     )
     say(the_plan.describe())
+    if note := ctx.uncommitted_note():
+        say(f"note: {note}")
     if estimate := trial_estimate(ref.ledger_rows, ctx.context, len(seeds), the_plan.parallel):
         say(estimate)
     scored = setup.backend.scores_rungs and not asked.quick
@@ -333,6 +340,17 @@ def harness_seeds(run_id: str, n: int) -> list[int]:
     return [base + k for k in range(n)]
 
 
+def trial_seeds(ctx: TrialIdentity, rows: list[LedgerRow], n: int) -> list[int]:
+    """The trial's seeds: its own (`harness_seeds`), or, when its config's latest trial in the context
+    measured nothing (interrupted or contended: LedgerRow.void), that trial's, so that running it again
+    draws the same seeds (stopping a trial that looks bad buys no fresh draw)."""
+    same = [r for r in ctx.context.rows(rows) if r.config_hash == ctx.config_hash]
+    if same and same[-1].void and (first := same[-1].seed_list[:1]) and first[0].isdigit():
+        say(f"seeds: {same[-1].run_id}'s (it measured nothing: the same config runs again on its seeds)")
+        return [int(first[0]) + k for k in range(n)]
+    return harness_seeds(ctx.run_id, n)
+
+
 def new_run_dir(commit: str) -> tuple[str, Path]:
     stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
     runs = paths.runs_dir()
@@ -347,22 +365,24 @@ def new_run_dir(commit: str) -> tuple[str, Path]:
     raise RuntimeError("could not create a run directory")
 
 
-def config_diff_vs_baseline(ledger_rows: list[LedgerRow], track: str, text: str) -> str:
-    """Diff of this trial's config against the first trial of the track (the baseline) in results.tsv."""
-    for row in ledger_rows:
-        if row.track == track and not is_quick(row):
-            base_cfg = paths.run_config_file(row.run_id)
-            if base_cfg.exists():
-                return "".join(
-                    difflib.unified_diff(
-                        base_cfg.read_text().splitlines(keepends=True),
-                        text.splitlines(keepends=True),
-                        f"baseline ({row.run_id})",
-                        "this trial",
-                    )
-                )
-            break
-    return ""
+def config_diff_vs_baseline(ledger_rows: list[LedgerRow], context: ResearchContext, text: str) -> str:
+    """Diff of this trial's config against its context's baseline (record.context.baseline), or, in a new
+    context, the track's first trial (its config is what a new budget's baseline starts from)."""
+    from autorl.record.context import baseline
+
+    base = baseline(context.rows(ledger_rows)) or next(
+        (r for r in ledger_rows if r.track == context.track and not is_quick(r)), None
+    )
+    if base is None or not (base_cfg := paths.run_config_file(base.run_id)).exists():
+        return ""
+    return "".join(
+        difflib.unified_diff(
+            base_cfg.read_text().splitlines(keepends=True),
+            text.splitlines(keepends=True),
+            f"baseline ({base.run_id})",
+            "this trial",
+        )
+    )
 
 
 def record(result, ledger, failure: str = "") -> None:

@@ -60,6 +60,17 @@ def commit_short(root: Path) -> str:
         return "nogit"
 
 
+def uncommitted(root: Path, path: Path) -> bool:
+    """Whether `path` (the agent's config) differs from the last commit, or is not committed at all: a
+    trial of it would be recorded under a commit that does not hold it. False outside git."""
+    if not is_git_repo(root):
+        return False
+    try:
+        return bool(git(root, "status", "--porcelain", "--", str(path)).strip())
+    except (subprocess.CalledProcessError, FileNotFoundError):
+        return False
+
+
 def harness_hash(root: Path) -> str:
     """Hash of the harness files that can change a score (`scored`), as they are in the working tree (12 hex
     digits).

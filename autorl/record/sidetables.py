@@ -116,3 +116,9 @@ FIDELITY_COLUMNS = [
 
 CONFIRMED = SideTable("confirmed.tsv", CONFIRMED_COLUMNS, earlier=(CONFIRMED_COLUMNS[:-1],))  # before power
 FIDELITY = SideTable("fidelity.tsv", FIDELITY_COLUMNS)
+
+
+def strongest(confirms: list[dict[str, str]]) -> dict[str, str]:
+    """Of confirmed.tsv's rows of one keep, the one with the most seeds a side (the power they buy), the
+    latest of equals: a smaller confirm run after it repeats its test with less, and never replaces it."""
+    return max(enumerate(confirms), key=lambda ic: (len(ic[1]["seeds"].split(",")), ic[0]))[1]
