@@ -22,7 +22,8 @@ def seed_cost(rows: Sequence[LedgerRow], context: ResearchContext) -> tuple[int,
     trials, the start-up a trial pays once (`once`: the first wave's wait for its warm starter's imports,
     autorl/engine/warm.py), and how many trials it is from; None before a trial finished.
 
-    `total` is a wave's wall time, from each trial's total_seconds (less its own `once`, over its waves);
+    `total` is a wave's wall time, from each trial's total_seconds (less its own `once` and the base eval it
+    ran, over its waves);
     `other` what the seeds' own figures leave out of it (the classic track's in-training evaluations, off the
     training clock; saves; children's exits; the runner between seeds). So the next trial's estimate, `once`
     + waves x `total`, is the wall time a comparable trial took, not the sum of its parts."""
@@ -43,8 +44,9 @@ def seed_cost(rows: Sequence[LedgerRow], context: ResearchContext) -> tuple[int,
             laters += starts[parallel:]
             if starts[parallel:]:
                 once = max(0.0, firsts[-1] - statistics.median(starts[parallel:]))
-        if n and (total := r.total_seconds) is not None:
-            waves.append((total - once) / -(-n // parallel))
+        if n and (total := r.total_seconds) is not None:  # less the base eval it ran (once a context)
+            base_eval = float((r.extras or {}).get("base_eval_seconds") or 0.0)
+            waves.append((total - once - base_eval) / -(-n // parallel))
     if not per_seed:
         return None
     startup, training, evaluation = (statistics.median(x) for x in zip(*per_seed, strict=True))

@@ -235,7 +235,11 @@ class TrialResult:
             eval_rows_hash=eval_rows_hash(self.eval_jsonl()),
             description=ctx.description,
             lesson="",
-            extras=self.extras,
+            # the base eval's seconds, where this trial ran it: in total_seconds, not in any seed's (cost.py)
+            extras={
+                **self.extras,
+                **({"base_eval_seconds": round(b, 1)} if (b := self.base_eval_seconds) else {}),
+            },
         ).as_dict()
 
 
