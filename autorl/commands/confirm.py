@@ -42,7 +42,7 @@ from autorl.record import events, runview, stats
 from autorl.record.context import ResearchContext, best_kept
 from autorl.record.ledger import Ledger, LedgerError
 from autorl.record.row import LedgerRow, as_float, format_cell
-from autorl.record.sidetables import CONFIRMED, strongest
+from autorl.record.sidetables import CONFIRMED, seeds_a_side, strongest
 
 # Fresh seeds: trials draw theirs from [0, 10^6 + 64) (autorl.engine.trial_run.harness_seeds); confirm from
 # here up.
@@ -411,7 +411,7 @@ def repeat_note(confirmed: list[dict[str, str]], plan: ConfirmPlan) -> str:
     c = strongest(earlier)
     return (
         f"note: {plan.run_id} was confirmed at {plan.budget:g} s before ({c['confirm_id']}: {c['verdict']}, "
-        f"{len(c['seeds'].split(','))} seeds a side): this confirm repeats that test and adds no evidence "
+        f"{seeds_a_side(c)} seeds a side): this confirm repeats that test and adds no evidence "
         "for it; autorl status names the one with the most seeds"
     )
 

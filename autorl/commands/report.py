@@ -39,7 +39,7 @@ from autorl.record import context as research  # noqa: E402
 from autorl.record.context import ResearchContext  # noqa: E402
 from autorl.record.ledger import Ledger  # noqa: E402
 from autorl.record.row import LedgerRow, as_float  # noqa: E402
-from autorl.record.sidetables import CONFIRMED, FIDELITY  # noqa: E402
+from autorl.record.sidetables import CONFIRMED, FIDELITY, seeds_a_side  # noqa: E402
 
 LABEL_WIDTH = 40  # a kept trial's description next to its point, cut to this many characters
 STOPPED = dict(color="0.5", label="interrupted (not measured)")  # a trial a signal stopped: no failure
@@ -231,7 +231,7 @@ def confirmed_table(rows: Sequence[LedgerRow], confirmed: Sequence[Mapping[str, 
         power = f"{v:.2f}" if (v := as_float(c, "power")) is not None else "-"
         cells = [c["run_id"], c["baseline_run"], show["eval_delta"], show["delta"], ci, p]
         cells += [
-            str(len(c["seeds"].split(","))),
+            str(seeds_a_side(c)),
             power,
             c["verdict"] if c["status"] == "ok" else c["status"],
         ]

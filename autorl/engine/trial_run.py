@@ -40,7 +40,7 @@ from autorl.io.harness import commit_short, harness_hash, uncommitted
 from autorl.io.jsonl import eval_rows_problem, read_jsonl
 from autorl.io.tomlcheck import ConfigError
 from autorl.record import claims
-from autorl.record.context import ResearchContext, is_quick
+from autorl.record.context import ResearchContext, baseline, is_quick
 from autorl.record.row import AGENT_VAR, LedgerRow
 
 if TYPE_CHECKING:
@@ -88,10 +88,11 @@ def run_trial(setup: Setup) -> int:
                 if stop and not trained.failure and not any(r.child for r in trained.results):
                     shutil.rmtree(ctx.run_dir, ignore_errors=True)  # no seed had started: nothing ran
                     say(f"stopped before any seed started: {ctx.run_id} recorded nothing")
-                    return EXIT_SIGNAL.get(signal.Signals(stop.signum or signal.SIGINT), 130)
-                result = conclude_trial(setup, ctx, the_plan.parallel, ref, trained, stop)  # 4. the verdict
-                result.total_seconds = time.monotonic() - t0
-                record(result, ledger, trained.failure)  # 5. its files and its row
+                else:
+                    # 4. the verdict
+                    result = conclude_trial(setup, ctx, the_plan.parallel, ref, trained, stop)
+                    result.total_seconds = time.monotonic() - t0
+                    record(result, ledger, trained.failure)  # 5. its files and its row
         except (claims.ClaimError, ConfigError) as exc:  # refused at the claim, or by the backend at launch
             shutil.rmtree(ctx.run_dir, ignore_errors=True)
             return invalid(str(exc))
@@ -368,8 +369,6 @@ def new_run_dir(commit: str) -> tuple[str, Path]:
 def config_diff_vs_baseline(ledger_rows: list[LedgerRow], context: ResearchContext, text: str) -> str:
     """Diff of this trial's config against its context's baseline (record.context.baseline), or, in a new
     context, the track's first trial (its config is what a new budget's baseline starts from)."""
-    from autorl.record.context import baseline
-
     base = baseline(context.rows(ledger_rows)) or next(
         (r for r in ledger_rows if r.track == context.track and not is_quick(r)), None
     )

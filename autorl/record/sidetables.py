@@ -9,6 +9,7 @@ refused (exit 2: move it aside). `autorl status` and `autorl report` read both.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -118,7 +119,12 @@ CONFIRMED = SideTable("confirmed.tsv", CONFIRMED_COLUMNS, earlier=(CONFIRMED_COL
 FIDELITY = SideTable("fidelity.tsv", FIDELITY_COLUMNS)
 
 
+def seeds_a_side(confirm: Mapping[str, str]) -> int:
+    """A confirmed.tsv row's fresh seeds a side (both sides train the same ones)."""
+    return len([s for s in confirm["seeds"].split(",") if s.strip()])
+
+
 def strongest(confirms: list[dict[str, str]]) -> dict[str, str]:
     """Of confirmed.tsv's rows of one keep, the one with the most seeds a side (the power they buy), the
     latest of equals: a smaller confirm run after it repeats its test with less, and never replaces it."""
-    return max(enumerate(confirms), key=lambda ic: (len(ic[1]["seeds"].split(",")), ic[0]))[1]
+    return max(enumerate(confirms), key=lambda ic: (seeds_a_side(ic[1]), ic[0]))[1]
