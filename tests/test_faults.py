@@ -567,6 +567,56 @@ def test_a_signal_before_any_seed_started_records_nothing(root, monkeypatch, cap
     assert not (root / "results.tsv").exists() and not (root / "runs" / run_id).exists()
 
 
+def test_a_stopped_trial_run_again_keeps_its_finished_seeds(root, monkeypatch, capsys):
+    """SIGTERM once the first of three seeds (one at a time) finished: an interrupted row, and the line says
+    the seed is kept. The same config run again draws the same seeds and keeps that one (its files
+    hard-linked, not trained again), trains the others and says so in its log, summary and row; the pooled
+    rows tell the three seeds apart; its seconds count all three (the row holds one decimal). A stop of that
+    second run before any of its seeds started records nothing."""
+    use_backend(monkeypatch, root)
+    three = [*RUN, "--seeds", "3", "--parallel", "1"]
+    report = trial_run.report_seed
+
+    def stop_after_the_first(result):
+        report(result)
+        if result.index == 0:
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    monkeypatch.setattr(trial_run, "report_seed", stop_after_the_first)
+    assert trial.main(three) == 143
+    (stopped,) = ledger_rows(root)
+    assert stopped.status == "interrupted" and len(stopped.seed_list) == 1
+    assert (
+        "1 seed(s) evaluated; recording the trial as interrupted; the same config run again keeps them"
+        in (capsys.readouterr().out)
+    )
+    monkeypatch.setattr(trial_run, "report_seed", report)
+    with monkeypatch.context() as m:
+        signal_during(m, trial_run, "base_eval_rows", signal.SIGTERM)
+        assert trial.main(three) == 143
+    assert "recorded nothing" in capsys.readouterr().out and len(ledger_rows(root)) == 1
+
+    assert trial.main(three) == 0
+    out = capsys.readouterr().out
+    seed = stopped.seed_list[0]
+    kept = f"kept: 1 of 3 seeds ({seed}) finished in {stopped.run_id} before its stop: not trained again"
+    assert f"{kept}, 2 to run" in out
+    row = ledger_rows(root)[-1]
+    assert row.status == "ok" and row.seed_list == [seed, str(int(seed) + 1), str(int(seed) + 2)]
+    assert row.extras == {**(row.extras or {}), "kept_seeds": "1", "kept_from": stopped.run_id}
+    assert parse_summary(out)["kept_seeds"] == f"1 of 3, finished in {stopped.run_id} (stopped)"
+    there, here = root / "runs" / stopped.run_id / "seed-0", root / "runs" / row.run_id / "seed-0"
+    assert (here / "eval.jsonl").stat().st_ino == (there / "eval.jsonl").stat().st_ino  # not trained again
+    assert out.count("stopped at the training budget") == 2  # seeds 2 and 3 trained, seed 1 did not
+    pooled = read_jsonl(root / "runs" / row.run_id / "eval.jsonl")
+    assert sorted({str(r["seed"]) for r in pooled}) == row.seed_list
+    outcomes = [
+        json.loads((root / "runs" / row.run_id / f"seed-{k}" / "outcome.json").read_text()) for k in range(3)
+    ]
+    assert row.training_seconds == pytest.approx(sum(o["training_seconds"] for o in outcomes), abs=0.051)
+    assert row.eval_seconds == pytest.approx(sum(o["eval_seconds"] for o in outcomes), abs=0.051)
+
+
 def test_a_signal_while_the_trial_records_keeps_its_own_status(root, monkeypatch, capsys):
     """A signal after the seeds ended, while the row is appended: the finished trial keeps its status (a
     signal mid-training records `interrupted`: tests/test_parallel.py)."""

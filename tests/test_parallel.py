@@ -44,6 +44,20 @@ def test_auto_runs_as_many_seeds_as_slots_in_waves(root):
     assert plan(backend, None, seeds=6, parallel=1).waves == 6
 
 
+def test_after_seeds_kept_from_a_stopped_trial_the_first_wave_fills_theirs():
+    """Each look falls after the number of seeds the trial planned it after: with k seeds kept, the first
+    wave holds what completes k's wave, the rest go `parallel` at a time."""
+    from autorl.engine.pool import waves
+
+    jobs = list(range(5))
+    assert waves(jobs, 2) == [[0, 1], [2, 3], [4]]
+    assert waves(jobs, 2, done=1) == [[0], [1, 2], [3, 4]]
+    assert waves(jobs, 2, done=2) == waves(jobs, 2)
+    assert waves(jobs, 3, done=2) == [[0], [1, 2, 3], [4]]
+    assert waves(jobs, 1, done=3) == [[0], [1], [2], [3], [4]]
+    assert waves([], 2, done=1) == []
+
+
 def test_more_parallel_than_slots_is_oversubscribed_and_unpinned(root):
     p = plan(FakeBackend(scripts_dir=root, slots=2), None, seeds=6, parallel=3)
     assert p.parallel == 3 and p.oversubscribed and all(not s.cpus for s in p.slots)
@@ -101,6 +115,35 @@ def test_early_stop_is_checked_after_each_wave(root, monkeypatch, capsys):
     s = parse_summary(capsys.readouterr().out)
     assert s["stopped_early"].startswith("after 2/6 seeds") and len(s["seeds"].split(",")) == 2
     assert "the reference ran 1 seed(s) at once, this trial 2" in s["note"]
+
+
+def test_seeds_kept_from_a_stopped_trial_get_their_look_before_any_seed_trains(root, monkeypatch, capsys):
+    """A candidate behind the reference, stopped by a signal once its first seed finished (one at a time):
+    run again, the kept seed completes a wave, so the trial looks first and stops as futile, training none."""
+    import os
+
+    from autorl.engine import trial_run
+
+    use(monkeypatch, root, quality=0.6)
+    trial.main(["--budget", "0.3", "--seeds", "1"])
+    Ledger(root / "results.tsv").mark("keep")
+    use(monkeypatch, root, quality=0.3, slots=1)
+    report = trial_run.report_seed
+
+    def stop_after_the_first(result):
+        report(result)
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    monkeypatch.setattr(trial_run, "report_seed", stop_after_the_first)
+    assert trial.main(["--budget", "0.3", "--seeds", "4", "--grace", "1"]) == 143
+    monkeypatch.setattr(trial_run, "report_seed", report)
+    capsys.readouterr()
+    assert trial.main(["--budget", "0.3", "--seeds", "4"]) == 0
+    out = capsys.readouterr().out
+    s = parse_summary(out)
+    assert "kept: 1 of 4 seeds" in out and "interim look 1/3 after 1/4 seeds" in out
+    assert s["stopped_early"].startswith("after 1/4 seeds: delta") and s["kept_seeds"].startswith("1 of 1,")
+    assert "stopped at the training budget" not in out  # no seed trained
 
 
 # --- signals -----------------------------------------------------------------------------------------------

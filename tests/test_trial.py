@@ -466,13 +466,13 @@ def test_a_config_whose_last_trial_measured_nothing_runs_again_on_its_seeds(root
 
     me = TrialIdentity("new", root / "runs" / "new", "c", context, "embedded", "idea")
     own = trial_run.harness_seeds("new", 3)
-    assert trial_run.trial_seeds(me, [row("a", "idea")], 3) == own  # measured: fresh seeds (a re-run)
+    assert trial_run.trial_seeds(me, [row("a", "idea")], 3) == (own, None)  # measured: fresh seeds (a re-run)
     for void in (row("b", "idea", status="interrupted"), row("b", "idea", health="contended")):
-        assert trial_run.trial_seeds(me, [row("a", "idea"), void], 3) == [5000, 5001, 5002]
+        assert trial_run.trial_seeds(me, [row("a", "idea"), void], 3) == ([5000, 5001, 5002], void)
         assert "seeds: b's (it measured nothing" in capsys.readouterr().out
-        assert trial_run.trial_seeds(me, [void, row("a", "idea")], 3) == own  # measured since
-        assert trial_run.trial_seeds(me, [row("b", "other", status="interrupted")], 3) == own
-    assert trial_run.trial_seeds(me, [row("b", "idea", status="interrupted", budget=90.0)], 3) == own
+        assert trial_run.trial_seeds(me, [void, row("a", "idea")], 3) == (own, None)  # measured since
+        assert trial_run.trial_seeds(me, [row("b", "other", status="interrupted")], 3) == (own, None)
+    assert trial_run.trial_seeds(me, [row("b", "idea", status="interrupted", budget=90.0)], 3) == (own, None)
 
 
 def test_config_diff_is_against_the_contexts_baseline(root):

@@ -28,13 +28,12 @@ from typing import Any
 from autorl.engine import warm
 from autorl.engine.retrain import (
     RetrainError,
-    finished_rows,
     recorded_config,
     retrain_plan,
     run_jobs,
     same_harness,
 )
-from autorl.engine.seed import SeedResult, worst_status
+from autorl.engine.seed import SeedResult, finished_rows, worst_status
 from autorl.io import atomic, inputs, paths
 from autorl.io.cliargs import CONFIRM_MAX_SEEDS
 from autorl.record import context as research
@@ -360,7 +359,7 @@ def pending(plan: ConfirmPlan, configs: dict[str, Any]) -> tuple[list[SeedResult
     for k, seed in enumerate(plan.seeds):
         for role in ROLES:
             seed_dir = plan.seed_dir(role, k)
-            if (rows := finished_rows(seed_dir)) is not None:
+            if (rows := finished_rows(seed_dir, seed)) is not None:
                 done.append(SeedResult(k, seed, seed_dir, eval_rows=rows))
             else:
                 jobs.append(SeedJob(len(jobs), seed, seed_dir, configs[role], "test"))

@@ -32,13 +32,12 @@ from autorl.engine import warm
 from autorl.engine.backend import TrialConfig
 from autorl.engine.retrain import (
     RetrainError,
-    finished_rows,
     recorded_config,
     retrain_plan,
     run_jobs,
     same_harness,
 )
-from autorl.engine.seed import SeedResult
+from autorl.engine.seed import SeedResult, finished_rows
 from autorl.io import atomic, inputs, paths
 from autorl.record import events, stats
 from autorl.record.context import ResearchContext, baseline, is_quick
@@ -299,7 +298,7 @@ def _pending(plan: Plan, chosen: list[Config]) -> list[Any]:
     for k, seed in enumerate(plan.seeds):
         for c in chosen:
             seed_dir = plan.seed_dir(c.row.run_id, k)
-            if (done := finished_rows(seed_dir)) is not None:
+            if (done := finished_rows(seed_dir, seed)) is not None:
                 c.long_rows.append(done)
                 c.long_dirs.append(seed_dir)
             else:

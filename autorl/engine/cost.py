@@ -23,7 +23,7 @@ def seed_cost(rows: Sequence[LedgerRow], context: ResearchContext) -> tuple[int,
     autorl/engine/warm.py), and how many trials it is from; None before a trial finished.
 
     `total` is a wave's wall time, from each trial's total_seconds (less its own `once` and the base eval it
-    ran, over its waves);
+    ran, over its waves; not from a trial that kept seeds of a stopped one);
     `other` what the seeds' own figures leave out of it (the classic track's in-training evaluations, off the
     training clock; saves; children's exits; the runner between seeds). So the next trial's estimate, `once`
     + waves x `total`, is the wall time a comparable trial took, not the sum of its parts."""
@@ -37,6 +37,8 @@ def seed_cost(rows: Sequence[LedgerRow], context: ResearchContext) -> tuple[int,
         parts = (r.startup_seconds, r.training_seconds, r.eval_seconds)
         if n and parts[0] is not None and parts[1] is not None and parts[2] is not None:
             per_seed.append((parts[0] / n, parts[1] / n, parts[2] / n))
+        if (r.extras or {}).get("kept_seeds"):  # some of its seeds ran in another trial's wall time
+            continue
         parallel = max(1, r.parallel or 1)
         once = 0.0
         if starts := _seed_startups(r.run_id, n):

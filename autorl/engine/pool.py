@@ -40,8 +40,14 @@ AfterWave = Callable[[list[SeedResult]], str]  # -> "" to go on, else why the tr
 Report = Callable[[SeedResult], None]  # called as each seed finishes (prints its log)
 
 
-def waves(jobs: list[SeedJob], parallel: int) -> list[list[SeedJob]]:
-    return [jobs[i : i + parallel] for i in range(0, len(jobs), parallel)]
+def waves(jobs: list[SeedJob], parallel: int, done: int = 0) -> list[list[SeedJob]]:
+    """The jobs `parallel` at a time; after `done` seeds that finished before (a stopped trial run again)
+    the first wave fills the wave they ended in, so that each look falls after the seeds the trial planned
+    it after (autorl.record.stats.looks)."""
+    if not jobs:
+        return []
+    first = -done % parallel or parallel
+    return [jobs[:first], *(jobs[i : i + parallel] for i in range(first, len(jobs), parallel))]
 
 
 @dataclass(frozen=True)
@@ -59,6 +65,7 @@ class PoolRun:
     judge: Judge = field(
         default_factory=Judge
     )  # how the seeds' rungs are judged (the early abort); none: never stopped at one
+    done: int = 0  # the trial's seeds that finished before (kept from its stopped run): not among `jobs`
 
 
 def run_local(run: PoolRun, view: LiveView) -> tuple[list[SeedResult], str]:
@@ -66,7 +73,7 @@ def run_local(run: PoolRun, view: LiveView) -> tuple[list[SeedResult], str]:
     slots, parallel, stop = run.plan.slots, run.plan.parallel, run.stop
     assert 1 <= parallel <= len(slots), (parallel, len(slots))
     results: list[SeedResult] = []
-    planned = waves(run.jobs, parallel)
+    planned = waves(run.jobs, parallel, run.done)
     for w, wave in enumerate(planned):
         if stop:
             break
@@ -81,7 +88,7 @@ def run_local(run: PoolRun, view: LiveView) -> tuple[list[SeedResult], str]:
                     job.dir,
                     run.spec,
                     slot=slot,
-                    on_event=view.callback(job.index, f"seed {job.index + 1}/{len(run.jobs)}"),
+                    on_event=view.callback(job.index, f"seed {job.index + 1}/{len(run.jobs) + run.done}"),
                     stop=stop,
                     split=job.split,
                     judge=run.judge,

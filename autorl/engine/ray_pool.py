@@ -465,7 +465,7 @@ def run_ray(cluster: Cluster, run: PoolRun) -> tuple[list[SeedResult], str]:
         task_slot = Slot(threads=slot.threads)  # Ray assigns cores and GPUs (CUDA_VISIBLE_DEVICES) itself
         remote = ray.remote(seed_task).options(**resources(slot), max_retries=0)
         results: list[SeedResult] = []
-        planned = waves(run.jobs, run.plan.parallel)
+        planned = waves(run.jobs, run.plan.parallel, run.done)
         for w, wave in enumerate(planned):
             if run.stop:
                 break

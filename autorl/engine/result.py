@@ -82,6 +82,8 @@ class TrialResult:
     look: tuple[int, int] = (1, 1)  # the look the verdict was judged at, of the looks planned (stats.levels)
     reference_seeds: str = ""  # the seeds compared with, and whose (ReferenceEvidence.describe)
     base_eval_seconds: float = 0.0  # the untrained model's eval, where this trial ran it (0: from the cache)
+    kept: int = 0  # how many of its seeds finished in its config's stopped trial `kept_from`, not here
+    kept_from: str = ""
 
     @property
     def run_dir_shown(self) -> str:
@@ -186,6 +188,8 @@ class TrialResult:
             lines["slot_wait_seconds"] = f"{sum(waited):.1f} ({len(waited)} seed(s) waited for their slot)"
         if self.stopped_early:
             lines["stopped_early"] = self.stopped_early
+        if self.kept:
+            lines["kept_seeds"] = f"{self.kept} of {len(self.seeds)}, finished in {self.kept_from} (stopped)"
         lines.update(self.extras)
         if "error" not in lines and (failed := self.seeds_failed()):
             lines["error"] = failed
@@ -239,6 +243,8 @@ class TrialResult:
             extras={
                 **self.extras,
                 **({"base_eval_seconds": round(b, 1)} if (b := self.base_eval_seconds) else {}),
+                # seeds trained in another trial: their seconds are not in total_seconds (cost.py)
+                **({"kept_seeds": self.kept, "kept_from": self.kept_from} if self.kept else {}),
             },
         ).as_dict()
 
@@ -357,6 +363,8 @@ def conclude(
         look=look,
         reference_seeds=ref.evidence.describe() if ref.evidence else "",
         base_eval_seconds=trained.base_eval_seconds,
+        kept=trained.kept,
+        kept_from=trained.kept_from,
     )
 
 

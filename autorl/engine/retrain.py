@@ -9,7 +9,6 @@ slots (or as Ray tasks with `ray`), as a trial's seeds run, with a trial's signa
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from autorl.engine import warm
@@ -17,8 +16,6 @@ from autorl.engine.backend import Backend, TrialConfig
 from autorl.engine.seed import SeedResult
 from autorl.engine.track import Track
 from autorl.io import paths
-from autorl.io.jsonl import eval_rows_problem, read_jsonl
-from autorl.record.outcome import SeedOutcome
 from autorl.record.row import LedgerRow
 
 if TYPE_CHECKING:
@@ -55,15 +52,6 @@ def same_harness(row: LedgerRow, what: str) -> None:
         raise RetrainError(
             f"the harness changed since {row.run_id} ran: its config cannot be {what} under it"
         )
-
-
-def finished_rows(seed_dir: Path) -> list[dict[str, Any]] | None:
-    """A re-trained seed that finished before (a stopped run resumed): its eval rows (outcome ok,
-    eval.jsonl whole); None when it must run."""
-    if SeedOutcome.read(seed_dir).status != "ok" or not (seed_dir / "eval.jsonl").exists():
-        return None
-    rows = read_jsonl(seed_dir / "eval.jsonl")
-    return None if eval_rows_problem(rows) else rows
 
 
 def retrain_plan(backend: Backend, cfg: TrialConfig, budget: float, seeds: int, ray: str | None) -> Plan:

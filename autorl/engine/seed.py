@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import shutil
 import threading
 import time
@@ -248,11 +249,62 @@ def write_outcome(result: SeedResult) -> None:
         training_seconds=round(child.training_seconds, 3) if child else None,
         startup_seconds=round(child.startup_seconds, 3) if child else None,
         steps=result.steps,
+        eval_seconds=round(result.eval_seconds, 3) if result.eval_rows else None,
+        peak_rss_gb=round(child.peak_rss_gb, 3) if child else None,
         cpu_wait_share=child.cpu_wait_share if child else None,
         slot_wait_seconds=round(result.slot_wait_s, 3),
         slot=list(result.slot.cpus),
         slot_held=(round(result.held[0], 2), round(result.held[1], 2)) if result.held else None,
     ).write(result.dir)
+
+
+def finished_rows(seed_dir: Path, seed: int) -> list[dict[str, Any]] | None:
+    """The eval rows of a seed that finished in an earlier run (a stopped run resumed: its outcome `ok` for
+    this seed, its eval.jsonl whole), each with its `seed` as a fresh seed's are (the statistics tell seeds
+    apart by it); None when it must run."""
+    outcome = SeedOutcome.read(seed_dir)
+    if outcome.status != "ok" or outcome.seed != seed or not (seed_dir / "eval.jsonl").exists():
+        return None
+    rows = read_jsonl(seed_dir / "eval.jsonl")
+    return None if eval_rows_problem(rows) else [{**row, "seed": seed} for row in rows]
+
+
+def finished_seed(
+    earlier: Path, index: int, seed: int, seed_dir: Path, backend: Backend, cfg: TrialConfig
+) -> SeedResult | None:
+    """Seed `seed` of a stopped trial's run directory `earlier`, kept by the same config's next trial in the
+    same context when it finished there (trained to its end and evaluated, `finished_rows`): its files
+    hard-linked into `seed_dir` (they are never written again), its result read back from them as
+    `run_seed` returned it. None when it must run."""
+    if (rows := finished_rows(earlier / f"seed-{index}", seed)) is None:
+        return None
+    shutil.copytree(earlier / f"seed-{index}", seed_dir, copy_function=_link_or_copy)
+    outcome = SeedOutcome.read(seed_dir)
+    child = ChildResult(
+        stop_reason=outcome.stop_reason or "budget",
+        returncode=0,
+        startup_seconds=outcome.startup_seconds or 0.0,
+        training_seconds=outcome.training_seconds or 0.0,
+        paused_seconds=0.0,
+        steps=outcome.steps or 0,
+        last_step=None,
+        hard_killed=False,
+        survivors_killed=0,
+        peak_rss_gb=outcome.peak_rss_gb or 0.0,
+        cpu_wait_share=outcome.cpu_wait_share,
+    )
+    result = SeedResult(index, seed, seed_dir, child=child, eval_rows=rows)
+    result.eval_seconds = outcome.eval_seconds or 0.0
+    result.collected = backend.collect(cfg, seed_dir)
+    result.rungs = rungs.read(seed_dir)
+    return result
+
+
+def _link_or_copy(src: str, dst: str) -> None:
+    try:
+        os.link(src, dst)
+    except OSError:  # another file system, or one without hard links
+        shutil.copy2(src, dst)
 
 
 def train_and_evaluate(

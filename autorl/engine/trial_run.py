@@ -85,7 +85,7 @@ def run_trial(setup: Setup) -> int:
                 except Exception as exc:  # a fault of the harness during the trial: the row says it
                     traceback.print_exc()
                     trained = Trained(failure=f"{type(exc).__name__}: {exc}")
-                if stop and not trained.failure and not any(r.child for r in trained.results):
+                if stop and not trained.failure and not trained.started:
                     shutil.rmtree(ctx.run_dir, ignore_errors=True)  # no seed had started: nothing ran
                     say(f"stopped before any seed started: {ctx.run_id} recorded nothing")
                 else:
@@ -188,7 +188,7 @@ def train(
     from autorl.engine.pool import PoolRun, SeedJob, run_local
 
     asked, run_dir = setup.request, ctx.run_dir
-    seeds = trial_seeds(ctx, ref.ledger_rows, asked.seeds)
+    seeds, earlier = trial_seeds(ctx, ref.ledger_rows, asked.seeds)
     atomic.write_text(run_dir / "config.toml", setup.cfg.text)
     atomic.write_text(run_dir / "config.diff", diff)
     say(
@@ -197,7 +197,9 @@ def train(
     say(the_plan.describe())
     if note := ctx.uncommitted_note():
         say(f"note: {note}")
-    if estimate := trial_estimate(ref.ledger_rows, ctx.context, len(seeds), the_plan.parallel):
+    kept = kept_seeds(setup, ctx, earlier, seeds)
+    todo = [SeedJob(k, seed, run_dir / f"seed-{k}") for k, seed in enumerate(seeds) if k not in kept]
+    if estimate := trial_estimate(ref.ledger_rows, ctx.context, len(todo), the_plan.parallel):
         say(estimate)
     scored = setup.backend.scores_rungs and not asked.quick
     if scored:
@@ -205,20 +207,27 @@ def train(
     cfg = setup.track.with_rungs(setup.cfg, asked.budget.budget_s) if scored else setup.cfg
     if stop:  # it came while connecting to Ray: nothing is started
         return Trained()
+    done, kept_from = list(kept.values()), earlier.run_id if kept and earlier else ""
     with warm.starters(stop):  # the children fork from processes that imported torch once
         base_rows, base_s = _base_eval(setup, ctx, stop)
-        if stop:
-            return Trained(base_rows, base_eval_seconds=base_s)
+        trained = Trained(base_rows, done, base_eval_seconds=base_s, kept=len(done), kept_from=kept_from)
+        look = functools.partial(interim_look, asked, the_plan, ref)
+        if stop or not todo:
+            return trained
+        if done and not len(done) % the_plan.parallel and (why := look(done)):  # the look before the stop
+            trained.stopped_early = why
+            return trained
         run = PoolRun(
             backend=setup.backend,
             cfg=cfg,
-            jobs=[SeedJob(k, seed, run_dir / f"seed-{k}") for k, seed in enumerate(seeds)],
+            jobs=todo,
             spec=asked.budget,
             plan=the_plan,
             stop=stop,
-            after_wave=functools.partial(interim_look, asked, the_plan, ref),
+            after_wave=lambda results: look(done + results),
             report=report_seed,
             judge=Judge(ref.abort, threading.Event()),
+            done=len(done),
         )
         with LiveView(asked.budget.budget_s) as view:
             if cluster is not None:
@@ -227,9 +236,32 @@ def train(
                 results, stopped_early = run_ray(cluster, run)
             else:
                 results, stopped_early = run_local(run, view)
-        return Trained(
-            base_rows, results, stopped_early or abort_stop(results, ref), base_eval_seconds=base_s
+        trained.results = done + results
+        trained.stopped_early = stopped_early or abort_stop(results, ref)
+        return trained
+
+
+def kept_seeds(
+    setup: Setup, ctx: TrialIdentity, earlier: LedgerRow | None, seeds: list[int]
+) -> dict[int, SeedResult]:
+    """By position, the seeds that finished in `earlier` (this config's stopped trial in this context, whose
+    seeds this trial draws: `trial_seeds`) before its stop: kept (`finished_seed`), not trained again. None
+    from a trial that was contended (its seeds measured the machine) or ran on another backend."""
+    from autorl.engine.seed import finished_seed
+
+    if earlier is None or earlier.contended or earlier.backend != ctx.backend:  # else it was interrupted
+        return {}
+    kept, there = {}, paths.runs_dir() / earlier.run_id
+    for k, seed in enumerate(seeds):
+        if result := finished_seed(there, k, seed, ctx.run_dir / f"seed-{k}", setup.backend, setup.cfg):
+            kept[k] = result
+    if kept:
+        told = ", ".join(str(r.seed) for r in kept.values())
+        say(
+            f"kept: {len(kept)} of {len(seeds)} seeds ({told}) finished in {earlier.run_id} before its stop: "
+            f"not trained again, {len(seeds) - len(kept)} to run"
         )
+    return kept
 
 
 def _base_eval(setup: Setup, ctx: TrialIdentity, stop: Stop) -> tuple[list[dict[str, Any]], float]:
@@ -331,7 +363,11 @@ def conclude_trial(
         result = conclude(ctx, Trained(), nothing, Judging(parallel))  # nothing to fail on
     if stop:
         evaluated = sum(1 for s in trained.results if s.evaluated)
-        say(f"stopped by a signal: {evaluated} seed(s) evaluated; recording the trial as interrupted")
+        keep = evaluated and "health/contended" not in result.health
+        say(
+            f"stopped by a signal: {evaluated} seed(s) evaluated; recording the trial as interrupted"
+            + ("; the same config run again keeps them and trains the others" if keep else "")
+        )
     return result
 
 
@@ -341,15 +377,16 @@ def harness_seeds(run_id: str, n: int) -> list[int]:
     return [base + k for k in range(n)]
 
 
-def trial_seeds(ctx: TrialIdentity, rows: list[LedgerRow], n: int) -> list[int]:
+def trial_seeds(ctx: TrialIdentity, rows: list[LedgerRow], n: int) -> tuple[list[int], LedgerRow | None]:
     """The trial's seeds: its own (`harness_seeds`), or, when its config's latest trial in the context
     measured nothing (interrupted or contended: LedgerRow.void), that trial's, so that running it again
-    draws the same seeds (stopping a trial that looks bad buys no fresh draw)."""
+    draws the same seeds (stopping a trial that looks bad buys no fresh draw); and that trial (None: own
+    seeds)."""
     same = [r for r in ctx.context.rows(rows) if r.config_hash == ctx.config_hash]
     if same and same[-1].void and (first := same[-1].seed_list[:1]) and first[0].isdigit():
         say(f"seeds: {same[-1].run_id}'s (it measured nothing: the same config runs again on its seeds)")
-        return [int(first[0]) + k for k in range(n)]
-    return harness_seeds(ctx.run_id, n)
+        return [int(first[0]) + k for k in range(n)], same[-1]
+    return harness_seeds(ctx.run_id, n), None
 
 
 def new_run_dir(commit: str) -> tuple[str, Path]:

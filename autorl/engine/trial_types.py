@@ -72,11 +72,18 @@ class Reference:
 @dataclass
 class Trained:
     """What the seeds left: the base model's eval rows, the seeds' results, why the trial stopped adding
-    seeds ("" = it did not), the fault of the harness that ended it ("" = none) and the seconds the base
-    eval took (0: read from the cache)."""
+    seeds ("" = it did not), the fault of the harness that ended it ("" = none), the seconds the base
+    eval took (0: read from the cache) and the seeds it kept from its config's stopped trial."""
 
     base_rows: list[dict[str, Any]] = field(default_factory=list)
-    results: list[SeedResult] = field(default_factory=list)
+    results: list[SeedResult] = field(default_factory=list)  # the kept seeds first
     stopped_early: str = ""
     failure: str = ""
     base_eval_seconds: float = 0.0
+    kept: int = 0  # how many of `results` finished in `kept_from`, not here (trial_run.kept_seeds)
+    kept_from: str = ""  # the stopped trial they finished in
+
+    @property
+    def started(self) -> bool:
+        """Whether a seed's training started in this trial (a kept seed's did not)."""
+        return any(r.child is not None for r in self.results[self.kept :])

@@ -2,8 +2,9 @@
 
 `autorl.engine.seed.write_outcome` writes it (its only writer; Ray brings it back from the node that ran
 the seed); `autorl show` and the health flags (autorl.record.runview), the cost estimates
-(autorl.engine.cost), the swarm's throughput (autorl.record.throughput) and `autorl fidelity` read it, all
-through `SeedOutcome.read`.
+(autorl.engine.cost), the swarm's throughput (autorl.record.throughput), `autorl fidelity` and a stopped
+trial run again (autorl.engine.seed.finished_seed: the seeds it keeps) read it, all through
+`SeedOutcome.read`.
 A file a crash left half-written, or none at all, reads as `SeedOutcome()`: status `?`, nothing known.
 """
 
@@ -41,6 +42,10 @@ class SeedOutcome(BaseModel):
     starter)."""
     steps: int | None = None
     """Optimizer steps (classic: PPO updates)."""
+    eval_seconds: float | None = None
+    """Seconds its fixed eval took (None: none ran, or a file from before this field)."""
+    peak_rss_gb: float | None = None
+    """The training process tree's peak resident memory, GB."""
     cpu_wait_share: float | None = None
     """The share of its training during which some task on the machine waited for a CPU
     (/proc/pressure/cpu)."""
