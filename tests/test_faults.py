@@ -605,6 +605,10 @@ def test_a_stopped_trial_run_again_keeps_its_finished_seeds(root, monkeypatch, c
     assert row.status == "ok" and row.seed_list == [seed, str(int(seed) + 1), str(int(seed) + 2)]
     assert row.extras == {**(row.extras or {}), "kept_seeds": "1", "kept_from": stopped.run_id}
     assert parse_summary(out)["kept_seeds"] == f"1 of 3, finished in {stopped.run_id} (stopped)"
+    assert cli.main(["show", row.run_id]) == 0
+    assert f"kept seeds: 1 of 3, finished in {stopped.run_id} (stopped), not trained again" in (
+        capsys.readouterr().out
+    )
     there, here = root / "runs" / stopped.run_id / "seed-0", root / "runs" / row.run_id / "seed-0"
     assert (here / "eval.jsonl").stat().st_ino == (there / "eval.jsonl").stat().st_ino  # not trained again
     assert out.count("stopped at the training budget") == 2  # seeds 2 and 3 trained, seed 1 did not

@@ -125,6 +125,8 @@ def _head(view: TrialView) -> list[str]:
     )
     if r.description:
         lines.append(f"description: {r.description}")
+    if kept := s.get("kept_seeds"):  # seeds of its config's stopped trial, not trained again
+        lines.append(f"kept seeds: {kept}, not trained again")
     return lines
 
 
