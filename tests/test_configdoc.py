@@ -178,6 +178,10 @@ def test_explain_unknown_key_exits_2_with_the_nearest(root: Path, capsys: pytest
     ]
     assert run_py(["--track", "classic", "--explain", "clip_cof"]) == 2
     assert "did you mean `clip_coef`?" in capsys.readouterr().err
+    assert run_py(["--explain", "clip_coef"]) == 2  # another track's key
+    assert capsys.readouterr().err.strip() == (
+        "error: unknown train.toml/eval.toml key `clip_coef`; it is a key of classic.toml (--track classic)"
+    )
 
 
 def test_explain_a_refused_key_says_why(root: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -345,6 +345,18 @@ def _matches(row: KeyDoc, query: tuple[str, ...]) -> bool:
     return match_key(key, query) or match_key(inner_stars_dropped, query)
 
 
+def _elsewhere(query: tuple[str, ...], track: str) -> list[str]:
+    """The other tracks' files that have the key (a replay of 2026-12-02 asked for clip_coef without
+    --track classic), each with the flag that reaches it."""
+    return [
+        f"{s.file} (--track {name})"
+        for name in track_names()
+        if name != track
+        for s in schemas(name)
+        if any(_matches(row, query) for row in s.docs())
+    ]
+
+
 def explain(key: str, track: str, root: Path, config: Path | None = None) -> int:
     """Print what `key` means (type, default, range, backends, meaning, where the file sets it): exit 0; an
     unknown key: one line naming the nearest keys on stderr, exit 2."""
@@ -360,6 +372,8 @@ def explain(key: str, track: str, root: Path, config: Path | None = None) -> int
         known = {row.key for s in schemas(track) for row in s.docs()}
         near = nearest_key(query, known) or nearest_key(query, known, is_table=True)
         hint = f"; did you mean `{near}`?" if near else " (docs/config.md lists every key)"
+        if elsewhere := _elsewhere(query, track):
+            hint = f"; it is a key of {', '.join(elsewhere)}"
         print(f"error: unknown {'/'.join(s.file for s in schemas(track))} key `{key}`{hint}", file=sys.stderr)
         return 2
     for schema, row in found:
