@@ -198,7 +198,8 @@ def train(
     if note := ctx.uncommitted_note():
         say(f"note: {note}")
     kept = kept_seeds(setup, ctx, earlier, seeds)
-    todo = [SeedJob(k, seed, run_dir / f"seed-{k}") for k, seed in enumerate(seeds) if k not in kept]
+    at = {r.index for r in kept}
+    todo = [SeedJob(k, seed, run_dir / f"seed-{k}") for k, seed in enumerate(seeds) if k not in at]
     if estimate := trial_estimate(ref.ledger_rows, ctx.context, len(todo), the_plan.parallel):
         say(estimate)
     scored = setup.backend.scores_rungs and not asked.quick
@@ -207,14 +208,14 @@ def train(
     cfg = setup.track.with_rungs(setup.cfg, asked.budget.budget_s) if scored else setup.cfg
     if stop:  # it came while connecting to Ray: nothing is started
         return Trained()
-    done, kept_from = list(kept.values()), earlier.run_id if kept and earlier else ""
+    kept_from = earlier.run_id if earlier and kept else ""
     with warm.starters(stop):  # the children fork from processes that imported torch once
         base_rows, base_s = _base_eval(setup, ctx, stop)
-        trained = Trained(base_rows, done, base_eval_seconds=base_s, kept=len(done), kept_from=kept_from)
+        trained = Trained(base_rows, kept, base_eval_seconds=base_s, kept=len(kept), kept_from=kept_from)
         look = functools.partial(interim_look, asked, the_plan, ref)
         if stop or not todo:
             return trained
-        if done and not len(done) % the_plan.parallel and (why := look(done)):  # the look before the stop
+        if kept and not len(kept) % the_plan.parallel and (why := look(kept)):  # the look before the stop
             trained.stopped_early = why
             return trained
         run = PoolRun(
@@ -224,10 +225,10 @@ def train(
             spec=asked.budget,
             plan=the_plan,
             stop=stop,
-            after_wave=lambda results: look(done + results),
+            after_wave=lambda results: look(kept + results),
             report=report_seed,
             judge=Judge(ref.abort, threading.Event()),
-            done=len(done),
+            done=len(kept),
         )
         with LiveView(asked.budget.budget_s) as view:
             if cluster is not None:
@@ -236,27 +237,29 @@ def train(
                 results, stopped_early = run_ray(cluster, run)
             else:
                 results, stopped_early = run_local(run, view)
-        trained.results = done + results
+        trained.results = kept + results
         trained.stopped_early = stopped_early or abort_stop(results, ref)
         return trained
 
 
 def kept_seeds(
     setup: Setup, ctx: TrialIdentity, earlier: LedgerRow | None, seeds: list[int]
-) -> dict[int, SeedResult]:
-    """By position, the seeds that finished in `earlier` (this config's stopped trial in this context, whose
+) -> list[SeedResult]:
+    """The seeds that finished in `earlier` (this config's stopped trial in this context, whose
     seeds this trial draws: `trial_seeds`) before its stop: kept (`finished_seed`), not trained again. None
     from a trial that was contended (its seeds measured the machine) or ran on another backend."""
     from autorl.engine.seed import finished_seed
 
     if earlier is None or earlier.contended or earlier.backend != ctx.backend:  # else it was interrupted
-        return {}
-    kept, there = {}, paths.runs_dir() / earlier.run_id
-    for k, seed in enumerate(seeds):
-        if result := finished_seed(there, k, seed, ctx.run_dir / f"seed-{k}", setup.backend, setup.cfg):
-            kept[k] = result
+        return []
+    there = paths.runs_dir() / earlier.run_id
+    found = (
+        finished_seed(there, k, seed, ctx.run_dir / f"seed-{k}", setup.backend, setup.cfg)
+        for k, seed in enumerate(seeds)
+    )
+    kept = [r for r in found if r is not None]
     if kept:
-        told = ", ".join(str(r.seed) for r in kept.values())
+        told = ", ".join(str(r.seed) for r in kept)
         say(
             f"kept: {len(kept)} of {len(seeds)} seeds ({told}) finished in {earlier.run_id} before its stop: "
             f"not trained again, {len(seeds) - len(kept)} to run"
