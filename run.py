@@ -31,9 +31,13 @@ def load_harness() -> None:
 
 
 if __name__ == "__main__":
-    load_harness()
-    from autorl.commands.trial import main
-    from autorl.io.streams import survive_lost_reader
+    try:  # Ctrl-C while the harness loads (its first second): said as later, not a traceback
+        load_harness()
+        from autorl.commands.trial import main
+        from autorl.io.streams import survive_lost_reader
+    except KeyboardInterrupt:
+        print("\n[trial] interrupted before training started: nothing recorded", file=sys.stderr, flush=True)
+        sys.exit(130)  # as a trial stopped by SIGINT exits (autorl.engine.console.EXIT_SIGNAL)
 
     survive_lost_reader()  # an agent stopped while it read this output through a pipe: the row still lands
     sys.exit(main())

@@ -8,6 +8,7 @@ import dataclasses
 import importlib.util
 import json
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -17,7 +18,7 @@ import numpy as np
 import pytest
 from fakes.fake_backend import FakeBackend
 
-from autorl.commands import cli, show, status, trial
+from autorl.commands import cli, memory, show, status, trial
 from autorl.commands.tune import parse_summary
 from autorl.engine import process, warm
 from autorl.llm.track import LLMTrack
@@ -194,10 +195,10 @@ def test_tried_says_which_keys_were_changed_together(root):
         LedgerRow.read({"run_id": "lr", "reference_run": "base", **row}),
         LedgerRow.read({"run_id": "both", "reference_run": "base", **row}),
     ]
-    by_key = {t["key"]: t["tries"] for t in status.tried(rows)}
+    by_key = {t["key"]: t["tries"] for t in memory.tried(rows)}
     assert [x["with"] for x in by_key["trainer.optim.lr"]] == [[], ["orchestrator.group_size"]]
     assert by_key["orchestrator.group_size"][0]["with"] == ["trainer.optim.lr"]
-    lines = status.tried_lines(status.tried(rows))
+    lines = memory.tried_lines(memory.tried(rows))
     lr_line = next(ln for ln in lines if ln.startswith("  trainer.optim.lr:"))
     assert lr_line.endswith(
         "0.0001 -> 3e-05: inconclusive +0.0100, discard; 0.0001 -> 6e-05: inconclusive "
@@ -230,7 +231,7 @@ def test_tried_shows_inherited_values_and_sources_by_name(root):
         LedgerRow.read({"run_id": "old2", "reference_run": "old", **row}),
         LedgerRow.read({"run_id": "hot", "reference_run": "base", **row}),
     ]
-    by_key = {t["key"]: t["tries"] for t in status.tried(rows, get_track("llm"))}
+    by_key = {t["key"]: t["tries"] for t in memory.tried(rows, get_track("llm"))}
     assert sorted(by_key) == [
         "orchestrator.train.sampling.temperature",
         "orchestrator.train.source.reverse.sampling.temperature",
@@ -242,10 +243,10 @@ def test_tried_shows_inherited_values_and_sources_by_name(root):
     assert (cold["from"], cold["value"], cold["with"]) == (0.7, 0.5, [])
     [old] = by_key["trainer.optim.lr"]
     assert (old["from"], old["value"]) == (1e-4, 3e-5)
-    lines = status.tried_lines(status.tried(rows, get_track("llm")))
+    lines = memory.tried_lines(memory.tried(rows, get_track("llm")))
     key = "  orchestrator.train.source.reverse.sampling.temperature: "
     assert f"{key}0.7 -> 0.5: inconclusive +0.0100, discard" in lines
-    written = {t["key"]: t["tries"] for t in status.tried(rows)}  # without the track: as written, as before
+    written = {t["key"]: t["tries"] for t in memory.tried(rows)}  # without the track: as written, as before
     assert written["orchestrator.train.source.1.sampling.temperature"][0]["from"] is None
     changes = report.config_changes(rows[1], rows[0])
     assert changes == "orchestrator.train.source.reverse.sampling.temperature: 0.7 -> 0.5"
@@ -299,7 +300,7 @@ def test_status_sizes_the_confirm_of_the_best_keep_as_confirm_would(root, monkey
     cost = json.loads(capsys.readouterr().out)["cost"]["confirm"]
     base, best = Ledger(root / "results.tsv").rows()
     noise = stats.noise_floor([base, best], prior_sd=LLMTrack().seed_sd_prior)
-    sized = confirm.size(best, base, noise, 16, None)
+    sized = confirm.size(best, base, [base, best], noise, 16, None)
     assert cost["seeds"] == 2 * sized.seeds and cost["chosen_by"] == sized.chosen_by
     assert cost["power"] == pytest.approx(sized.power)
     assert cli.main(["status"]) == 0
@@ -759,18 +760,39 @@ def test_the_summary_prints_the_levels_its_verdict_was_judged_at(root, monkeypat
 
 
 def test_status_does_not_count_the_baseline_repeat_as_a_trial_not_kept(root, monkeypatch, capsys):
-    """program.md's setup: the baseline, kept, then its repeat, discarded: the repeat is neither a decided
-    trial of the keep rate nor a trial since the last keep."""
+    """program.md's setup: the baseline, kept, then its repeat, discarded: the repeat's summary says it is
+    one (its verdict is chance), and it is neither a decided trial of the keep rate nor a trial since the
+    last keep."""
     fake_trial(monkeypatch, root, capsys, "--budget", "0.3", "--description", "baseline")
     Ledger(root / "results.tsv").mark("keep", lesson="baseline")
-    fake_trial(monkeypatch, root, capsys, "--budget", "0.3", "--all-seeds", "--description", "repeat")
+    # The test double scores by `quality`, not by the config: the repeat of the same config comes out ahead,
+    # as chance can make it, and its summary says what such a verdict is.
+    again = fake_trial(
+        monkeypatch, root, capsys, "--budget", "0.3", "--all-seeds", "--description", "repeat", quality=0.9
+    )
+    assert again["verdict"] == "improved"
+    first = Ledger(root / "results.tsv").rows()[0].run_id
+    assert again["note"].startswith(
+        f"this trial ran the reference's own config ({first}): a repeat, no idea (`improved` here is chance: "
+        "the two sides ran one config); its seeds join the reference's"
+    )
     Ledger(root / "results.tsv").mark("discard", lesson="baseline repeat: noise floor")
     assert cli.main(["status", "--json"]) == 0
     st = json.loads(capsys.readouterr().out)
     assert len(st["baseline_repeats"]) == 1
     assert st["keep_rate"] == {"kept": 0, "decided": 0}  # the baseline is not an idea kept
-    assert "keep rate: 0/0 (ideas decided; the baseline and its repeats not counted)" in status.render(st)
+    assert (
+        "keep rate: 0/0 (ideas decided, each config once; the baseline and its repeats not counted)"
+        in status.render(st)
+    )
     assert st["since_last_keep"] == 0 and st["not_kept_streak"] == 0
+    # The best kept's own score is not the bar of the next delta: its config's two trials pooled are.
+    scores = [s for r in Ledger(root / "results.tsv").rows() for s in r.per_seed_scores()]
+    assert st["best_pooled"] == [2, 2, pytest.approx(statistics.fmean(scores))]
+    assert (
+        f"  its config's 2 trials pooled (2 seeds): {statistics.fmean(scores):.4f}, the bar of a delta"
+        in status.render(st).splitlines()
+    )
 
 
 def test_each_interim_look_prints_one_line(root, monkeypatch, capsys):
@@ -909,7 +931,7 @@ def test_a_contended_or_interrupted_trial_decides_nothing_and_sets_no_bar(root, 
     assert [r.run_id for r in same_config(rows, ctx, rows[1])] == ["rep"]  # b0's seeds join no pool
     nf = stats.noise_floor(rows, ctx)  # b1 with rep, and lr alone (2 seeds); b0's 0.10 and 0.70 left out
     assert nf.n_runs == 3 and nf.ss == pytest.approx(0.0004 + 0.0002)
-    by_key = {t["key"]: t["tries"] for t in status.tried(rows)}
+    by_key = {t["key"]: t["tries"] for t in memory.tried(rows)}
     assert "orchestrator.batch_size" not in by_key  # measured nothing
     assert [(x["value"], x["verdict"], x["decision"]) for x in by_key["trainer.optim.lr"]] == [
         (3e-05, "improved", "keep"),
@@ -921,3 +943,15 @@ def test_a_contended_or_interrupted_trial_decides_nothing_and_sets_no_bar(root, 
     assert st["keep_rate"] == {"kept": 1, "decided": 1}  # lr; not big1, big2 (contended) or cut
     assert st["since_last_keep"] == 1 and st["not_kept_streak"] == 1  # the crash alone
     assert st["chance"]["comparisons"] == 2 and st["chance"]["improved"] == 1  # rep and lr
+
+
+def test_show_of_a_many_seed_trial_counts_the_seeds_it_does_not_list(root, monkeypatch, capsys):
+    """Nine seeds: eight seed lines and a count of the ninth; each eval env's line lists six seeds' scores and
+    counts the other three (before, it cut the list at six and said nothing)."""
+    fake_trial(monkeypatch, root, capsys, "--budget", "0.2", "--seeds", "9", "--all-seeds")
+    assert cli.main(["show"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert sum(ln.startswith("  seed-") for ln in lines) == show.MAX_SEED_LINES == 8
+    assert "  ... 1 more seeds (--png draws them all)" in lines
+    envs = [ln for ln in lines if ln.startswith("  eval/")]
+    assert envs and all(re.search(r"\(seeds( \d\.\d{3}){6} … 3 more\)", ln) for ln in envs), envs

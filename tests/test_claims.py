@@ -69,8 +69,21 @@ def test_a_trial_of_a_config_in_flight_is_refused_and_status_shows_it(root, monk
     assert trial.main([*argv, "--description", "baseline"]) == 0
     (row,) = Ledger(root / "results.tsv").rows()
     capsys.readouterr()
+    # --rerun says what the trial is: one naming no trial of this config is refused, in a swarm or not.
+    assert trial.main([*argv, "--rerun", "run-nope"]) == 2
+    assert (
+        f"--rerun 'run-nope' names no trial of this context that ran this exact config (it ran in "
+        f"{row.run_id}: say --rerun {row.run_id})"
+    ) in capsys.readouterr().err
+    shipped = (root / "train.toml").read_text()
+    (root / "train.toml").write_text(shipped + "[trainer.optim]\nlr = 3e-5\n")
+    assert trial.main([*argv, "--rerun", row.run_id]) == 2  # another config than the one it names
+    assert "(it has not run in this context: its first trial needs no --rerun)" in capsys.readouterr().err
+    assert len(Ledger(root / "results.tsv").rows()) == 1
+    (root / "train.toml").write_text(shipped)
     monkeypatch.setenv(AGENT_VAR, "agent-2")
-    held = claims.claim(ResearchContext.of(row), "run-elsewhere", row.config_hash, "same idea", "+lr = 1\n")
+    diff = "--- baseline\n+++ this trial\n@@ -1 +1,3 @@\n [trainer.optim]\n+# faster\n+lr = 1  # x10\n"
+    held = claims.claim(ResearchContext.of(row), "run-elsewhere", row.config_hash, "same idea", diff)
     runs_before = sorted(p.name for p in (root / "runs").iterdir())
     rerun = ["--rerun", row.run_id]  # a planned re-run (below: a swarm refuses a config that already ran)
     assert trial.main([*argv, "--description", "baseline repeat", *rerun]) == 2
@@ -82,7 +95,8 @@ def test_a_trial_of_a_config_in_flight_is_refused_and_status_shows_it(root, monk
     assert cli.main(["status"]) == 0
     shown = capsys.readouterr().out.splitlines()
     at = shown.index("in flight (training now on this ledger; never start the same config):")
-    assert shown[at + 1].startswith("  run-elsewhere (agent-2, pid ") and "lr = 1" in shown[at + 1]
+    assert shown[at + 1].startswith("  run-elsewhere (agent-2, pid ")
+    assert "): trainer.optim.lr = 1  same idea" in shown[at + 1]  # the key it changes, not the diff's lines
     claims.release(held, ResearchContext.of(row))
     # Released; but in a swarm a config the context already ran is refused too, unless a planned re-run.
     assert trial.main([*argv, "--description", "baseline repeat"]) == 2

@@ -18,6 +18,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -552,6 +553,27 @@ def test_a_signal_during_validation_records_nothing(root, monkeypatch, capsys):
     finally:
         signal.signal(signal.SIGINT, previous)
     assert "interrupted before training started: nothing recorded" in capsys.readouterr().err
+    assert not (root / "runs").exists() and not (root / "results.tsv").exists()
+
+
+def test_ctrl_c_while_run_py_loads_says_so_and_exits_130(root):
+    """SIGINT in run.py's first second (the harness still importing): the line every early stop prints and
+    exit 130, not an import traceback (a replay of 2026-12-02 got an empty log). Sent once the harness's
+    imports are under way (/proc: numpy's extension is mapped), as a terminal's Ctrl-C finds them."""
+    proc = subprocess.Popen(
+        [sys.executable, str(REPO / "run.py"), "--dry-run"],
+        cwd=root,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "AUTORL_ROOT": str(root)},
+    )
+    while "numpy" not in Path(f"/proc/{proc.pid}/maps").read_text():
+        time.sleep(0.005)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, out + err
+    assert err.strip() == "[trial] interrupted before training started: nothing recorded", err
     assert not (root / "runs").exists() and not (root / "results.tsv").exists()
 
 

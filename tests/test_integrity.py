@@ -26,6 +26,7 @@ from autorl.io.machine import Machine, save_machine
 from autorl.io.tomlcheck import ConfigError
 from autorl.llm.config import load_train_config
 from autorl.llm.track import LLMTrack
+from autorl.record import context as research
 from autorl.record import stats
 from autorl.record.context import ResearchContext, best_kept
 from autorl.record.ledger import Ledger, LedgerError, eval_rows_hash, reference_evidence, reference_rows
@@ -271,6 +272,25 @@ def test_status_lessons_whole_baseline_repeat_not_counted_and_tracks(root, capsy
     assert "classic ec" in capsys.readouterr().out
 
 
+def test_an_idea_tried_twice_is_one_idea_decided_in_the_keep_rate(root):
+    """An inconclusive idea discarded, then its labelled re-run kept; a keep run again and discarded: two
+    ideas, one kept (before, four decided trials and two keeps of one idea). A re-run of the kept config joins
+    the reference's pool, and is no idea not kept since the keep."""
+    ledger = Ledger(root / "results.tsv")
+    add(ledger, "base", 0.40, "keep", config_hash="B", verdict="baseline")
+    add(ledger, "a", 0.44, "discard", config_hash="A", verdict="inconclusive")
+    add(ledger, "a-again", 0.45, "keep", config_hash="A", verdict="improved")
+    add(ledger, "a-third", 0.43, "discard", config_hash="A", verdict="inconclusive")
+    add(ledger, "c", 0.41, "discard", config_hash="C", verdict="inconclusive")
+    rows = ledger.rows()
+    assert research.config_repeats(rows) == {"a", "a-third"}
+    st = status.collect(rows)
+    assert st["keep_rate"] == {"kept": 1, "decided": 2}
+    assert st["since_last_keep"] == 1 and st["not_kept_streak"] == 1  # c, not a-third
+    # the bar of the next delta: all three trials of the kept config, the discarded first one too
+    assert st["best_pooled"] == (3, 3, pytest.approx((0.44 + 0.45 + 0.43) / 3))
+
+
 def test_report_track_and_progress_plot(root, capsys):
     ledger = Ledger(root / "results.tsv")
     add(ledger, "base", 0.40, "keep", base_score=0.1, description="baseline")
@@ -424,7 +444,9 @@ def test_gsm8k_eval_is_a_held_out_slice_of_train_and_test_is_sealed(tmp_path):
 # ---- the sized confirm and the chance line ----------------------------------------------------------------
 
 
-def trial_with_rows(ledger: Ledger, root: Path, run_id: str, seed_means: list[float], decision: str) -> dict:
+def trial_with_rows(
+    ledger: Ledger, root: Path, run_id: str, seed_means: list[float], decision: str, **kw: object
+) -> dict:
     """A ledger row whose runs/<id>/eval.jsonl holds 40 examples per seed around each seed's mean."""
     rng = np.random.default_rng(len(run_id))
     rows = [
@@ -435,7 +457,9 @@ def trial_with_rows(ledger: Ledger, root: Path, run_id: str, seed_means: list[fl
     text = "".join(json.dumps(r) + "\n" for r in rows)
     (root / "runs" / run_id).mkdir(parents=True)
     (root / "runs" / run_id / "eval.jsonl").write_text(text)
-    add(ledger, run_id, sum(seed_means) / len(seed_means), decision, eval_rows_hash=eval_rows_hash(text))
+    add(
+        ledger, run_id, sum(seed_means) / len(seed_means), decision, eval_rows_hash=eval_rows_hash(text), **kw
+    )
     return ledger.find(run_id)
 
 
@@ -485,24 +509,40 @@ def test_confirm_is_sized_for_the_low_end_of_the_eval_delta(root):
     base = trial_with_rows(ledger, root, "base", [0.50, 0.55, 0.45, 0.52, 0.48], "keep")
     cand = trial_with_rows(ledger, root, "cand", [0.62, 0.66, 0.58, 0.64, 0.60], "keep")
     noise = stats.NoiseFloor(prior_sd=0.05)
-    sized = confirm.size(cand, base, noise, cap=64, given=None)
+    rows = ledger.rows()
+    sized = confirm.size(cand, base, rows, noise, cap=64, given=None)
     c = stats.compare(reference_rows(cand, root / "runs"), reference_rows(base, root / "runs"), noise=noise)
     assert sized.eval_delta == pytest.approx(c.delta) and 0 < sized.low < c.delta  # discounted
     assert sized.chosen_by == "sized" and sized.seeds == sized.needed
     assert stats.power(sized.low, 0.05, sized.seeds) >= 0.8 > stats.power(sized.low, 0.05, sized.seeds - 1)
-    capped = confirm.size(cand, base, noise, cap=sized.seeds - 1, given=None)
+    capped = confirm.size(cand, base, rows, noise, cap=sized.seeds - 1, given=None)
     assert capped.chosen_by == "capped" and capped.seeds == sized.seeds - 1 and capped.power < 0.8
     assert (
         f"{sized.seeds} seeds a side are the fewest that give 80% or more" in capped.describe()
         and "capped at" in capped.describe()
     )
-    assert confirm.size(cand, base, noise, cap=64, given=2).seeds == 2  # --seeds overrides
-    behind = confirm.size(base, cand, noise, cap=7, given=None)  # the "candidate" is the worse one
+    assert "(1 trial of the candidate's config vs 1 trial of the baseline's)" in sized.describe()
+    assert confirm.size(cand, base, rows, noise, cap=64, given=2).seeds == 2  # --seeds overrides
+    behind = confirm.size(base, cand, rows, noise, cap=7, given=None)  # the "candidate" is the worse one
     assert behind.low < 0 and behind.seeds == 7 and "no seed count" in behind.describe()
+    # The baseline's config run again (it scored lower): the delta is the one a trial's verdict sees, the
+    # candidate against both of the baseline config's trials, not against the baseline's lucky one alone.
+    trial_with_rows(
+        ledger, root, "base-again", [0.40, 0.44, 0.36, 0.42, 0.38], "discard", config_hash="c-base"
+    )
+    rows = ledger.rows()
+    pooled = confirm.size(cand, base, rows, noise, cap=64, given=None)
+    both = reference_evidence(base, rows, ResearchContext.of(base), root / "runs")
+    assert both.runs == ("base", "base-again")
+    assert pooled.eval_delta == pytest.approx(
+        stats.compare(reference_rows(cand, root / "runs"), both.rows).delta
+    )
+    assert pooled.eval_delta > sized.eval_delta + 0.04 and pooled.seeds < sized.seeds
+    assert "(1 trial of the candidate's config vs 2 trials of the baseline's)" in pooled.describe()
     (root / "runs" / "cand" / "eval.jsonl").unlink()
     with pytest.raises(confirm.ConfirmError, match="give --seeds"):
-        confirm.size(cand, base, noise, cap=64, given=None)
-    assert "power not computed" in confirm.size(cand, base, noise, cap=64, given=3).describe()
+        confirm.size(cand, base, rows, noise, cap=64, given=None)
+    assert "power not computed" in confirm.size(cand, base, rows, noise, cap=64, given=3).describe()
 
 
 def test_status_and_report_say_how_many_improved_verdicts_chance_alone_explains(root, capsys):

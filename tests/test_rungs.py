@@ -218,6 +218,13 @@ def test_the_reference_side_pools_its_configs_repeat_in_the_verdict_and_at_the_r
     assert [(r.decision, r.reference_seeds) for r in scored] == [(rungs.GO, 4), (rungs.GO, 4)]
     assert all(r.reference == pytest.approx(0.5, abs=0.01) for r in scored)
     assert Ledger(root / "results.tsv").rows()[-1].reference_run == base_id
+    # autorl show: the delta's reference side is the config's 4 seeds, and its per-env comparison is with
+    # the baseline's own trial (the one whose files it reads), so the two never seem to disagree.
+    assert show.main(s["run_dir"].split("/")[-1]) == 0
+    shown = capsys.readouterr().out
+    assert f"the verdict's reference seeds (its config's trials pooled): 4 ({base_id} + {rep_id})" in shown
+    env_line = next(ln for ln in shown.splitlines() if ln.startswith("  eval/"))
+    assert f" vs reference {base_id} alone 0.6" in env_line
 
 
 def test_rung_scores_survive_a_signal_mid_run(root, tmp_path):

@@ -123,7 +123,7 @@ def planned_size(same: list[LedgerRow], best: LedgerRow | None, noise: stats.Noi
     if best.run_id == baseline.run_id:
         return None
     try:
-        return size(best, baseline, noise, CONFIRM_MAX_SEEDS, None)
+        return size(best, baseline, same, noise, CONFIRM_MAX_SEEDS, None)
     except ConfirmError:
         return None
 
@@ -142,6 +142,7 @@ class Size:
     needed: int | None  # seeds per side for stats.POWER at `low` (None: more than NEEDED_MOST)
     chosen_by: str  # "sized" | "capped" (--max-seeds) | "--seeds"
     power_at_delta: float = math.nan  # of `seeds` per side for the eval delta itself (no discount)
+    pooled: tuple[int, int] = (1, 1)  # (candidate, baseline) trials of each side's config the delta pools
 
     def describe(self) -> str:
         if not math.isfinite(self.low):
@@ -153,8 +154,8 @@ class Size:
         else:
             need = "no seed count gives power for a low end <= 0"
         text = (
-            f"eval delta {self.eval_delta:+.4f} vs the baseline's own trial (a trial's delta pools its "
-            f"reference config's trials), 90% interval low end {self.low:+.4f} "
+            f"eval delta {self.eval_delta:+.4f} ({_trials(self.pooled[0])} of the candidate's config vs "
+            f"{_trials(self.pooled[1])} of the baseline's), 90% interval low end {self.low:+.4f} "
             f"(sized for it: the winner's curse), seed sd {self.sd:.4g}: {need}"
         )
         if self.chosen_by == "capped":
@@ -164,17 +165,30 @@ class Size:
         return text + f" ({self.power_at_delta:.2f} if the eval delta itself is the true gain)"
 
 
-def size(cand: LedgerRow, base: LedgerRow, noise: stats.NoiseFloor, cap: int, given: int | None) -> Size:
-    """Seeds per side for the confirmation: `given` (--seeds) when set, else the fewest that give
-    stats.POWER for the low end of the eval delta's 90% interval, at most `cap`. The delta comes from the two
-    trials' own eval rows; when they cannot be read (reference_rows' check) only --seeds can size it
-    (ConfirmError otherwise), and its power is unknown (nan)."""
-    from autorl.record.ledger import reference_rows
+def _trials(n: int) -> str:
+    return "1 trial" if n == 1 else f"{n} trials"
 
+
+def size(
+    cand: LedgerRow,
+    base: LedgerRow,
+    rows: list[LedgerRow],
+    noise: stats.NoiseFloor,
+    cap: int,
+    given: int | None,
+) -> Size:
+    """Seeds per side for the confirmation: `given` (--seeds) when set, else the fewest that give
+    stats.POWER for the low end of the eval delta's 90% interval, at most `cap`. The delta is the one a
+    trial's verdict would see: each side's eval rows pooled with those of its config's other trials in the
+    context (`rows`; autorl.record.ledger.reference_evidence), so a baseline or a keep that was lucky once
+    is pulled back to its config by its repeats. When the two trials' own rows cannot be read
+    (reference_rows' check) only --seeds can size it (ConfirmError otherwise), its power unknown (nan)."""
+    from autorl.record.ledger import reference_evidence
+
+    context = ResearchContext.of(cand)
     try:
-        c = stats.compare(
-            reference_rows(cand, paths.runs_dir()), reference_rows(base, paths.runs_dir()), noise=noise
-        )
+        sides = [reference_evidence(t, rows, context, paths.runs_dir()) for t in (cand, base)]
+        c = stats.compare(sides[0].rows, sides[1].rows, noise=noise)
     except LedgerError as exc:
         if given is None:
             raise ConfirmError(
@@ -190,7 +204,8 @@ def size(cand: LedgerRow, base: LedgerRow, noise: stats.NoiseFloor, cap: int, gi
     else:
         n, how = cap, "capped"
     at_delta = stats.power(c.delta, noise.sd, n)
-    return Size(n, c.delta, low, noise.sd, stats.power(low, noise.sd, n), needed, how, at_delta)
+    pooled = (len(sides[0].runs), len(sides[1].runs))
+    return Size(n, c.delta, low, noise.sd, stats.power(low, noise.sd, n), needed, how, at_delta, pooled)
 
 
 @dataclass(frozen=True)
@@ -229,7 +244,8 @@ class ConfirmPlan:
         if not data:
             raise ConfirmError(f"{path}: no confirm {confirm_id!r} to resume (its plan.json is missing)")
         try:
-            plan = cls(**{**data, "size": Size(**data["size"]), "noise": stats.NoiseFloor(**data["noise"])})
+            sized = {**data["size"], "pooled": tuple(data["size"].get("pooled", (1, 1)))}
+            plan = cls(**{**data, "size": Size(**sized), "noise": stats.NoiseFloor(**data["noise"])})
         except (TypeError, KeyError) as exc:
             raise ConfirmError(f"{path}: not a confirm's plan ({exc}): it cannot be resumed") from None
         if plan.confirm_id != confirm_id:
@@ -323,7 +339,7 @@ def new_plan(
     assert context.budget is not None  # choose() refuses a trial without one
     times = long_factor(context.budget, *longer)
     noise = stats.noise_floor(rows, context, prior_sd=get_track(context.track).seed_sd_prior)
-    sized = size(candidate, baseline, noise, seeds[1], seeds[0])
+    sized = size(candidate, baseline, rows, noise, seeds[1], seeds[0])
     confirm_id = f"confirm-{datetime.now().strftime('%Y%m%d-%H%M%S')}-{candidate.run_id[-7:]}"
     seed_list = confirm_seeds(confirm_id, sized.seeds)
     return ConfirmPlan(

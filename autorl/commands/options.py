@@ -73,7 +73,8 @@ class RunOptions:
     rerun: str | None = flag(  # a swarm's agents (AUTORL_AGENT set) never run a config the context ran
         None,
         "in a swarm: this trial runs RUN_ID's exact config again on purpose (program.md's labelled re-run, "
-        "a contended trial); without it such a trial is refused (an interrupted one needs no flag)",
+        "a contended trial); without it such a trial is refused (an interrupted one needs no flag); "
+        "one naming no trial of this config is refused",
         metavar="RUN_ID",
     )
     dry_run: bool = flag(False, "validate, print the resolved config, exit")

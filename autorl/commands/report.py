@@ -22,12 +22,11 @@ import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.ticker import MaxNLocator  # noqa: E402
 
+from autorl.commands.memory import RunConfig, differences  # noqa: E402
 from autorl.commands.status import (  # noqa: E402
-    RunConfig,
     chance_line,
     context_row,
     cut,
-    differences,
     fidelity_line,
     hidden_hint,
     latest_fidelity,
@@ -139,7 +138,7 @@ def _label(ax: Any, x: float, y: float, text: str) -> None:
 
 
 def config_changes(row: LedgerRow, baseline: LedgerRow | None) -> str:
-    """`key: old -> new` for every key that differs from the baseline's config (status.differences)."""
+    """`key: old -> new` for every key that differs from the baseline's config (memory.differences)."""
     track = get_track(row.track) if row.track in track_names() else None
     mine = RunConfig.read(row.run_id, track)
     base = RunConfig.read(baseline.run_id, track) if baseline else None

@@ -87,13 +87,26 @@ def _trend_line(seeds: Sequence[SeedView]) -> str:
     return "trends (first → last tenth of the steps, mean over seeds): " + "; ".join(parts) if parts else ""
 
 
+MAX_ENV_SEEDS = 6  # per-seed scores an eval env's line lists (the rest are counted)
+
+
+def _pooled(view: TrialView) -> bool:
+    """Whether the trial's delta pooled its reference with the reference config's other trials (the summary's
+    `reference_seeds`: "<n> (<run> + <run>...)")."""
+    return " + " in str(view.summary.get("reference_seeds", ""))
+
+
 def _env_lines(view: TrialView) -> list[str]:
     ref = view.reference.env_scores() if view.reference else {}
+    # The reference trial's own scores: the delta above pooled its config's other trials when it says so.
+    alone = f" {view.reference.run_id} alone" if view.reference and _pooled(view) else ""
     lines = []
     for env, score in view.env_scores().items():
         per_seed = [s.env_scores[env] for s in view.seeds if env in s.env_scores]
-        spread = f" (seeds {' '.join(f'{v:.3f}' for v in per_seed[:6])})" if len(per_seed) > 1 else ""
-        vs = f" vs reference {ref[env]:.4f} ({score - ref[env]:+.4f})" if env in ref else ""
+        more = f" … {len(per_seed) - MAX_ENV_SEEDS} more" if len(per_seed) > MAX_ENV_SEEDS else ""
+        listed = " ".join(f"{v:.3f}" for v in per_seed[:MAX_ENV_SEEDS])
+        spread = f" (seeds {listed}{more})" if len(per_seed) > 1 else ""
+        vs = f" vs reference{alone} {ref[env]:.4f} ({score - ref[env]:+.4f})" if env in ref else ""
         lines.append(f"  eval/{env}: {score:.4f}{spread}{vs}")
     return lines
 

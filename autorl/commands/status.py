@@ -11,16 +11,27 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import tomllib
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
+import tomlkit
+
+from autorl.commands.memory import RunConfig, differences, tried, tried_lines
 from autorl.engine.cost import aborted, cost_line, expected_cost
 from autorl.engine.result import ceiling_note
-from autorl.engine.track import Track, get_track
+from autorl.engine.track import get_track
 from autorl.io import inputs, paths
-from autorl.io.tomlcheck import ConfigError, flatten
-from autorl.record.context import ResearchContext, baseline_repeats, best_kept, is_quick, kept_config_to_adopt
+from autorl.io.tomlcheck import flatten
+from autorl.record.context import (
+    ResearchContext,
+    baseline_repeats,
+    best_kept,
+    config_pool,
+    config_repeats,
+    is_quick,
+    kept_config_to_adopt,
+)
 from autorl.record.ledger import Ledger, Mark
 from autorl.record.row import AGENT_VAR, LedgerRow, as_float
 from autorl.record.sidetables import CONFIRMED, FIDELITY, strongest
@@ -30,11 +41,8 @@ MAX_LAST = 20  # --last is capped so the view stays bounded
 TEXT_WIDTH = 60  # descriptions are cut to this many characters (lessons never are)
 MAX_LESSONS = 6  # the latest lessons, shown whole
 MAX_REMARKS = 3  # the latest changed decisions (autorl mark --reason)
-MAX_TRIED_KEYS = 8  # the memory of what was tried: the keys changed most recently...
-MAX_TRIED_VALUES = 4  # ...each with its latest values tried
 STREAK_WARNING = 5  # trials in a row not kept (since the last keep or diagnosis) before the view warns
 DIAGNOSIS = "diagnosis:"  # a lesson that starts so records a diagnosis: the warning's count starts again
-FAILED = ("crash", "timeout")  # ended so: `tried` lists it against the reference it would have had
 
 
 def cut(text: str, width: int = TEXT_WIDTH) -> str:
@@ -57,112 +65,6 @@ def _brief(row: LedgerRow) -> dict[str, Any]:
         "lesson": row.lesson,
         "agent": row.agent,
     }
-
-
-@dataclasses.dataclass(frozen=True)
-class RunConfig:
-    """A trial's config (runs/<run_id>/config.toml) as dotted keys: as written, and as this commit's schema
-    reads it (Track.config_keys: defaults and inherited values filled in, sources by name; None where the
-    schema refuses the file)."""
-
-    written: dict[str, Any]
-    ran: dict[str, Any] | None
-
-    @classmethod
-    def read(cls, run_id: str, track: Track[Any] | None) -> RunConfig | None:
-        """None when the file is gone or unreadable."""
-        return cls.of(paths.run_config_file(run_id), track)
-
-    @classmethod
-    def of(cls, path: Path, track: Track[Any] | None) -> RunConfig | None:
-        """The config file at `path`; None when it is gone or unreadable."""
-        try:
-            written = flatten(inputs.read_toml(path))
-        except (OSError, inputs.InputError):
-            return None
-        try:
-            ran = track.config_keys(path) if track is not None else None
-        except ConfigError:  # the schema refuses it now: compared as written
-            ran = None
-        return cls(written, ran)
-
-
-def differences(
-    mine: RunConfig, theirs: RunConfig, track: Track[Any] | None
-) -> tuple[dict[str, Any], dict[str, Any], list[str]]:
-    """Both configs as the schema reads them where it reads both (an inherited value is the value it
-    inherited, not None), else both as written, and the keys whose values differ, sorted; a key that only
-    followed the key it inherits from (a source's temperature after the orchestrator's) is left out."""
-    now, then = (
-        (mine.ran, theirs.ran)
-        if mine.ran is not None and theirs.ran is not None
-        else (mine.written, theirs.written)
-    )
-
-    def followed(key: str) -> bool:
-        parent = track.inherited_from(key) if track is not None else None
-        return parent is not None and now.get(key) == now.get(parent) and then.get(key) == then.get(parent)
-
-    keys = sorted(set(now) | set(then))
-    return now, then, [k for k in keys if now.get(k) != then.get(k) and not followed(k)]
-
-
-def tried(rows: Sequence[LedgerRow], track: Track[Any] | None = None) -> list[dict[str, Any]]:
-    """The memory of what was tried: every key a trial changed against its reference (both configs from the
-    run directories, as `track` ran them), with the value tried, the outcome and the other keys the trial
-    changed with it (`with`: a combination's outcome is not the key's alone), the most recently changed keys
-    first. A crash or timeout counts against the reference it would have been compared with (the best kept
-    before it); a void trial (interrupted, contended: it measured nothing) is left out."""
-    by_key: dict[str, list[dict[str, Any]]] = {}
-    last_seen: dict[str, int] = {}
-    configs: dict[str, RunConfig | None] = {}
-
-    def config(run_id: str) -> RunConfig | None:
-        """Each run's config read once (a reference serves many trials)."""
-        if run_id not in configs:
-            configs[run_id] = RunConfig.read(run_id, track)
-        return configs[run_id]
-
-    for i, r in enumerate(rows):
-        ref = r.reference_run or would_have_compared(rows[:i], r)
-        if not ref or r.void:
-            continue
-        mine_file, theirs_file = config(r.run_id), config(ref)
-        if mine_file is None or theirs_file is None:
-            continue
-        mine, theirs, changed = differences(mine_file, theirs_file, track)
-        for key in changed:
-            last_seen[key] = i
-            by_key.setdefault(key, []).append(
-                {
-                    "run_id": r.run_id,
-                    "from": theirs.get(key),
-                    "value": mine.get(key),
-                    # the early abort: at a rung; a trial that failed: how
-                    "verdict": "aborted" if aborted(r) else r.status if r.status in FAILED else r.verdict,
-                    "delta": r.delta,
-                    "decision": r.decision,
-                    "with": [k for k in changed if k != key],
-                }
-            )
-    return [{"key": k, "tries": by_key[k]} for k in sorted(by_key, key=last_seen.__getitem__, reverse=True)]
-
-
-def would_have_compared(before: Sequence[LedgerRow], row: LedgerRow) -> str:
-    """The reference a crash or timeout (no comparison, no reference_run) would have been compared with:
-    the best kept trial of its context among the rows before it ("" for other rows, or none)."""
-    if row.status not in FAILED or is_quick(row):
-        return ""
-    best = best_kept(before, ResearchContext.of(row))
-    return best.run_id if best is not None else ""
-
-
-def with_text(keys: Sequence[str]) -> str:
-    """The other keys a try changed, short (`trainer.optim.lr` -> `lr`; two named, then how many more)."""
-    if not keys:
-        return ""
-    named = ", ".join(k.rsplit(".", 1)[-1] for k in keys[:2])
-    return f" (with {named}" + (f" +{len(keys) - 2} more" if len(keys) > 2 else "") + ")"
 
 
 def context_row(rows: Sequence[LedgerRow], track: str | None = None) -> LedgerRow | None:
@@ -293,8 +195,8 @@ def collect(
     # A re-run of the baseline's config measures noise and is discarded by design (program.md): it counts
     # neither as a decided trial nor as a trial not kept; nor does a trial that measured nothing (interrupted
     # or contended: program.md runs it again). The baseline is kept by design: the keep rate is of the ideas
-    # tried against it.
-    aside = baseline_repeats(same) | {r.run_id for r in same if r.void}
+    # tried against it; an idea tried twice (a labelled re-run, a keep run again) is one idea decided.
+    aside = baseline_repeats(same) | config_repeats(same) | {r.run_id for r in same if r.void}
     ideas = [r for r in same if r.run_id not in aside and r.verdict != "baseline"]
     decided = [r for r in ideas if r.decision in ("keep", "discard")]
     kept = [r for r in ideas if r.decision == "keep"]
@@ -322,6 +224,7 @@ def collect(
             "hidden": hidden_hint(rows, ctx),
         },
         "best": _brief(best) if best else None,
+        "best_pooled": config_pool(same, ctx, best) if best else None,  # [trials, seeds, mean]
         "best_is_kept": bool(best and best.decision == "keep"),
         "best_confirms": [
             {k: c[k] for k in ("confirm_id", "budget", "delta", "p_value", "verdict", "power", "seeds")}
@@ -357,25 +260,26 @@ def collect(
     }
 
 
-def tried_lines(tried: Sequence[Mapping[str, Any]]) -> list[str]:
-    """The memory of what was tried, bounded: MAX_TRIED_KEYS keys, each with its latest values."""
-    if not tried:
-        return []
-    out = [
-        "tried (key: reference's -> tried value: verdict, decision; newest last; never retry a discarded "
-        "value alone; `with k`: changed together with k)"
-    ]
-    for t in tried[:MAX_TRIED_KEYS]:
-        tries = [  # each try from its own reference's value: after a keep of the key, that is the kept value
-            f"{x['from']} -> {x['value']}: {x['verdict'] or '-'}"
-            + (f" {x['delta']:+.4f}" if x["delta"] is not None else "")
-            + f", {x['decision']}"
-            + with_text(x.get("with") or [])
-            for x in t["tries"][-MAX_TRIED_VALUES:]
-        ]
-        out.append(f"  {t['key']}: " + "; ".join(tries))
-    if len(tried) > MAX_TRIED_KEYS:
-        out.append(f"  ... {len(tried) - MAX_TRIED_KEYS} more keys (autorl status --json)")
+def diff_changes(diff: str) -> list[str]:
+    """The `key = value` lines a config diff (config.diff: against the baseline) adds, as dotted keys under
+    the table the diff shows them in, comments and blank lines left out; a line TOML cannot read alone is
+    given as written."""
+    section, out = "", []
+    for line in diff.splitlines():
+        if line.startswith(("+++", "---", "@@")) or not line:
+            continue
+        body = line[1:].split("#", 1)[0].strip() if '"' not in line else line[1:].strip()
+        if body.startswith("[") and body.endswith("]"):
+            section = body.strip("[]").strip() + "."
+            continue
+        if not line.startswith("+") or not body or body.startswith("#"):
+            continue
+        try:
+            added = flatten(tomllib.loads(body))
+        except tomllib.TOMLDecodeError:
+            out.append(body)
+            continue
+        out += [f"{section}{k} = {tomlkit.item(v).as_string()}" for k, v in added.items()]
     return out
 
 
@@ -386,7 +290,7 @@ def in_flight(track: str | None) -> list[dict[str, Any]]:
     out = []
     for c in claims.in_flight():
         if track in (None, c.track):
-            changed = [ln[1:].strip() for ln in c.diff.splitlines() if ln.startswith("+") and ln[1:2] != "+"]
+            changed = diff_changes(c.diff)
             out.append(
                 {
                     "run_id": c.run_id,
@@ -455,6 +359,10 @@ def best_lines(st: Mapping[str, Any]) -> list[str]:
     ci_text = f" [{ci[0]:.3f}, {ci[1]:.3f}]" if None not in ci else ""
     score = f"{b['eval_score']:.4f}" if b["eval_score"] is not None else "-"
     out = [f"{what}: {b['run_id']} eval_score {score}{ci_text}  {cut(b['description'], 50)}"]
+    if pool := st.get("best_pooled"):  # its config's repeats: the bar the next delta is measured against
+        out.append(
+            f"  its config's {pool[0]} trials pooled ({pool[1]} seeds): {pool[2]:.4f}, the bar of a delta"
+        )
     if line := onto_best(st):
         out.append(line)
     if line := confirms_line(st.get("best_confirms") or []):
@@ -514,7 +422,7 @@ def render(st: Mapping[str, Any]) -> str:
     out.append(f"noise floor (single-seed sd): {nf['text']}")
     kr = st["keep_rate"]
     rate = f"{kr['kept']}/{kr['decided']}" + (f" ({kr['kept'] / kr['decided']:.0%})" if kr["decided"] else "")
-    rate += " (ideas decided; the baseline and its repeats not counted)"
+    rate += " (ideas decided, each config once; the baseline and its repeats not counted)"
     out.append(
         f"keep rate: {rate}; trials since last keep: {st['since_last_keep']}; "
         f"crashes: {st['crashes']}; timeouts: {st['timeouts']}"

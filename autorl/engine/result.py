@@ -280,6 +280,23 @@ def ceiling_note(reference: LedgerRow | None, ci: tuple[float | None, float | No
     )
 
 
+def repeat_note(reference: LedgerRow | None, config_hash: str, verdict: str) -> str:
+    """A trial of the reference's own config (program.md's noise-floor repeat, a keep run again) measures
+    noise: any verdict but `inconclusive` is chance; the next trial pools its seeds with the reference's."""
+    if reference is None or not config_hash or reference.config_hash != config_hash:
+        return ""
+    said = (
+        f" (`{verdict}` here is chance: the two sides ran one config)"
+        if verdict in ("improved", "worse")
+        else ""
+    )
+    return (
+        f"this trial ran the reference's own config ({reference.run_id}): a repeat, no idea{said}; its "
+        "seeds join the reference's in the next comparison and the noise floor; record it discard, as "
+        "program.md says"
+    )
+
+
 def parallel_note(reference: LedgerRow | None, parallel: int) -> str:
     """Seeds that share a machine may buy less per budget than seeds alone: say when the reference ran with
     another parallelism (scripts/bench_parallel.py measures the difference)."""
@@ -333,6 +350,7 @@ def conclude(
     look = stats.looks(len(seeds), planned, judging.parallel) if judging.sequential else (1, 1)
     aborted = any(s.aborted is not None for s in seeds)
     reference = ref.row
+    verdict = verdict_of(comparison, look, reference is not None, status, aborted, judging.quick)
     return TrialResult(
         ctx=ctx,
         seeds=seeds,
@@ -346,12 +364,13 @@ def conclude(
         reference_run=reference.run_id
         if reference is not None and (comparison is not None or aborted)
         else "",
-        verdict=verdict_of(comparison, look, reference is not None, status, aborted, judging.quick),
+        verdict=verdict,
         stopped_early=trained.stopped_early,
         note="; ".join(
             n
             for n in (
                 ceiling_note(reference, ci, ctx.score_range[1]),
+                repeat_note(reference if comparison is not None else None, ctx.config_hash, verdict),
                 parallel_note(reference, judging.parallel),
                 ctx.uncommitted_note(),
             )

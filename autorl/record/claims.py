@@ -122,11 +122,19 @@ def already_ran(
     """In a swarm (AUTORL_AGENT set): why a trial of `config_hash` is refused when a trial of the context
     already ran it (its row is the outcome; an interrupted one was never measured), unless it says it re-runs
     that trial (`rerun`: its run id or a prefix). None: it may run. One agent alone follows program.md's
-    re-run rules instead."""
-    if not os.environ.get(AGENT_VAR):
-        return None
+    re-run rules instead; a `rerun` that names no trial of this config in the context is refused anywhere
+    (the flag says what the trial is: it must be so)."""
     same = [r for r in context.rows(rows) if r.config_hash == config_hash and r.status != "interrupted"]
-    if not same or (rerun and any(r.run_id.startswith(rerun) for r in same)):
+    if rerun is not None:
+        if rerun and any(r.run_id.startswith(rerun) for r in same):
+            return None
+        where = (
+            f"it ran in {same[-1].run_id}: say --rerun {same[-1].run_id}"
+            if same
+            else "it has not run in this context: its first trial needs no --rerun"
+        )
+        return f"--rerun {rerun!r} names no trial of this context that ran this exact config ({where})"
+    if not os.environ.get(AGENT_VAR) or not same:
         return None
     last = same[-1]
     outcome = f"{last.verdict or last.status}, {last.decision}"

@@ -74,6 +74,22 @@ def baseline_repeats(same: Sequence[LedgerRow]) -> set[str]:
     }
 
 
+def config_repeats(same: Sequence[LedgerRow]) -> set[str]:
+    """Run ids of the trials of one context (`same`) that ran a config another of its trials ran too (a
+    labelled re-run, a keep run again), but for the one that stands for that config's idea: its kept trial,
+    else its latest. An idea tried twice is one idea decided; the baseline's config is `baseline_repeats`'."""
+    by_config: dict[str, list[LedgerRow]] = {}
+    for r in same:
+        if r.config_hash and not r.void:
+            by_config.setdefault(r.config_hash, []).append(r)
+    out: set[str] = set()
+    for trials in by_config.values():
+        kept = [r for r in trials if r.decision == "keep"]
+        stands = (kept or trials)[-1]
+        out |= {r.run_id for r in trials if r is not stands}
+    return out
+
+
 def best_kept(rows: Sequence[LedgerRow], context: ResearchContext) -> LedgerRow | None:
     """The reference a new trial of `context` is compared against.
 
@@ -105,6 +121,19 @@ def same_config(rows: Sequence[LedgerRow], context: ResearchContext, reference: 
         and r.config_hash == reference.config_hash
         and r.run_id != reference.run_id
     ]
+
+
+def config_pool(
+    rows: Sequence[LedgerRow], context: ResearchContext, reference: LedgerRow
+) -> tuple[int, int, float] | None:
+    """(trials, seeds, mean per-seed eval_score) of the reference's config in `context` when it ran more
+    than once (`same_config`), else None: the bar a trial's delta is measured against, which is not the
+    reference's own eval_score once its config has repeats."""
+    trials = [reference, *same_config(rows, context, reference)]
+    scores = [s for r in trials for s in r.per_seed_scores()]
+    if len(trials) == 1 or not scores:
+        return None
+    return len(trials), len(scores), sum(scores) / len(scores)
 
 
 def kept_config_to_adopt(kept_run_id: str, config: Path) -> Path | None:
