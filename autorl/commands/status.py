@@ -268,9 +268,9 @@ def diff_changes(diff: str) -> list[str]:
     for line in diff.splitlines():
         if line.startswith(("+++", "---", "@@")) or not line:
             continue
-        body = line[1:].split("#", 1)[0].strip() if '"' not in line else line[1:].strip()
-        if body.startswith("[") and body.endswith("]"):
-            section = body.strip("[]").strip() + "."
+        body = line[1:].strip()  # TOML reads a trailing comment itself
+        if body.startswith("["):  # a table header, [a.b] or [[a]], perhaps with a comment
+            section = body.split("]", 1)[0].strip("[ ") + "."
             continue
         if not line.startswith("+") or not body or body.startswith("#"):
             continue
