@@ -118,3 +118,11 @@ def test_a_trial_of_a_config_in_flight_is_refused_and_status_shows_it(root, monk
     whose = f"the best kept config is agent-2's {repeat.run_id} (baseline repeat), not your train.toml"
     assert whose in out
     assert f'cp {kept} train.toml && git commit -am "onto {repeat.run_id}"' in out
+    # A keep no agent made (before the swarm, by hand) is the one to build on too, said as such.
+    Ledger(root / "results.tsv").mark("discard", run_id=repeat.run_id, reason="the first is the reference")
+    Ledger(root / "results.tsv").mark("keep", run_id=first.run_id, lesson="kept by hand")
+    assert cli.main(["status"]) == 0
+    out = capsys.readouterr().out
+    kept = root / "runs" / first.run_id / "config.toml"
+    assert f"the best kept config is {first.run_id} (" in out
+    assert f"kept by no agent), not your train.toml: build on it: cp {kept} train.toml" in out

@@ -26,6 +26,7 @@ from fakes.fake_backend import FakeBackend
 
 from autorl.commands import cli, confirm, trial
 from autorl.commands.tune import parse_summary
+from autorl.engine import seed as seed_module
 from autorl.engine import trial_run
 from autorl.io import atomic, inputs
 from autorl.io.jsonl import read_jsonl
@@ -587,6 +588,32 @@ def test_a_signal_before_any_seed_started_records_nothing(root, monkeypatch, cap
     run_id = out.split("[trial] run ")[1].split(":")[0]
     assert f"[trial] stopped before any seed started: {run_id} recorded nothing" in out
     assert not (root / "results.tsv").exists() and not (root / "runs" / run_id).exists()
+
+
+def test_an_interrupted_trial_s_summary_lines_describe_its_evaluated_seeds_only(root, monkeypatch, capsys):
+    """A stop during the second seed's eval (one seed at a time): that seed trained and has weights but was
+    never evaluated, so the backend's summary lines (the classic track's solved_seeds, time_to_solve) are
+    told of the first seed only (a replay saw an interrupted trial's solved_seeds count a seed with no
+    eval)."""
+    backend = FakeBackend("ok", 0.6, scripts_dir=root)
+    monkeypatch.setattr(LLMTrack, "make_backend", lambda self, name: backend)
+    told: list[int] = []
+    monkeypatch.setattr(
+        backend, "summary_extras", lambda cfg, collected, rows: told.append(len(collected)) or {}
+    )
+    real = seed_module.run_eval
+
+    def stop_in_the_second(launch, out, log, stop=None):
+        if out.parent.name == "seed-1":
+            os.kill(os.getpid(), signal.SIGTERM)
+        return real(launch, out, log, stop)
+
+    monkeypatch.setattr(seed_module, "run_eval", stop_in_the_second)
+    assert trial.main([*RUN, "--seeds", "2", "--parallel", "1"]) == 143
+    (row,) = ledger_rows(root)
+    assert row.status == "interrupted" and "1 seed(s) evaluated" in capsys.readouterr().out
+    assert (root / "runs" / row.run_id / "seed-1" / "weights" / "quality.txt").exists()  # it trained
+    assert told == [1]
 
 
 def test_a_stopped_trial_run_again_keeps_its_finished_seeds(root, monkeypatch, capsys):

@@ -380,6 +380,12 @@ def test_confirm_retrains_both_configs_on_fresh_seeds_and_scores_the_test_split(
     # these trials have no eval rows: the eval delta, so the power, is unknown, and nothing claims one
     assert row["power"] == "" and "power: not computed (the eval delta is unknown)" in out
     assert "power" not in line
+    # what the size assumed, beside what the test split shows: the sides' seeds about their means, pooled
+    ss = 0.0
+    for side in ("candidate", "baseline"):
+        a, b = (stats.eval_score(read_jsonl(confirm_dir / side / f"seed-{k}" / "eval.jsonl")) for k in (0, 1))
+        ss += (a - b) ** 2 / 2
+    assert f"; seed sd measured on the test split {(ss / 2) ** 0.5:.4g} (df 2)\n" in out
     assert cli.main(["report", "--out", str(root / "p.png")]) == 0
     shown = capsys.readouterr().out
     assert f"| cand | base | +50.0000 | {float(row['delta']):+.4f} |" in shown
@@ -610,6 +616,11 @@ def test_a_quick_look_is_one_short_seed_that_no_trial_is_compared_with(fake_root
     assert [r.run_id for r in context.rows(rows)] == [base.run_id, rows[-1].run_id]
     assert noise_floor(rows, context).n_runs == 2  # the quick look's seed is not a sample
     assert status.collect(rows)["context"]["trials"] == 2
+    assert trial.main(["--seeds", "3"]) == 0  # seeds other than the baseline's: said, not refused
+    out = capsys.readouterr().out
+    assert f"--seeds 3: the baseline {base.run_id} ran 2; the verdict compares" in out
+    assert "trial's 3 with the reference's seeds; more seeds cost 1.5x the time and detect a smaller" in out
+    assert "budget 0.3 s: from the baseline" in out
 
 
 def test_a_smaller_confirm_after_a_larger_one_never_replaces_it(root, capsys):

@@ -151,6 +151,9 @@ Ledger(root / "results.tsv").append({"run_id": f"agent-{n}", "status": "ok", "ev
                                        "track": "llm", "description": "agent trial"})
 if os.environ.get("AGENT_STOP_AFTER") and n + 1 >= int(os.environ["AGENT_STOP_AFTER"]):
     (root / "STOP").write_text("")
+if os.environ.get("AGENT_MARK_AFTER"):  # reads its summary, then marks (autorl mark)
+    time.sleep(float(os.environ["AGENT_MARK_AFTER"]))
+    Ledger(root / "results.tsv").mark("discard", run_id=f"agent-{n}", lesson="marked")
 time.sleep(float(os.environ.get("AGENT_SLEEP", "0")))
 """
 
@@ -169,6 +172,29 @@ def test_loop_stops_at_trial_limit_and_passes_the_prompt(root: Path) -> None:
     log = (root / ".autorl" / "loop.log").read_text()
     assert "stop: trial limit (3); 3 new trials; 3 invocations" in log
     assert len(list((root / ".autorl" / "loop").glob("*.log"))) == 3  # the agent's output per invocation
+
+
+def test_at_the_trial_limit_the_agent_marks_its_last_trial_before_it_is_ended(root, monkeypatch) -> None:
+    """The limit is reached when the agent's trial records its row, before the agent marks it: the loop lets
+    it mark (here 2 s later) and ends it then (it went on to sleep, as into another trial); an agent that
+    never marks is ended after MARK_GRACE_S and the stop line names the trial left pending."""
+    monkeypatch.setenv("AGENT_SLEEP", "60")
+    monkeypatch.setenv("AGENT_MARK_AFTER", "2")
+    started = time.monotonic()
+    assert loop.main(agent_cmd(root), max_trials=1) == 0
+    assert time.monotonic() - started < 30
+    (row,) = Ledger(root / "results.tsv").rows()
+    assert row.decision == "discard"
+    log = (root / ".autorl" / "loop.log").read_text()
+    assert "stop: trial limit (1); 1 new trials; 1 invocations\n" in log
+    monkeypatch.delenv("AGENT_MARK_AFTER")
+    monkeypatch.setattr(loop, "MARK_GRACE_S", 2.0)
+    assert loop.main(agent_cmd(root), max_trials=1) == 0
+    assert time.monotonic() - started < 60
+    first, second = Ledger(root / "results.tsv").rows()
+    assert second.decision == "pending"
+    log = (root / ".autorl" / "loop.log").read_text()
+    assert f"1 new trials; 1 invocations; not marked: {second.run_id} (autorl mark)" in log
 
 
 def test_loop_stops_on_stop_file(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -77,6 +77,8 @@ def test_two_stand_in_agents_share_one_ledger_and_the_cores_honestly(repo):
     assert what == sorted(["learning_rate = 0.002", "clip_obs = 5.0"])  # each idea once
     assert {r.agent for r in new} == {"agent-1", "agent-2"}, new  # both worked, each row says who
     assert all(r.reference_run for r in new if r.status == "ok")  # every candidate was compared
+    # the limit came with a trial's row, before its agent marked it: the loop let the agent mark it
+    assert [r.run_id for r in new if r.status == "ok" and r.decision == "pending"] == []
     # Leases: seeds on the same cores held them one after the other (outcome.json's `slot`, `slot_held`),
     # their start-up, training and eval inside (resolved.json written, eval.jsonl written).
     windows: dict[tuple[int, ...], list[tuple[float, float]]] = {}
@@ -140,6 +142,8 @@ def stop_mid_trial(repo: Path) -> None:
     assert proc.returncode == 0, out
     (last,) = rows(repo)[before:]
     assert last.status == "interrupted" and last.agent == "agent-1", last
+    summary = parse_summary(out)["agent-1"]
+    assert summary == f"1 trials, 0 kept, not marked: {last.run_id} (autorl mark --run <run_id>)"
     assert (
         list(claims.glob("*.json")) == [] and not (repo / ".autorl" / "swarm" / "agent-1" / "STOP").exists()
     )

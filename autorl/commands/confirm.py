@@ -510,13 +510,28 @@ def record(
     lines["seeds_per_side"] = f"{sized.seeds} ({sized.chosen_by})"
     lines["power"] = (
         f"{sized.power:.2f} for delta {sized.low:+.4f} (the eval delta's 90% low end), "
-        f"{sized.power_at_delta:.2f} for the eval delta {sized.eval_delta:+.4f}; seed sd {sized.sd:.4g}"
+        f"{sized.power_at_delta:.2f} for the eval delta {sized.eval_delta:+.4f}; seed sd {sized.sd:.4g} "
+        "(the eval split's)"
         if math.isfinite(sized.power)
         else "not computed (the eval delta is unknown)"
     )
+    if ok and (test_sd := test_split_sd(cand.rows, base.rows)) is not None:
+        lines["power"] += f"; seed sd measured on the test split {test_sd[0]:.4g} (df {test_sd[1]})"
     sys.stdout.write("---\n" + "".join(f"{k}: {v}\n" for k, v in lines.items()))
     say(f"recorded in {path.name}")
     return 0 if status in ("ok", "contended") else 1
+
+
+def test_split_sd(
+    cand_rows: list[dict[str, Any]], base_rows: list[dict[str, Any]]
+) -> tuple[float, int] | None:
+    """The single-seed sd the confirm's own seeds show on the test split (each side's seeds about their
+    mean, pooled) and its df: what the size, taken from the eval split's noise floor, assumed (a test
+    split of other size or difficulty has another); None with fewer than two seeds a side."""
+    floor = stats.NoiseFloor(prior_df=0)
+    for rows in (cand_rows, base_rows):
+        floor = floor.with_scores(list(stats.seed_scores(rows).values()))
+    return (floor.measured_sd, floor.df) if floor.measured_sd is not None and floor.n_runs == 2 else None
 
 
 def main(

@@ -29,7 +29,7 @@ from typing import Any
 from autorl.engine.process import end_group
 from autorl.io import paths
 from autorl.record.ledger import Ledger, LedgerError
-from autorl.record.row import AGENT_VAR
+from autorl.record.row import AGENT_VAR, LedgerRow
 
 POLL_S = 1.0  # how often the stop conditions are checked while the agent runs
 GRACE_S = 60.0  # SIGTERM -> SIGKILL for an agent stopped by a limit or STOP: run.py stops its seeds
@@ -37,6 +37,7 @@ GRACE_S = 60.0  # SIGTERM -> SIGKILL for an agent stopped by a limit or STOP: ru
 FAST_EXIT_S = 20.0  # an invocation shorter than this that records no trial counts as a failed start
 MAX_FAST_EXITS = 5  # ... and this many in a row end the loop (a broken command must not spin all night)
 BACKOFF_S = 2.0  # wait before retrying after a fast exit, doubled each time (at most 60 s)
+MARK_GRACE_S = 120.0  # at the trial limit, how long the agent may still take to mark its last trials
 
 DEFAULT_PROMPT = (
     "You are running the autorl research loop in this repository. Read program.md and follow its loop: "
@@ -120,6 +121,7 @@ class Loop:
         self.start_trials = count_trials(self.ledger)
         self.keeps_confirmed = count_keeps(self.ledger)  # keeps counted at the last confirmation
         self.signalled = ""  # the name of the signal that stops the loop
+        self.limit_at: float | None = None  # when the trial limit was reached while the agent ran
 
     def log(self, msg: str) -> None:
         line = f"{datetime.now().isoformat(timespec='seconds')} {msg}"
@@ -168,9 +170,28 @@ class Loop:
                     return proc.wait(timeout=POLL_S), None
                 except subprocess.TimeoutExpired:
                     reason = self.stop_reason()
-                    if reason:
+                    if reason and not self.marking(reason):
                         end_group(proc, GRACE_S)
                         return None, reason
+
+    def pending(self) -> list[LedgerRow]:
+        """This agent's new trials still `pending` (no `autorl mark` yet)."""
+        try:
+            new = self.ledger.rows()[self.start_trials :]
+        except LedgerError:
+            return []
+        return [r for r in new if r.decision == "pending" and (not self.name or r.agent == self.name)]
+
+    def marking(self, reason: str) -> bool:
+        """Whether the agent, at the trial limit, still marks the trials it ran (its trial counted, its mark
+        not yet made): it goes on until none of its measured trials is pending, at most MARK_GRACE_S. Any
+        other reason to stop ends it at once."""
+        if not reason.startswith("trial limit"):
+            return False
+        self.limit_at = self.limit_at or time.monotonic()
+        if time.monotonic() - self.limit_at > MARK_GRACE_S:
+            return False
+        return any(r.status == "ok" for r in self.pending())
 
     def confirm(self, why: str) -> None:
         """`autorl confirm` of the current best kept trial (its own process; output in the loop's log dir)."""
@@ -221,7 +242,11 @@ class Loop:
         while True:
             reason = self.stop_reason()
             if reason:
-                self.log(f"stop: {reason}; {self.new_trials()} new trials; {n} invocations")
+                pending = ", ".join(r.run_id for r in self.pending())
+                self.log(
+                    f"stop: {reason}; {self.new_trials()} new trials; {n} invocations"
+                    + (f"; not marked: {pending} (autorl mark)" if pending else "")
+                )
                 if self.confirm_every and count_keeps(self.ledger) > self.keeps_confirmed:
                     self.confirm("the loop ended")
                 return 0

@@ -318,8 +318,9 @@ def in_flight_lines(flying: Sequence[Mapping[str, Any]]) -> list[str]:
 
 def onto_best(st: Mapping[str, Any]) -> str | None:
     """When this worktree's config is not the reference's: in a swarm (AUTORL_AGENT set), the best kept
-    trial being another agent's, the command that brings the worktree onto it; else (its own reference) what
-    differs, as the first step of the loop expects the reference's config after a keep or a revert."""
+    trial being another agent's (or one no agent made), the command that brings the worktree onto it; else
+    (its own reference) what differs, as the first step of the loop expects the reference's config after a
+    keep or a revert."""
     best, me = st.get("best"), os.environ.get(AGENT_VAR, "")
     if not best:
         return None
@@ -328,9 +329,10 @@ def onto_best(st: Mapping[str, Any]) -> str | None:
     kept = kept_config_to_adopt(best["run_id"], mine)
     if kept is None:
         return None
-    if me and st.get("best_is_kept") and best["agent"] not in ("", me):
+    if me and st.get("best_is_kept") and best["agent"] != me:  # another agent's keep, or one made outside
+        whose, by = (f"{best['agent']}'s ", "") if best["agent"] else ("", ", kept by no agent")
         return (
-            f"the best kept config is {best['agent']}'s {best['run_id']} ({cut(best['description'], 50)}), "
+            f"the best kept config is {whose}{best['run_id']} ({cut(best['description'], 50)}{by}), "
             f"not your {mine.name}: build on it: cp {kept} {mine.name} && "
             f'git commit -am "onto {best["run_id"]}"'
         )

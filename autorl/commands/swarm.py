@@ -239,6 +239,8 @@ class Swarm:
             mine = [r for r in new if r.agent == a.name]
             keeps = sum(r.decision == "keep" for r in mine)
             lines[a.name] = f"{len(mine)} trials, {keeps} kept"
+            if pending := [r.run_id for r in mine if r.decision == "pending"]:
+                lines[a.name] += f", not marked: {', '.join(pending)} (autorl mark --run <run_id>)"
         lines.update(throughput.measure(new, self.started, time.time()).lines())
         st = collect(rows, confirmed=CONFIRMED.read(CONFIRMED.beside(self.ledger)))
         if "chance" in st:

@@ -151,6 +151,16 @@ def context_defaults(opts: RunOptions, track: Track[Any], cfg: TrialConfig) -> R
             f"{' and '.join(taken)}: from the baseline {base.run_id}, the research context (--seeds sets "
             "other seeds; another budget is a new context: --new-context)"
         )
+    if opts.seeds is not None and opts.seeds != seeds:
+        say(
+            f"--seeds {opts.seeds}: the baseline {base.run_id} ran {seeds}; the verdict compares this "
+            f"trial's {opts.seeds} with the reference's seeds; "
+            + (
+                f"more seeds cost {opts.seeds / seeds:.2g}x the time and detect a smaller gain"
+                if opts.seeds > seeds
+                else "fewer seeds cost less and miss a real gain more often"
+            )
+        )
     return replace(opts, budget=budget, seeds=opts.seeds or seeds)
 
 

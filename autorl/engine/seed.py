@@ -262,7 +262,11 @@ def finished_rows(seed_dir: Path, seed: int) -> list[dict[str, Any]] | None:
     """The eval rows of a seed that finished in an earlier run (a stopped run resumed: its outcome `ok` for
     this seed, its eval.jsonl whole), each with its `seed` as a fresh seed's are (the statistics tell seeds
     apart by it); None when it must run."""
-    outcome = SeedOutcome.read(seed_dir)
+    return outcome_rows(SeedOutcome.read(seed_dir), seed_dir, seed)
+
+
+def outcome_rows(outcome: SeedOutcome, seed_dir: Path, seed: int) -> list[dict[str, Any]] | None:
+    """`finished_rows` given the seed's outcome.json, already read."""
     if outcome.status != "ok" or outcome.seed != seed or not (seed_dir / "eval.jsonl").exists():
         return None
     rows = read_jsonl(seed_dir / "eval.jsonl")
@@ -276,10 +280,11 @@ def finished_seed(
     same context when it finished there (trained to its end and evaluated, `finished_rows`): its files
     hard-linked into `seed_dir` (they are never written again), its result read back from them as
     `run_seed` returned it. None when it must run."""
-    if (rows := finished_rows(earlier / f"seed-{index}", seed)) is None:
+    there = earlier / f"seed-{index}"
+    outcome = SeedOutcome.read(there)
+    if (rows := outcome_rows(outcome, there, seed)) is None:
         return None
-    shutil.copytree(earlier / f"seed-{index}", seed_dir, copy_function=_link_or_copy)
-    outcome = SeedOutcome.read(seed_dir)
+    shutil.copytree(there, seed_dir, copy_function=_link_or_copy)
     child = ChildResult(
         stop_reason=outcome.stop_reason or "budget",
         returncode=0,

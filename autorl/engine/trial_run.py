@@ -350,11 +350,12 @@ def interim_look(asked: TrialRequest, the_plan: Plan, ref: Reference, done: list
 def conclude_trial(
     setup: Setup, ctx: TrialIdentity, parallel: int, ref: Reference, trained: Trained, stop: Stop
 ) -> TrialResult:
-    """The statistics, the summary and the row; a fault here still gives a row, with the reason."""
+    """The statistics, the summary and the row; a fault here still gives a row, with the reason. The
+    backend's summary lines describe the seeds evaluated (a seed a stop or a crash cut is in none)."""
     from autorl.engine.result import Judging, conclude
 
     judging = Judging(parallel, not setup.request.all_seeds, bool(stop), setup.request.quick)
-    collected = [s.collected for s in trained.results if s.collected]
+    collected = [s.collected for s in trained.results if s.collected and s.evaluated]
     try:
         result = conclude(
             ctx, trained, ref, judging, lambda rows: setup.backend.summary_extras(setup.cfg, collected, rows)
