@@ -312,6 +312,25 @@ def test_the_loop_that_confirms_tells_the_agent_it_does(root: Path) -> None:
     assert loop.main(agent_cmd(root), max_trials=1, confirm_factor=4) == 2  # a factor alone: refused
 
 
+def test_a_swarm_that_confirms_tells_its_agents_it_does(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`autorl swarm --confirm-every K` confirms, not its agents' loops: the environment it gives an agent's
+    loop makes the loop's prompt say so (a swarm agent was told nothing, and program.md has it confirm)."""
+    from autorl.commands import swarm
+    from autorl.record.row import AGENT_VAR
+
+    (root / "program.md").write_text("# p\n<!-- loop-prompt -->\nKeep going, agent.\n<!-- /loop-prompt -->\n")
+    agent = swarm.Agent("agent-3", root, root / "agent-3.log")
+    assert loop.SWARM_CONFIRMS_VAR not in swarm.agent_env(agent)  # a swarm that does not confirm says nothing
+    env = swarm.agent_env(agent, confirm_every=2)
+    for var in (AGENT_VAR, loop.SWARM_CONFIRMS_VAR):
+        monkeypatch.setenv(var, env[var])
+    assert loop.main(agent_cmd(root), max_trials=1) == 0
+    (prompt,) = (root / "prompts.txt").read_text().splitlines()
+    assert "You are agent-3, one of several agents" in prompt
+    assert "The swarm runs `autorl confirm` itself after every 2 keeps of all agents and at the end" in prompt
+    assert "This loop runs" not in prompt
+
+
 def test_confirm_every_counts_ideas_kept_not_the_baseline(root: Path) -> None:
     """program.md: "after every 3 keeps (the baseline is not one)": the loop's and the swarm's count agree."""
     ledger = Ledger(root / "results.tsv")

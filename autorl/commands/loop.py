@@ -37,6 +37,8 @@ GRACE_S = 60.0  # SIGTERM -> SIGKILL for an agent stopped by a limit or STOP: ru
 FAST_EXIT_S = 20.0  # an invocation shorter than this that records no trial counts as a failed start
 MAX_FAST_EXITS = 5  # ... and this many in a row end the loop (a broken command must not spin all night)
 BACKOFF_S = 2.0  # wait before retrying after a fast exit, doubled each time (at most 60 s)
+TRIAL_LIMIT = "trial limit"  # the stop reason of --max-trials, the one that lets the agent mark first
+SWARM_CONFIRMS_VAR = "AUTORL_SWARM_CONFIRM_EVERY"  # set by `autorl swarm --confirm-every K` for its loops
 MARK_GRACE_S = 120.0  # at the trial limit, how long the agent may still take to mark its last trials
 
 DEFAULT_PROMPT = (
@@ -143,7 +145,7 @@ class Loop:
         if self.deadline is not None and time.monotonic() >= self.deadline:
             return "time limit"
         if self.max_trials is not None and self.new_trials() >= self.max_trials:
-            return f"trial limit ({self.max_trials})"
+            return f"{TRIAL_LIMIT} ({self.max_trials})"
         return None
 
     def _invoke(self, n: int, command: str, prompt: str) -> tuple[int | None, str | None]:
@@ -186,7 +188,7 @@ class Loop:
         """Whether the agent, at the trial limit, still marks the trials it ran (its trial counted, its mark
         not yet made): it goes on until none of its measured trials is pending, at most MARK_GRACE_S. Any
         other reason to stop ends it at once."""
-        if not reason.startswith("trial limit"):
+        if not reason.startswith(TRIAL_LIMIT):
             return False
         self.limit_at = self.limit_at or time.monotonic()
         if time.monotonic() - self.limit_at > MARK_GRACE_S:
@@ -235,6 +237,11 @@ class Loop:
                 "shows their trials in flight (never start the same idea) and the best kept config, whoever "
                 "kept it (build on it as its line says); mark your own trials with --run <run_id>."
             )
+            if every := os.environ.get(SWARM_CONFIRMS_VAR):  # the swarm owns the confirms, not its loops
+                prompt += (
+                    f" The swarm runs `autorl confirm` itself after every {every} keeps of all agents and at "
+                    "the end: do not run it yourself."
+                )
         command = build_command(self.agent, prompt)
         limits = f"{self.hours:g} h" if self.hours else "no time limit"
         self.log(f"start: agent {self.agent!r}; {limits}; max trials {self.max_trials or 'none'}")

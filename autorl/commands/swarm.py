@@ -14,7 +14,7 @@ loop` in each worktree with the agent command and the limits; what keeps the ver
 - every trial is compared with the best kept trial of the context when its comparison is made (whoever kept
   it), and `autorl status` shows every agent's comparisons, keeps, those chance alone explains and those
   confirmed on the sealed test split. `--confirm-every K` confirms the swarm's best once per K new keeps (the
-  swarm does it; the agents' loops do not).
+  swarm does it, its agents' prompts say so; their loops do not).
 
 A STOP file in this checkout, `--hours`, `--max-trials` (new rows, all agents') or SIGINT/SIGTERM stop every
 agent the way `autorl loop` stops one (its trial records an `interrupted` row); a second signal ends them at
@@ -35,7 +35,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from autorl.commands.loop import count_keeps, count_trials, ledger_problem, run_confirm
+from autorl.commands.loop import SWARM_CONFIRMS_VAR, count_keeps, count_trials, ledger_problem, run_confirm
 from autorl.engine.process import die_with_parent
 from autorl.io import paths
 from autorl.io.harness import dirty_harness_files, git, harness_hash, is_git_repo
@@ -92,15 +92,19 @@ def worktree(root: Path, name: str) -> Path:
     return wt
 
 
-def agent_env(agent: Agent) -> dict[str, str]:
-    """The agent's environment: its worktree as the repo root, this checkout's records, its name; uv runs in
-    this checkout's environment without syncing it (a worktree has no .venv of its own)."""
+def agent_env(agent: Agent, confirm_every: int | None = None) -> dict[str, str]:
+    """The agent's environment: its worktree as the repo root, this checkout's records, its name (and, when
+    the swarm confirms, how often: its loop tells the agent not to); uv runs in this checkout's environment
+    without syncing it (a worktree has no .venv of its own)."""
     env = {
         **os.environ,
         "AUTORL_ROOT": str(agent.worktree),
         paths.RECORDS_VAR: str(paths.records_root()),
         AGENT_VAR: agent.name,
     }
+    env.pop(SWARM_CONFIRMS_VAR, None)
+    if confirm_every:
+        env[SWARM_CONFIRMS_VAR] = str(confirm_every)
     if sys.prefix != sys.base_prefix:  # running in a virtual environment: the agents' `uv run` uses it
         env["UV_PROJECT_ENVIRONMENT"] = sys.prefix
         env["UV_NO_SYNC"] = "1"
@@ -158,7 +162,7 @@ class Swarm:
                 a.proc = subprocess.Popen(
                     argv,
                     cwd=a.worktree,
-                    env=agent_env(a),
+                    env=agent_env(a, self.confirm_every),
                     stdin=subprocess.DEVNULL,
                     stdout=log,
                     stderr=subprocess.STDOUT,
