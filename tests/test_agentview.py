@@ -321,6 +321,10 @@ def test_a_trial_says_its_expected_wall_time_from_the_comparable_trials_before_i
     # one seed, one wave: the wall time of a seed is the trial's, less the base eval it ran (once a context)
     seed_s = first.total_seconds - float((first.extras or {}).get("base_eval_seconds", 0))
     assert f"expected: <= {2 * seed_s:.0f} s (a seed " in line and "median of the 1 latest comparable" in line
+    # all its seeds run whatever they show (--all-seeds): no early stop, so no upper bound
+    assert trial.main(["--seeds", "2", "--parallel", "1", "--budget", "0.5", "--all-seeds"]) == 0
+    (line,) = [ln for ln in capsys.readouterr().out.splitlines() if "expected: " in ln]
+    assert "expected: <=" not in line and "early stop" not in line and "comparable trials here)" in line
 
 
 def test_the_estimate_of_the_next_trial_is_the_wall_time_a_comparable_trial_took(root, monkeypatch, capsys):
@@ -405,6 +409,9 @@ def test_confirm_runs_both_sides_on_the_slots_and_reports_the_interval_of_its_te
     assert float(row["budget"]) == 2  # the trial's budget
     power = float(row["power"])  # recorded as printed: of 1 seed a side for the eval delta's low end
     assert 0 <= power < 1 and f"power: {power:.2f} for delta " in out
+    # one eval delta: the size line's (each side pooled as a verdict pools it) is the one recorded and shown
+    eval_delta = float(row["eval_delta"])
+    assert f"eval delta {eval_delta:+.4f} (" in out and f"\neval_delta: {eval_delta:+.4f}\n" in out
 
 
 def test_a_long_budget_confirm_trains_both_sides_longer(classic_runs, monkeypatch, capsys):
@@ -806,7 +813,8 @@ def test_each_interim_look_prints_one_line(root, monkeypatch, capsys):
     trial.main(["--budget", "0.3", "--seeds", "3"])
     out = capsys.readouterr().out
     looks = re.findall(
-        r"interim look (\d)/2 after (\d)/3 seeds: delta \+0\.\d{4}, p \S+, efficacy boundary \S+: (\w+)", out
+        r"interim look (\d) of 3 after (\d)/3 seeds: delta \+0\.\d{4}, p \S+, efficacy boundary \S+: (\w+)",
+        out,
     )
     assert looks and looks[0][:2] == ("1", "1")
     assert [x[2] for x in looks] == ["continue"] * (len(looks) - 1) + [looks[-1][2]]
@@ -943,6 +951,11 @@ def test_a_contended_or_interrupted_trial_decides_nothing_and_sets_no_bar(root, 
     assert st["keep_rate"] == {"kept": 1, "decided": 1}  # lr; not big1, big2 (contended) or cut
     assert st["since_last_keep"] == 1 and st["not_kept_streak"] == 1  # the crash alone
     assert st["chance"]["comparisons"] == 2 and st["chance"]["improved"] == 1  # rep and lr
+    # a trial that measured nothing says so in the table, whatever its description (the lesson is the agent's)
+    text = status.render(st).split("trials (oldest first):\n")[1].split("lessons (oldest first)")[0]
+    table = {ln.split()[0]: ln for ln in text.splitlines()[1:] if ln.startswith("  ")}
+    assert "contended, not measured:" in table["big1"] and "not measured" not in table["lr"]
+    assert next(r for r in st["last"] if r["run_id"] == "big1")["health"] == ["contended"]
 
 
 def test_show_of_a_many_seed_trial_counts_the_seeds_it_does_not_list(root, monkeypatch, capsys):

@@ -97,6 +97,13 @@ def test_a_trial_of_a_config_in_flight_is_refused_and_status_shows_it(root, monk
     at = shown.index("in flight (training now on this ledger; never start the same config):")
     assert shown[at + 1].startswith("  run-elsewhere (agent-2, pid ")
     assert "): trainer.optim.lr = 1  same idea" in shown[at + 1]  # the key it changes, not the diff's lines
+    # its config in its run directory (written at its start): its changes against the reference, by the schema
+    (root / "runs" / "run-elsewhere").mkdir()
+    (root / "runs" / "run-elsewhere" / "config.toml").write_text(shipped + "[trainer.optim]\nlr = 1.0\n")
+    assert cli.main(["status"]) == 0
+    shown = capsys.readouterr().out.splitlines()
+    at = shown.index("in flight (training now on this ledger; never start the same config):")
+    assert f"): vs {row.run_id}: trainer.optim.lr = 1.0  same idea" in shown[at + 1]
     claims.release(held, ResearchContext.of(row))
     # Released; but in a swarm a config the context already ran is refused too, unless a planned re-run.
     assert trial.main([*argv, "--description", "baseline repeat"]) == 2

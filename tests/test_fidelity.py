@@ -181,6 +181,9 @@ def test_a_fidelity_run_is_recorded_and_resumes_after_a_signal(context, capsys, 
     line = next(ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("fidelity ("))
     assert line.startswith(f"fidelity ({fid}, 3 configs at 3 s): rho {float(summary['spearman_rho']):.2f} [")
     assert f"keeps that hold at the long budget: {int(kept['holds'] == 'holds')}/1" in line
+    said = {"holds": "", "inconclusive": " (1 inconclusive: its test could not tell, not a failure)"}
+    assert line.endswith(said.get(kept["holds"], f" (does not hold: {kept['run_id']})")), line
+    assert "note: rho over 3 configs takes only a few values (3 give -1, -0.5, 0.5 or 1)" in out
 
 
 @pytest.mark.xdist_group("fidelity-context")  # one worker: `context` is set up once

@@ -365,7 +365,7 @@ def test_confirm_retrains_both_configs_on_fresh_seeds_and_scores_the_test_split(
     assert float(row["ci_low"]) < float(row["delta"]) < float(row["ci_high"])
     assert 0.0 <= float(row["p_value"]) <= 1.0 and row["verdict"] in ("improved", "inconclusive", "worse")
     assert float(row["eval_delta"]) == pytest.approx(50.0)
-    assert f"delta: {row['delta']}" in out and "confirmed: " in out
+    assert f"\ndelta: {float(row['delta']):+.4f}\n" in out and "confirmed: " in out  # as a trial shows it
     (confirm_dir,) = (root / "runs").glob("confirm-*")
     for side in ("candidate", "baseline"):
         for k in range(2):
@@ -563,6 +563,8 @@ def test_status_and_report_say_how_many_improved_verdicts_chance_alone_explains(
     ]:
         add(ledger, run_id, 0.5, decision, verdict=verdict, reference_run="base")
     add(ledger, "crashed", None, "crash", verdict="n/a")
+    # the baseline's repeat (program.md's noise floor), lucky: a comparison, said to be an A/A one
+    add(ledger, "rep", 0.5, "discard", verdict="improved", reference_run="base", config_hash="c-base")
     rows = [
         {"run_id": "k1", "verdict": "improved", "status": "ok"},
         {"run_id": "k2", "verdict": "inconclusive", "status": "ok"},
@@ -571,15 +573,20 @@ def test_status_and_report_say_how_many_improved_verdicts_chance_alone_explains(
     rate = LLMTrack().false_keep_rate
     st = status.collect(ledger.rows(), confirmed=CONFIRMED.read(root / "confirmed.tsv"))
     assert st["chance"] == {
-        "comparisons": 5,
-        "improved": 2,
+        "comparisons": 6,
+        "improved": 3,
+        "repeats": 1,
+        "repeats_improved": 1,
         "false_keep_rate": rate,
-        "expected_by_chance": pytest.approx(5 * rate),
+        "expected_by_chance": pytest.approx(6 * rate),
         "kept": 2,
         "confirmed": 1,
     }
     assert cli.main(["status"]) == 0
-    line = f"comparisons: 5, improved 2; by chance alone ~{5 * rate:.1f} would read improved"
+    line = (
+        "comparisons: 6 (1 a repeat of the baseline's config, A/A), improved 3 (1 of them a repeat); by "
+        f"chance alone ~{6 * rate:.1f} would read improved"
+    )
     assert line in capsys.readouterr().out
     assert cli.main(["report", "--out", str(root / "p.png"), "--md", str(root / "r.md")]) == 0
     assert (

@@ -141,7 +141,7 @@ def test_seeds_kept_from_a_stopped_trial_get_their_look_before_any_seed_trains(r
     assert trial.main(["--budget", "0.3", "--seeds", "4"]) == 0
     out = capsys.readouterr().out
     s = parse_summary(out)
-    assert "kept: 1 of 4 seeds" in out and "interim look 1/3 after 1/4 seeds" in out
+    assert "kept: 1 of 4 seeds" in out and "interim look 1 of 4 after 1/4 seeds" in out
     assert s["stopped_early"].startswith("after 1/4 seeds: delta") and s["kept_seeds"].startswith("1 of 1,")
     assert "stopped at the training budget" not in out  # no seed trained
 

@@ -47,7 +47,10 @@ def test_first_prepare_builds_the_builtin_model_and_writes_the_machine_file(root
     assert Path(saved.model_path) == built and saved.model_name == prep.BUILTIN_MODEL
     assert saved.cpus >= 1 and saved.prime_rl is None
     out = capsys.readouterr().out
-    assert "environment autorl-arithmetic: data ready" in out and "backend: embedded" in out
+    assert "environment autorl-arithmetic (training): data ready" in out and "backend: embedded" in out
+    assert (
+        "environment autorl-arithmetic (eval): data ready" in out
+    )  # as each reads it: two lines, told apart
     prep.prepare(root / "train.toml")  # a second prepare reuses the built model
     assert "already built" in capsys.readouterr().err
 

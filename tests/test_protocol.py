@@ -269,6 +269,15 @@ def test_shipped_program_md_has_the_loop_prompt() -> None:
     assert "autorl mark keep" in text and "git reset --hard HEAD~1" in text
 
 
+def test_every_log_program_md_writes_in_the_checkout_is_ignored_by_git() -> None:
+    """program.md redirects run.py, confirm and fidelity to files in the repo root: none shows up in
+    `git status` (an untracked fidelity.log did, in a replay of 2026-12-03)."""
+    logs = sorted(set(re.findall(r"> ([\w.-]+\.log) 2>&1", (REPO / "program.md").read_text())))
+    assert {"run.log", "confirm.log", "fidelity.log"} <= set(logs)
+    ignored = subprocess.run(["git", "check-ignore", *logs], cwd=REPO, capture_output=True, text=True)
+    assert sorted(ignored.stdout.split()) == logs
+
+
 def test_program_md_grep_shows_every_line_its_decision_rules_act_on() -> None:
     """The grep of program.md's loop (step 5), run as grep -E would, keeps each summary line that step 6
     decides on (a refusal's `error`, the verdict, the status, a `note`, the early stop, the seeds a delta

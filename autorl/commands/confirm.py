@@ -479,7 +479,11 @@ def record(
     ctx = ResearchContext.of(cand.row)
     c = stats.compare(cand.rows, base.rows, noise=noise) if ok else None
     low, high = stats.matching_interval(c) if c is not None else (None, None)  # 90%: the test's own
-    eval_delta = (cand.row.eval_score or math.nan) - (base.row.eval_score or math.nan)
+    # the eval delta being confirmed: as the size saw it (each side pooled with its config's other trials,
+    # as a verdict pools them), else the two trials' scores
+    eval_delta = sized.eval_delta
+    if not math.isfinite(eval_delta):
+        eval_delta = (cand.row.eval_score or math.nan) - (base.row.eval_score or math.nan)
     row = {
         "timestamp": datetime.now().isoformat(timespec="seconds"),
         "confirm_id": confirm_id,
@@ -502,7 +506,7 @@ def record(
     path = CONFIRMED.beside(ledger)
     CONFIRMED.append(ledger, [row])
     events.write_quietly(paths.runs_dir() / confirm_id, f"confirm {cand.row.run_id}", say)
-    lines = {k: format_cell(k, v) for k, v in row.items() if k not in ("timestamp", "power")}
+    lines = {k: shown(k, v) for k, v in row.items() if k not in ("timestamp", "power")}
     lines |= {f"health/contended ({role})": text for role, text in crowded.items()}
     lines["confirmed"] = "yes" if c is not None and c.verdict == "improved" and not crowded else "no"
     if crowded:
@@ -520,6 +524,22 @@ def record(
     sys.stdout.write("---\n" + "".join(f"{k}: {v}\n" for k, v in lines.items()))
     say(f"recorded in {path.name}")
     return 0 if status in ("ok", "contended") else 1
+
+
+SIGNED = ("delta", "ci_low", "ci_high", "eval_delta")  # the confirm's summary shows these with their sign
+
+
+def shown(key: str, value: Any) -> str:
+    """A summary line's value as the trial's summary writes its own: deltas signed to 4 decimals, scores to
+    4, p to 3 significant digits; confirmed.tsv keeps the full figures (format_cell)."""
+    if isinstance(value, float) and math.isfinite(value):
+        if key in SIGNED:
+            return f"{value:+.4f}"
+        if key in ("test_score", "baseline_test_score"):
+            return f"{value:.4f}"
+        if key == "p_value":
+            return f"{value:.3g}"
+    return format_cell(key, value)
 
 
 def test_split_sd(

@@ -184,6 +184,7 @@ def rho_interval(
 
 
 HOLDS = {"improved": "holds", "worse": "does not hold", "inconclusive": "inconclusive"}
+FEW_CONFIGS = 4  # below this many configs ranked, the summary says rho takes only a few values
 
 
 # ---- the command ------------------------------------------------------------------------------------------
@@ -448,6 +449,12 @@ def _conclude(ledger: Ledger, plan: Plan, chosen: list[Config], the_track: Any, 
         )
     for run_id, why in no_longer.items():
         lines[f"no_longer/{run_id}"] = why
+    if len(scored) < FEW_CONFIGS:  # Spearman's rho over n configs takes few values: 2 give +1 or -1
+        lines["note"] = (
+            f"rho over {len(scored)} configs takes only a few values ({len(scored)} give "
+            f"{'+1 or -1' if len(scored) == 2 else '-1, -0.5, 0.5 or 1'}): rank {FEW_CONFIGS} or more "
+            "(--configs) to read it"
+        )
     for point in by_budget:  # rho where the long runs stood at each multiple of the trial's budget
         low, high = point["rho_ci"]
         lines[f"rho_at_{point['budget_x']:g}x"] = f"{point['rho']:.2f} ({low:.2f} {high:.2f})"

@@ -218,7 +218,7 @@ def confirmed_table(rows: Sequence[LedgerRow], confirmed: Sequence[Mapping[str, 
     if not mine:
         return ""
     lines = [
-        "| run_id | vs baseline | eval delta (vs its trial) | test delta | 90% CI | p | seeds | power "
+        "| run_id | vs baseline | eval delta (the trials', pooled) | test delta | 90% CI | p | seeds | power "
         "| verdict |",
         "|---|---|---|---|---|---|---|---|---|",
     ]

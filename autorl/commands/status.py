@@ -20,7 +20,7 @@ import tomlkit
 from autorl.commands.memory import RunConfig, differences, tried, tried_lines
 from autorl.engine.cost import aborted, cost_line, expected_cost
 from autorl.engine.result import ceiling_note
-from autorl.engine.track import get_track
+from autorl.engine.track import get_track, track_names
 from autorl.io import inputs, paths
 from autorl.io.tomlcheck import flatten
 from autorl.record.context import (
@@ -60,6 +60,7 @@ def _brief(row: LedgerRow) -> dict[str, Any]:
         "verdict": row.verdict,
         "status": row.status,
         "aborted": aborted(row),  # the early abort stopped it at a rung: no score of its own
+        "health": row.health.split(),  # its summary's health flags (contended: not measured)
         "decision": row.decision,
         "description": row.description,
         "lesson": row.lesson,
@@ -110,9 +111,12 @@ def multiplicity(
     compared = [r for r in same if r.verdict in ("improved", "worse", "inconclusive") and not r.void]
     kept = [r for r in same if r.decision == "keep" and r.verdict != "baseline"]
     held = {c["run_id"] for c in confirmed if c["verdict"] == "improved" and c["status"] == "ok"}
+    repeats = [r for r in compared if r.run_id in baseline_repeats(same)]  # A/A: no idea, chance by design
     return {
         "comparisons": len(compared),
         "improved": sum(r.verdict == "improved" for r in compared),
+        "repeats": len(repeats),
+        "repeats_improved": sum(r.verdict == "improved" for r in repeats),
         "false_keep_rate": false_keep_rate,
         "expected_by_chance": len(compared) * false_keep_rate,
         "kept": len(kept),
@@ -121,8 +125,12 @@ def multiplicity(
 
 
 def chance_line(m: Mapping[str, Any]) -> str:
+    repeats, lucky = m.get("repeats", 0), m.get("repeats_improved", 0)
+    of_them = f" ({lucky} of them {'a repeat' if repeats == 1 else 'repeats'})" if lucky else ""
     return (
-        f"comparisons: {m['comparisons']}, improved {m['improved']}; by chance alone ~"
+        f"comparisons: {m['comparisons']}"
+        + (f" ({repeats} a repeat of the baseline's config, A/A)" if repeats else "")
+        + f", improved {m['improved']}{of_them}; by chance alone ~"
         f"{m['expected_by_chance']:.1f} would read improved (false-keep rate {m['false_keep_rate']:.1%}, "
         f"real A/A seeds); kept {m['kept']}, confirmed on the test split {m['confirmed']}"
     )
@@ -156,10 +164,13 @@ def fidelity_line(f: Mapping[str, Any] | None) -> str | None:
         rho += f" [{ci[0]:.2f}, {ci[1]:.2f}]"
     held = sum(v == "holds" for v in f["kept"].values())
     failed = [k for k, v in f["kept"].items() if v == "does not hold"]
+    untold = sum(v == "inconclusive" for v in f["kept"].values())
     budget = f"{s['long_budget']:g}" if isinstance(s.get("long_budget"), float | int) else "?"
     out = f"fidelity ({f['fidelity_id']}, {s.get('configs', '?')} configs at {budget} s): {rho}"
     out += f"; keeps that hold at the long budget: {held}/{len(f['kept'])}"
-    return out + (f" (does not hold: {', '.join(failed)})" if failed else "")
+    said = [f"does not hold: {', '.join(failed)}"] if failed else []
+    said += [f"{untold} inconclusive: its test could not tell, not a failure"] if untold else []
+    return out + (f" ({'; '.join(said)})" if said else "")
 
 
 def collect(
@@ -283,24 +294,40 @@ def diff_changes(diff: str) -> list[str]:
     return out
 
 
-def in_flight(track: str | None) -> list[dict[str, Any]]:
-    """The trials training now on this ledger (autorl/record/claims.py), of `track` (all: None)."""
+def in_flight(track: str | None, reference: str | None = None) -> list[dict[str, Any]]:
+    """The trials training now on this ledger (autorl/record/claims.py), of `track` (all: None), each with
+    what it changes against `reference` (the best kept trial's run id: what its verdict will compare it
+    with), else against the baseline (its claim's diff)."""
     from autorl.record import claims
 
     out = []
     for c in claims.in_flight():
         if track in (None, c.track):
-            changed = diff_changes(c.diff)
+            against = changes_against(c.run_id, reference, c.track)
             out.append(
                 {
                     "run_id": c.run_id,
                     "who": c.who,
                     "started": c.started,
                     "description": c.description,
-                    "changes": changed,
+                    "changes": diff_changes(c.diff) if against is None else against,
+                    "against": "the baseline" if against is None else reference,
                 }
             )
     return out
+
+
+def changes_against(run_id: str, reference: str | None, track: str) -> list[str] | None:
+    """`key = value` for each key `run_id`'s config (runs/<id>/config.toml, written at its start) sets
+    otherwise than `reference`'s; None when either file cannot be read."""
+    if reference is None or track not in track_names():
+        return None
+    the_track = get_track(track)
+    mine, theirs = RunConfig.read(run_id, the_track), RunConfig.read(reference, the_track)
+    if mine is None or theirs is None:
+        return None
+    now, _, keys = differences(mine, theirs, the_track)
+    return [f"{k} = {tomlkit.item(now[k]).as_string() if k in now else '-'}" for k in keys]
 
 
 def in_flight_lines(flying: Sequence[Mapping[str, Any]]) -> list[str]:
@@ -308,7 +335,9 @@ def in_flight_lines(flying: Sequence[Mapping[str, Any]]) -> list[str]:
         return []
     out = ["in flight (training now on this ledger; never start the same config):"]
     for f in flying:
-        changes = "; ".join(f["changes"]) or "the baseline's config"
+        against = f.get("against", "the baseline")
+        changes = "; ".join(f["changes"]) or f"{against}'s config"
+        changes = f"vs {against}: {changes}" if against != "the baseline" else changes
         out.append(
             f"  {f['run_id']} ({f['who']}, since {f['started']}): {cut(changes, 60)}  "
             + cut(f["description"], 40)
@@ -458,9 +487,10 @@ def render(st: Mapping[str, Any]) -> str:
         score = "aborted" if r["aborted"] and r["eval_score"] is None else score
         delta = f"{r['delta']:+.4f}" if r["delta"] is not None else "-"
         p = f"{r['p_value']:.3f}" if r["p_value"] is not None else "-"
+        void = "contended, not measured: " if "contended" in r["health"] else ""
         out.append(
             f"  {r['run_id']:<24} {score:>11} {delta:>8} {p:>6} {r['verdict'] or '-':<12} "
-            f"{r['decision']:<8} {cut(r['description'], 70)}"
+            f"{r['decision']:<8} {cut(void + r['description'], 70)}"
         )
     out += tried_lines(st["tried"])
     out += in_flight_lines(st.get("in_flight", []))
@@ -482,7 +512,8 @@ def main(
     confirmed, fidelity = (t.read(t.beside(ledger)) for t in (CONFIRMED, FIDELITY))
     st = collect(rows, last, track, ledger.history(), confirmed, fidelity)
     if "context" in st:
-        st["in_flight"] = in_flight(st["context"]["track"])
+        best = st.get("best") or {}
+        st["in_flight"] = in_flight(st["context"]["track"], best.get("run_id"))
     if all_contexts:
         st["contexts"] = contexts(rows)
     if as_json:

@@ -31,7 +31,9 @@ def seed_cost(rows: Sequence[LedgerRow], context: ResearchContext) -> tuple[int,
     firsts: list[float] = []  # per trial: the slowest start-up of its first wave
     laters: list[float] = []  # the start-ups of seeds after the first wave
     waves: list[float] = []  # per trial: its wall time per wave, its own `once` left out
-    trials = [r for r in context.rows(rows) if r.status == "ok" and not aborted(r)][-COST_TRIALS:]
+    # a contended trial's seconds are the machine's: like its score, they measure nothing of the config
+    trials = [r for r in context.rows(rows) if r.status == "ok" and not r.contended and not aborted(r)]
+    trials = trials[-COST_TRIALS:]
     for r in trials:
         n = len(r.seed_list)
         parts = (r.startup_seconds, r.training_seconds, r.eval_seconds)
@@ -170,15 +172,16 @@ def expected_wall(
 
 
 def trial_estimate(
-    rows: Sequence[LedgerRow], context: ResearchContext, seeds: int, parallel: int
+    rows: Sequence[LedgerRow], context: ResearchContext, seeds: int, parallel: int, may_stop: bool = True
 ) -> str | None:
-    """A starting trial's expected wall time from the context's trials measured here (its plan line)."""
+    """A starting trial's expected wall time from the context's trials measured here (its plan line);
+    `may_stop`: an early stop can end it sooner (a reference to look at after a wave, or the abort)."""
     if (expected := expected_wall(rows, context, seeds, parallel)) is None:
         return None
     wall, trials, seed = expected
-    return (
-        f"expected: <= {minutes(wall)} ({_seed_text(seed)}, median of the {trials} latest comparable trials "
-        "here; the early stop can end it sooner)"
+    median = f"median of the {trials} latest comparable trial{'s' if trials != 1 else ''} here"
+    return f"expected: {'<= ' if may_stop else ''}{minutes(wall)} ({_seed_text(seed)}, {median}" + (
+        "; the early stop can end it sooner)" if may_stop else ")"
     )
 
 
@@ -199,7 +202,8 @@ def cost_line(cost: Mapping[str, Any] | None) -> str | None:
     if cost is None:
         return None
     return (
-        f"cost here (median of {cost['trials']} trials): {_seed_text(cost['seed'])}, {cost['parallel']} at a "
+        f"cost here (median of {cost['trials']} trial{'s' if cost['trials'] != 1 else ''}): "
+        f"{_seed_text(cost['seed'])}, {cost['parallel']} at a "
         "time; next trial "
         f"({cost['next_trial']['seeds']} seeds) <= {minutes(cost['next_trial']['seconds'])}, a "
         f"{cost['rerun']['seeds']}-seed re-run {minutes(cost['rerun']['seconds'])}, a confirm of "

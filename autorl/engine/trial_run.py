@@ -200,9 +200,11 @@ def train(
     kept = kept_seeds(setup, ctx, earlier, seeds)
     at = {r.index for r in kept}
     todo = [SeedJob(k, seed, run_dir / f"seed-{k}") for k, seed in enumerate(seeds) if k not in at]
-    if estimate := trial_estimate(ref.ledger_rows, ctx.context, len(todo), the_plan.parallel):
-        say(estimate)
     scored = setup.backend.scores_rungs and not asked.quick
+    looks = bool(ref.eval_rows) and not asked.all_seeds and len(todo) > the_plan.parallel  # a wave's look
+    may_stop = looks or (scored and ref.abort is not None)  # ... or the early abort at a rung
+    if estimate := trial_estimate(ref.ledger_rows, ctx.context, len(todo), the_plan.parallel, may_stop):
+        say(estimate)
     if scored:
         say(f"early abort {ref.abort_note}")
     cfg = setup.track.with_rungs(setup.cfg, asked.budget.budget_s) if scored else setup.cfg
@@ -331,7 +333,7 @@ def interim_look(asked: TrialRequest, the_plan: Plan, ref: Reference, done: list
     rows = [r for s in done for r in s.eval_rows]
     interim, decision = stats.interim_look(rows, ref.eval_rows, ref.noise, look, looks)
     say(
-        f"interim look {look}/{looks - 1} after {len(done)}/{asked.seeds} seeds: delta "
+        f"interim look {look} of {looks} after {len(done)}/{asked.seeds} seeds: delta "
         f"{interim.delta:+.4f}, p {interim.p_value:.3g}, efficacy boundary "
         f"{stats.efficacy_alpha(look, looks):.2g}: "
         + {None: "continue", "futile": "stop (futile: delta <= 0)"}.get(decision, "stop (below the boundary)")

@@ -93,15 +93,17 @@ def builtin_model_outdated(machine: Machine) -> bool:
 
 
 def prepare_data(cfg_sources: list[tuple[str, dict]], eval_envs: list[tuple[str, dict]]) -> list[str]:
-    """Load every environment's data once, so a missing dataset fails here and not mid-trial."""
+    """Load every environment's data once, so a missing dataset fails here and not mid-trial: each taskset
+    as training reads it (its source in train.toml) and as the eval does (eval.toml), one line each."""
     from autorl.llm.envs import load_env
 
     problems = []
-    for taskset_id, fields in [*cfg_sources, *eval_envs]:
+    sources = [(t, f, "training") for t, f in cfg_sources] + [(t, f, "eval") for t, f in eval_envs]
+    for taskset_id, fields, use in sources:
         try:
             env = load_env(taskset_id, fields)
             n = len(env.eval_examples(1))
-            say(f"environment {taskset_id}: data ready ({n} example checked)")
+            say(f"environment {taskset_id} ({use}): data ready ({n} example checked)")
         except Exception as exc:
             problems.append(f"environment {taskset_id!r}: {exc}")
     return problems

@@ -221,7 +221,8 @@ def contended(seeds: Sequence[SeedView]) -> Flag | None:
         f"{len(crowded)}/{len(seeds)} seeds trained while tasks on this machine waited for a "
         f"CPU (seed-{worst.index}: {worst.cpu_wait_share:.0%} of its training, /proc/pressure/cpu): "
         "other work shared their CPUs, so they trained fewer steps than a quiet machine gives; the "
-        "score and the verdict may be the machine's, not the config's: run it again when it is quiet",
+        "score and the verdict may be the machine's, not the config's: run it again when it is quiet (work "
+        "that ran a while and ended counts too)",
     )
 
 

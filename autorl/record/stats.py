@@ -235,9 +235,13 @@ class NoiseFloor:
         if self.df == 0:
             return f"sd {self.sd:.4f} (default prior, no repeated trials yet)"
         return (
-            f"sd {self.sd:.4f} (measured {self.measured_sd:.4f} from the seeds of {self.n_runs} trials of "
-            f"{self.n_configs} configs, df {self.df}; prior {self.prior_sd:.3g} x{self.prior_df:g})"
+            f"sd {self.sd:.4f} (measured {self.measured_sd:.4f} from the seeds of {_n(self.n_runs, 'trial')} "
+            f"of {_n(self.n_configs, 'config')}, df {self.df}; prior {self.prior_sd:.3g} x{self.prior_df:g})"
         )
+
+
+def _n(count: int, noun: str) -> str:
+    return f"{count} {noun}{'' if count == 1 else 's'}"
 
 
 def noise_floor(
