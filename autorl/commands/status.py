@@ -126,10 +126,14 @@ def multiplicity(
 
 def chance_line(m: Mapping[str, Any]) -> str:
     repeats, lucky = m.get("repeats", 0), m.get("repeats_improved", 0)
-    of_them = f" ({lucky} of them {'a repeat' if repeats == 1 else 'repeats'})" if lucky else ""
+    of_them = f" ({lucky} of them {'a repeat' if lucky == 1 else 'repeats'})" if lucky else ""
     return (
         f"comparisons: {m['comparisons']}"
-        + (f" ({repeats} a repeat of the baseline's config, A/A)" if repeats else "")
+        + (
+            f" ({repeats} {'a repeat' if repeats == 1 else 'repeats'} of the baseline's config, A/A)"
+            if repeats
+            else ""
+        )
         + f", improved {m['improved']}{of_them}; by chance alone ~"
         f"{m['expected_by_chance']:.1f} would read improved (false-keep rate {m['false_keep_rate']:.1%}, "
         f"real A/A seeds); kept {m['kept']}, confirmed on the test split {m['confirmed']}"
