@@ -448,7 +448,27 @@ def test_autorl_tune_refuses_a_bad_space_with_exit_2(root: Path, capsys: pytest.
     assert not (root / "results.tsv").exists() and not (root / "runs").exists()
 
 
-def test_tune_runs_trials_through_the_runner(root: Path) -> None:
+def test_tune_refuses_a_space_of_another_track_s_keys(root: Path, capsys: pytest.CaptureFixture) -> None:
+    """The LLM space on the classic track wrote train.toml keys into classic.toml, and every trial was
+    refused (a replay of 2026-12-03): now exit 2 before any trial, naming the keys. Each track's own
+    default space fits its shipped config."""
+    from autorl.engine.track import get_track
+
+    (root / "classic.toml").write_text((REPO / "classic.toml").read_text())
+    (root / "space.toml").write_text((REPO / "space.toml").read_text())
+    argv = ["tune", "--trials", "1", "--track", "classic", "--space", str(root / "space.toml")]
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err
+    assert "space.toml: [lr] key 'trainer.optim.lr' is not a key of classic.toml (classic track)" in err
+    assert "(the classic track's space: docs/classic-space.toml;" in err
+    assert not (root / "results.tsv").exists() and not (root / "runs").exists()
+    for name in ("llm", "classic"):
+        t = get_track(name)
+        space = REPO / t.default_space
+        tune.check_keys(tune.load_space(space), space, REPO / t.default_config, name)  # raises if not
+
+
+def test_tune_runs_trials_through_the_runner(root: Path, capsys: pytest.CaptureFixture) -> None:
     (root / "train.toml").write_text(TRAIN)
     (root / "space.toml").write_text(
         '[lr]\nkey = "trainer.optim.lr"  # searched\nlow = 1e-6\nhigh = 1e-2\nlog = true\n'
@@ -469,6 +489,10 @@ def test_tune_runs_trials_through_the_runner(root: Path) -> None:
         best = max(improved, key=lambda r: r.eval_score or 0.0)
         best_cfg = (root / "runs" / best.run_id / "config.toml").read_text()
         assert tomllib.loads(final) == tomllib.loads(best_cfg)
+        assert (
+            f'commit it before the next trial: git commit -am "tune: {best.run_id}"'
+            in capsys.readouterr().out
+        )
     else:
         assert final == TRAIN
 
@@ -598,7 +622,7 @@ def test_tune_end_to_end_through_the_real_runner_on_the_classic_track(root: Path
     )
     (root / "space.toml").write_text('[lr]\nkey = "learning_rate"\nlow = 1e-4\nhigh = 3e-3\nlog = true\n')
     runner = [sys.executable, str(repo / "run.py"), "--allow-dirty-harness"]
-    assert tune.run_tune(2, budget=30, track="classic", runner=runner, seeds=1) == 0
+    assert tune.run_tune(2, root / "space.toml", budget=30, track="classic", runner=runner, seeds=1) == 0
     rows = Ledger(root / "results.tsv").rows()
     assert [r.track for r in rows] == ["classic", "classic"] and all(r.status == "ok" for r in rows)
     assert rows[0].verdict == "baseline" and rows[0].decision == "keep"

@@ -142,8 +142,10 @@ def stop_mid_trial(repo: Path) -> None:
     assert proc.returncode == 0, out
     (last,) = rows(repo)[before:]
     assert last.status == "interrupted" and last.agent == "agent-1", last
-    summary = parse_summary(out)["agent-1"]
-    assert summary == f"1 trials, 0 kept, not marked: {last.run_id} (autorl mark --run <run_id>)"
+    summary = parse_summary(out)
+    marks = "(autorl mark keep|discard --run <run_id>)"
+    assert summary["agent-1"] == f"1 trials, 0 kept, not marked: {last.run_id} (interrupted) {marks}"
+    assert summary["interrupted"] == "1 (stopped mid-trial: measured nothing, run again)"
     assert (
         list(claims.glob("*.json")) == [] and not (repo / ".autorl" / "swarm" / "agent-1" / "STOP").exists()
     )
@@ -210,3 +212,33 @@ def test_throughput_counts_decisions_seeds_and_the_core_time_seeds_held(tmp_path
     assert t.decisions_per_hour == pytest.approx(2 / (200 / 3600))
     lines = t.lines()
     assert lines["seeds_per_decision"] == "1.50" and lines["cores_idle"].startswith("56% of 2 cores")
+
+
+def test_the_stand_in_discards_a_contended_trial_whatever_its_verdict(tmp_path, monkeypatch):
+    """program.md: a `health/contended` trial measured nothing: discarded and its commit reset, even when
+    its verdict reads `improved` (a replay of 2026-12-03 saw the stand-in keep one, which then set the bar);
+    the same from its row when an earlier invocation was killed before it decided."""
+    from autorl.agents import standin
+
+    monkeypatch.setenv("AUTORL_ROOT", str(tmp_path))
+    monkeypatch.setenv("AUTORL_AGENT", "agent-5")
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    (tmp_path / "classic.toml").write_text("learning_rate = 5e-4\n")
+    standin.git("add", "classic.toml")
+    standin.git("commit", "-qm", "baseline")
+    ledger = Ledger(tmp_path / "results.tsv")
+    for run_id, what in (("r1", "num_steps = 16"), ("r2", "num_envs = 4")):
+        (tmp_path / "classic.toml").write_text(f"learning_rate = 5e-4\n{what}\n")
+        standin.git("commit", "-qam", what)
+        row = {"run_id": run_id, "track": "classic", "status": "ok", "eval_score": 0.8, "verdict": "improved"}
+        ledger.append(row | {"health": "contended", "description": what, "agent": "agent-5"})
+        if run_id == "r1":  # decided at once, from its summary
+            summary = {"status": "ok", "verdict": "improved", "run_dir": f"runs/{run_id}"}
+            said = standin.decide(ledger, summary | {"health/contended": "2/5 seeds ..."}, what)
+            assert said == "r1 marked discard (contended: not measured)"
+        else:  # its invocation was killed before it decided: the next one decides it by its row
+            standin.current_file().parent.mkdir(parents=True, exist_ok=True)
+            standin.current_file().write_text(what + "\n")
+            standin.finish_pending(ledger)
+        assert ledger.find(run_id).decision == "discard" and "contended" in ledger.find(run_id).lesson
+        assert standin.git("log", "-1", "--format=%s").strip() == "baseline"  # its commit reset

@@ -13,7 +13,8 @@ the context's best kept config when that is not its own (another agent's keep), 
 that no trial on the ledger has tried or is training (the trials' and the claims' descriptions are its
 memory), edits the file,
 commits, runs the trial (`run.py --description "<change>"`), and decides: `improved` keeps the commit and
-marks it keep; anything else resets it and marks discard (crash: crash). A trial refused because the same
+marks it keep; anything else resets it and marks discard (crash: crash), as does a `health/contended`
+trial whatever its verdict (program.md: it measured nothing). A trial refused because the same
 config is training elsewhere (another agent's claim) is reset and skipped. With no change left it exits at
 once without a trial (the loop then stops re-invoking it). An invocation killed before it decided (its
 trial may go on and record its row) is finished by the next one first, as program.md's loop prompt asks
@@ -90,6 +91,7 @@ def finish_pending(ledger: Ledger) -> None:
     elif row.decision == "pending":
         delta = format_cell("delta", row.delta)
         summary = {"status": row.status, "verdict": row.verdict, "delta": delta, "run_dir": row.run_id}
+        summary |= {f"health/{flag}": "(from its row)" for flag in row.health.split()}
         say(f"{what}: an earlier invocation's trial, " + decide(ledger, summary, what))
     elif row.decision != "keep":
         revert(what)
@@ -132,6 +134,10 @@ def decide(ledger: Ledger, summary: dict[str, str], what: str) -> str:
         with open(skipped_file(), "a") as f:
             f.write(what + "\n")
         return "refused (nothing recorded): reset, skipped from now on"
+    if "health/contended" in summary:  # program.md: not measured, whatever the verdict
+        revert(what)
+        ledger.mark("discard", run_id=run_id, lesson=f"{what}: contended: not measured")
+        return f"{run_id} marked discard (contended: not measured)"
     if summary.get("verdict") in ("improved", "baseline"):
         ledger.mark("keep", run_id=run_id, lesson=f"{what}: improved {summary.get('delta', '')}")
         return f"{run_id} kept"

@@ -26,6 +26,7 @@ FALSE_KEEP_RATE = 0.049
 class ClassicTrack:
     name = "classic"
     default_config = "classic.toml"
+    default_space = "docs/classic-space.toml"
     default_seeds = 5
     default_backend = "classic"
     seed_sd_prior = SEED_SD_PRIOR

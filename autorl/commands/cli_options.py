@@ -153,7 +153,9 @@ class TuneOptions:
     """`autorl tune`: Optuna TPE over space.toml, every trial through run.py."""
 
     trials: int = flag(0, "run.py trials to run", type=positive_int(MAX_TRIALS), required=True)
-    space: Path | None = flag(None, "search space (default: space.toml)", type=Path)
+    space: Path | None = flag(
+        None, "search space (default: the track's: space.toml, classic: docs/classic-space.toml)", type=Path
+    )
     budget: float | None = flag(None, "training budget per trial, seconds", type=budget_seconds)
     config: Path | None = flag(None, "config to tune (default: the track's, train.toml)", type=Path)
     track: str = track_flag("llm", "the track to tune")

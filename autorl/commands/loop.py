@@ -250,8 +250,9 @@ class Loop:
             reason = self.stop_reason()
             if reason:
                 pending = ", ".join(r.run_id for r in self.pending())
+                whose = " (all agents')" if self.name else ""
                 self.log(
-                    f"stop: {reason}; {self.new_trials()} new trials; {n} invocations"
+                    f"stop: {reason}; {self.new_trials()} new trials{whose}; {n} invocations"
                     + (f"; not marked: {pending} (autorl mark)" if pending else "")
                 )
                 if self.confirm_every and count_keeps(self.ledger) > self.keeps_confirmed:

@@ -131,7 +131,8 @@ def tried_lines(tried: Sequence[Mapping[str, Any]]) -> list[str]:
     if not tried:
         return []
     out = [
-        "tried (key: reference's -> tried value: verdict, decision; newest last; never retry a discarded "
+        "tried (key: reference's -> tried value: verdict, decision; the latest changed key first, its values "
+        "oldest first; never retry a discarded "
         "value alone; `with k`: changed together with k)"
     ]
     for t in tried[:MAX_TRIED_KEYS]:

@@ -188,7 +188,8 @@ def kept_table(rows: Sequence[LedgerRow]) -> str:
     baseline = research.baseline(rows)
     kept = [r for r in ok if r.decision == "keep" and r is not baseline]
     lines = [
-        "| trial | run_id | eval_score | 95% CI | delta | p | description | changes vs baseline |",
+        "| trial | run_id | eval_score | 95% CI | delta (vs its reference, pooled) | p | description "
+        "| changes vs baseline |",
         "|---|---|---|---|---|---|---|---|",
     ]
     index = {id(r): i + 1 for i, r in enumerate(rows)}

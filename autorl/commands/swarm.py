@@ -239,12 +239,20 @@ class Swarm:
         rows = self.ledger.rows()
         new = rows[self.start_trials :]
         lines = {"agents": str(len(self.agents)), "trials": str(len(new))}
+        if stopped := sum(r.status == "interrupted" for r in new):  # the limit or a stop came mid-trial
+            lines["interrupted"] = f"{stopped} (stopped mid-trial: measured nothing, run again)"
         for a in self.agents:
             mine = [r for r in new if r.agent == a.name]
             keeps = sum(r.decision == "keep" for r in mine)
             lines[a.name] = f"{len(mine)} trials, {keeps} kept"
-            if pending := [r.run_id for r in mine if r.decision == "pending"]:
-                lines[a.name] += f", not marked: {', '.join(pending)} (autorl mark --run <run_id>)"
+            if pending := [
+                f"{r.run_id}{'' if r.status == 'ok' else f' ({r.status})'}"
+                for r in mine
+                if r.decision == "pending"
+            ]:
+                lines[a.name] += (
+                    f", not marked: {', '.join(pending)} (autorl mark keep|discard --run <run_id>)"
+                )
         lines.update(throughput.measure(new, self.started, time.time()).lines())
         st = collect(rows, confirmed=CONFIRMED.read(CONFIRMED.beside(self.ledger)))
         if "chance" in st:

@@ -182,6 +182,25 @@ def load_space(path: Path) -> list[Param]:
     ]
 
 
+def check_keys(params: list[Param], space: Path, config: Path, track: str) -> None:
+    """Every parameter's key is a key of the track's config (its schema's, defaults filled in): a space of
+    another track's keys is refused before any trial is run (SpaceError). A config its schema refuses is
+    left to the first trial to report."""
+    try:
+        keys = get_track(track).config_keys(config)
+    except ConfigError:
+        return
+    if unknown := [p for p in params if p.key not in keys]:
+        raise SpaceError(
+            "\n".join(
+                f"{space.name}: [{p.name}] key {p.key!r} is not a key of {config.name} ({track} track)"
+                for p in unknown
+            )
+            + f"\n(the {track} track's space: {get_track(track).default_space}; "
+            "`uv run run.py --explain KEY`)"
+        )
+
+
 def suggest(trial: optuna.Trial, params: list[Param]) -> dict[str, Any]:
     """Values for one trial; `multiple_of` constraints are enforced by rounding up."""
     values: dict[str, Any] = {}
@@ -346,9 +365,10 @@ def run_tune(
     seeds side by side within its own share of the cores). `seeds`: each trial's (None: the track's);
     `runner`: the command that runs a trial (run.py; tests give a double)."""
     root = paths.repo_root()
-    space = space or root / "space.toml"
+    space = space or root / get_track(track).default_space
     config = config or root / get_track(track).default_config
     params = load_space(space)
+    check_keys(params, space, config, track)
     k = parallel_trials or auto_parallel_trials(track, config, seeds)
     runner = runner or [sys.executable, str(root / "run.py")]
     # after each trial's own flags; a --budget of its own is tune's context (its first trial the baseline)
@@ -472,6 +492,10 @@ class _Tuner:
         atomic.write_text(self.config, render(self.original, self.params, values))
         print(f"[tune] best improved trial {run_id}: eval_score {score:.4f}; {self.config.name} now holds:")
         print("       " + describe(values))
+        print(  # its trials ran on configs no commit holds: the next agent's revert would drop the keep
+            f'[tune] commit it before the next trial: git commit -am "tune: {run_id}" (a later '
+            "`git reset --hard HEAD~1` would drop it otherwise)"
+        )
 
 
 def _mark(ledger: Ledger, decision: str, run_id: str, lesson: str) -> None:

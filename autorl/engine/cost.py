@@ -124,11 +124,11 @@ def expected_cost(
     confirm: Mapping[str, Any] | None = None,
 ) -> dict[str, Any] | None:
     """What the next decisions cost on this machine (`seed_cost`): at the seeds run.py gives a trial here
-    (the context's baseline's) and the latest trial's parallelism, the wall time of the next trial (an
-    upper bound: the early stop can end it sooner), a 12-seed re-run and a confirm (both sides' seeds on
-    the same slots): of `confirm["seeds"]` a side, the size `autorl confirm` would choose for the best keep
-    now (its `chosen_by` and `power` are passed on), else of `default_seeds`. None before a trial
-    finished."""
+    (the context's baseline's) and the latest trial's parallelism, the wall time of the next trial (the
+    context's median: a slower config takes longer, the early stop can end it sooner), a 12-seed re-run and
+    a confirm (both sides' seeds on the same slots): of `confirm["seeds"]` a side, the size `autorl
+    confirm` would choose for the best keep now (its `chosen_by` and `power` are passed on), else of
+    `default_seeds`. None before a trial finished."""
     if (measured := seed_cost(rows, context)) is None:
         return None
     trials, seed = measured
@@ -180,8 +180,9 @@ def trial_estimate(
         return None
     wall, trials, seed = expected
     median = f"median of the {trials} latest comparable trial{'s' if trials != 1 else ''} here"
-    return f"expected: {'<= ' if may_stop else ''}{minutes(wall)} ({_seed_text(seed)}, {median}" + (
-        "; the early stop can end it sooner)" if may_stop else ")"
+    return (
+        f"expected: ~{minutes(wall)} ({_seed_text(seed)}, {median}; a config slower per seed takes longer"
+        + (", the early stop can end it sooner)" if may_stop else ")")
     )
 
 
@@ -205,7 +206,7 @@ def cost_line(cost: Mapping[str, Any] | None) -> str | None:
         f"cost here (median of {cost['trials']} trial{'s' if cost['trials'] != 1 else ''}): "
         f"{_seed_text(cost['seed'])}, {cost['parallel']} at a "
         "time; next trial "
-        f"({cost['next_trial']['seeds']} seeds) <= {minutes(cost['next_trial']['seconds'])}, a "
+        f"({cost['next_trial']['seeds']} seeds) ~{minutes(cost['next_trial']['seconds'])}, a "
         f"{cost['rerun']['seeds']}-seed re-run {minutes(cost['rerun']['seconds'])}, a confirm of "
         f"{cost['confirm']['seeds'] // 2} seeds a side {minutes(cost['confirm']['seconds'])} "
         + _confirm_size_text(cost["confirm"])

@@ -38,6 +38,7 @@ class Track(Protocol[C]):
 
     name: str  # the `track` column of the ledger and run.py's --track
     default_config: str  # file name at the repo root
+    default_space: str  # `autorl tune`'s search space when --space is not given (a path in the repo)
     default_seeds: int  # seeds of a trial when --seeds is not given
     default_backend: str  # the backend when the machine file names none (llm: auto -> the prepared one)
 

@@ -33,6 +33,7 @@ class LLMTrack:
     budget_is_training_time = True
     budget_note = ""  # every seed trains the whole budget (unless its config stops it: max_steps)
     default_config = "train.toml"
+    default_space = "space.toml"
     # 6 seeds, the fewest that give the keep rule >= 80% power for a +0.05 gain with the early stop
     # (scripts/simulate_decisions.py: 86%; 5 seeds give 80%).
     default_seeds = 6
