@@ -80,8 +80,9 @@ def dead_idea_cost(
     rows: Sequence[LedgerRow], context: ResearchContext, seed_training: float
 ) -> dict[str, float] | None:
     """What an idea that was not kept cost in training, over the context's latest candidates decided other
-    than `improved`: the median training seconds, that in seeds' worth (`seed_training`: one seed's median
-    training) and the share the early abort ended. None before such a trial or a seed's cost."""
+    than `improved`: the median training seconds, that as a multiple of a seed's (`seed_training`: one
+    seed's median training: a slower config's idea costs more than one) and the share the early abort
+    ended. None before such a trial or a seed's cost."""
     same = context.rows(rows)
     repeats = baseline_repeats(same)  # a repeat of the baseline measures noise: it is no idea
     dead = [
@@ -218,7 +219,8 @@ def _dead_idea_text(dead: Mapping[str, float] | None) -> str:
     if not dead:
         return ""
     return (
-        f"; an idea not kept cost {dead['training']:.0f} s of training ({dead['seeds']:.2f} seeds' worth, "
+        f"; an idea not kept cost {dead['training']:.0f} s of training ({dead['seeds']:.2f}x a median "
+        "seed's training here, "
         f"median of {dead['trials']:.0f}; {dead['aborted']:.0%} ended by the early abort)"
     )
 
