@@ -114,7 +114,7 @@ def figure(rows: Sequence[LedgerRow]) -> Figure:
     ax.grid(alpha=0.3)
     handles, labels = ax.get_legend_handles_labels()
     if handles:
-        ax.legend(loc="lower right", fontsize=8)
+        ax.legend(loc="best", fontsize=8)  # where it hides the fewest points (marks along the bottom too)
     fig.tight_layout()
     return fig
 
