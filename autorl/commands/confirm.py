@@ -40,7 +40,7 @@ from autorl.record import context as research
 from autorl.record import events, runview, stats
 from autorl.record.context import ResearchContext, best_kept
 from autorl.record.ledger import Ledger, LedgerError
-from autorl.record.row import LedgerRow, as_float, format_cell
+from autorl.record.row import LedgerRow, as_float, counted, format_cell
 from autorl.record.sidetables import CONFIRMED, seeds_a_side, strongest
 
 # Fresh seeds: trials draw theirs from [0, 10^6 + 64) (autorl.engine.trial_run.harness_seeds); confirm from
@@ -154,8 +154,9 @@ class Size:
         else:
             need = "no seed count gives power for a low end <= 0"
         text = (
-            f"eval delta {self.eval_delta:+.4f} ({_trials(self.pooled[0])} of the candidate's config vs "
-            f"{_trials(self.pooled[1])} of the baseline's), 90% interval low end {self.low:+.4f} "
+            f"eval delta {self.eval_delta:+.4f} ({counted(self.pooled[0], 'trial')} of the candidate's "
+            f"config vs {counted(self.pooled[1], 'trial')} of the baseline's), 90% interval low end "
+            f"{self.low:+.4f} "
             f"(sized for it: the winner's curse), seed sd {self.sd:.4g}: {need}"
         )
         if self.chosen_by == "capped":
@@ -163,10 +164,6 @@ class Size:
         elif self.chosen_by == "--seeds":
             text += f"; --seeds {self.seeds} a side: power {self.power:.2f}"
         return text + f" ({self.power_at_delta:.2f} if the eval delta itself is the true gain)"
-
-
-def _trials(n: int) -> str:
-    return "1 trial" if n == 1 else f"{n} trials"
 
 
 def size(

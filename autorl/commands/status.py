@@ -315,7 +315,7 @@ def in_flight(track: str | None, reference: str | None = None) -> list[dict[str,
                     "started": c.started,
                     "description": c.description,
                     "changes": diff_changes(c.diff) if against is None else against,
-                    "against": "the baseline" if against is None else reference,
+                    "against": None if against is None else reference,  # None: the baseline
                 }
             )
     return out
@@ -339,9 +339,8 @@ def in_flight_lines(flying: Sequence[Mapping[str, Any]]) -> list[str]:
         return []
     out = ["in flight (training now on this ledger; never start the same config):"]
     for f in flying:
-        against = f.get("against", "the baseline")
-        changes = "; ".join(f["changes"]) or f"{against}'s config"
-        changes = f"vs {against}: {changes}" if against != "the baseline" else changes
+        changes = "; ".join(f["changes"]) or "the baseline's config"
+        changes = f"vs {f['against']}: {changes}" if f["against"] else changes
         out.append(
             f"  {f['run_id']} ({f['who']}, since {f['started']}): {cut(changes, 60)}  "
             + cut(f["description"], 40)

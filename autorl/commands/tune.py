@@ -186,8 +186,9 @@ def check_keys(params: list[Param], space: Path, config: Path, track: str) -> No
     """Every parameter's key is a key of the track's config (its schema's, defaults filled in): a space of
     another track's keys is refused before any trial is run (SpaceError). A config its schema refuses is
     left to the first trial to report."""
+    the_track = get_track(track)
     try:
-        keys = get_track(track).config_keys(config)
+        keys = the_track.config_keys(config)
     except ConfigError:
         return
     if unknown := [p for p in params if p.key not in keys]:
@@ -196,7 +197,7 @@ def check_keys(params: list[Param], space: Path, config: Path, track: str) -> No
                 f"{space.name}: [{p.name}] key {p.key!r} is not a key of {config.name} ({track} track)"
                 for p in unknown
             )
-            + f"\n(the {track} track's space: {get_track(track).default_space}; "
+            + f"\n(the {track} track's space: {the_track.default_space}; "
             "`uv run run.py --explain KEY`)"
         )
 
@@ -365,8 +366,9 @@ def run_tune(
     seeds side by side within its own share of the cores). `seeds`: each trial's (None: the track's);
     `runner`: the command that runs a trial (run.py; tests give a double)."""
     root = paths.repo_root()
-    space = space or root / get_track(track).default_space
-    config = config or root / get_track(track).default_config
+    the_track = get_track(track)
+    space = space or root / the_track.default_space
+    config = config or root / the_track.default_config
     params = load_space(space)
     check_keys(params, space, config, track)
     k = parallel_trials or auto_parallel_trials(track, config, seeds)

@@ -11,7 +11,7 @@ from typing import Any
 from autorl.io import paths
 from autorl.record.context import ResearchContext, baseline, baseline_repeats
 from autorl.record.outcome import SeedOutcome
-from autorl.record.row import LedgerRow
+from autorl.record.row import LedgerRow, counted
 
 COST_TRIALS = 10  # the expected cost is the median over this many latest ok trials of the context
 RERUN_SEEDS = 12  # program.md's labelled re-run of a promising inconclusive
@@ -180,7 +180,7 @@ def trial_estimate(
     if (expected := expected_wall(rows, context, seeds, parallel)) is None:
         return None
     wall, trials, seed = expected
-    median = f"median of the {trials} latest comparable trial{'s' if trials != 1 else ''} here"
+    median = f"median of the {counted(trials, 'latest comparable trial')} here"
     return (
         f"expected: ~{minutes(wall)} ({_seed_text(seed)}, {median}; a config slower per seed takes longer"
         + (", the early stop can end it sooner)" if may_stop else ")")
@@ -204,7 +204,7 @@ def cost_line(cost: Mapping[str, Any] | None) -> str | None:
     if cost is None:
         return None
     return (
-        f"cost here (median of {cost['trials']} trial{'s' if cost['trials'] != 1 else ''}): "
+        f"cost here (median of {counted(cost['trials'], 'trial')}): "
         f"{_seed_text(cost['seed'])}, {cost['parallel']} at a "
         "time; next trial "
         f"({cost['next_trial']['seeds']} seeds) ~{minutes(cost['next_trial']['seconds'])}, a "

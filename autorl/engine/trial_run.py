@@ -201,7 +201,7 @@ def train(
     at = {r.index for r in kept}
     todo = [SeedJob(k, seed, run_dir / f"seed-{k}") for k, seed in enumerate(seeds) if k not in at]
     scored = setup.backend.scores_rungs and not asked.quick
-    looks = bool(ref.eval_rows) and not asked.all_seeds and len(todo) > the_plan.parallel  # a wave's look
+    looks = looks_after_waves(asked, ref) and len(todo) > the_plan.parallel  # more than one wave
     may_stop = looks or (scored and ref.abort is not None)  # ... or the early abort at a rung
     if estimate := trial_estimate(ref.ledger_rows, ctx.context, len(todo), the_plan.parallel, may_stop):
         say(estimate)
@@ -320,13 +320,19 @@ def abort_stop(results: list[SeedResult], ref: Reference) -> str:
     return ""
 
 
+def looks_after_waves(asked: TrialRequest, ref: Reference) -> bool:
+    """Whether the trial looks at its reference after a wave (`interim_look`): it has one with eval rows,
+    and was not asked for --all-seeds."""
+    return bool(ref.eval_rows) and not asked.all_seeds
+
+
 def interim_look(asked: TrialRequest, the_plan: Plan, ref: Reference, done: list[SeedResult]) -> str:
     """After a wave: whether the trial stops adding seeds ("" = go on, else why), against the reference."""
     from autorl.record import stats
 
     if why := abort_stop(done, ref):
         return why
-    if not ref.eval_rows or asked.all_seeds or any(r.status != "ok" for r in done):
+    if not looks_after_waves(asked, ref) or any(r.status != "ok" for r in done):
         return ""
     assert ref.row is not None  # eval rows come from a reference row
     look, looks = stats.looks(len(done), asked.seeds, the_plan.parallel)

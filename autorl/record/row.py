@@ -201,6 +201,11 @@ def parse_pairs(cell: str) -> dict[str, float]:
     return out
 
 
+def counted(n: int, noun: str) -> str:
+    """`1 trial`, `2 trials`: a count with its noun (a plural in -s)."""
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
 def format_cell(column: str, value: Any) -> str:
     if value is None:
         return ""

@@ -30,7 +30,7 @@ import numpy as np
 from scipy import stats as sps
 
 from autorl.record.context import ResearchContext
-from autorl.record.row import LedgerRow
+from autorl.record.row import LedgerRow, counted
 
 ALPHA = 0.05  # one-sided test level of the verdict
 N_BOOT = 2000  # bootstrap replicates for the CI (enough for 2 decimals of a 95% interval)
@@ -235,13 +235,10 @@ class NoiseFloor:
         if self.df == 0:
             return f"sd {self.sd:.4f} (default prior, no repeated trials yet)"
         return (
-            f"sd {self.sd:.4f} (measured {self.measured_sd:.4f} from the seeds of {_n(self.n_runs, 'trial')} "
-            f"of {_n(self.n_configs, 'config')}, df {self.df}; prior {self.prior_sd:.3g} x{self.prior_df:g})"
+            f"sd {self.sd:.4f} (measured {self.measured_sd:.4f} from the seeds of "
+            f"{counted(self.n_runs, 'trial')} of {counted(self.n_configs, 'config')}, df {self.df}; prior "
+            f"{self.prior_sd:.3g} x{self.prior_df:g})"
         )
-
-
-def _n(count: int, noun: str) -> str:
-    return f"{count} {noun}{'' if count == 1 else 's'}"
 
 
 def noise_floor(
