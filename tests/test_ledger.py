@@ -223,3 +223,8 @@ def test_what_an_idea_not_kept_costs_leaves_the_baseline_repeat_out() -> None:
         360.0,
     )
     assert cost is not None and cost["trials"] == 1 and cost["seeds"] == 1.0
+    # a contended idea (its seeds measured the machine) decided nothing: its seconds are not an idea's cost
+    crowded = row("crowded", 0.5, verdict="inconclusive", reference_run="base", config_hash="third")
+    crowded |= {"budget": 360.0, "training_seconds": 1080.0, "health": "contended"}
+    rows = [base, repeat, LedgerRow.from_json({**idea, "budget": 360.0, "training_seconds": 360.0})]
+    assert dead_idea_cost([*rows, LedgerRow.from_json(crowded)], context, 360.0) == cost

@@ -82,13 +82,18 @@ def dead_idea_cost(
     """What an idea that was not kept cost in training, over the context's latest candidates decided other
     than `improved`: the median training seconds, that as a multiple of a seed's (`seed_training`: one
     seed's median training: a slower config's idea costs more than one) and the share the early abort
-    ended. None before such a trial or a seed's cost."""
+    ended. A void trial (interrupted, contended: `LedgerRow.void`) decided no idea and is left out. None
+    before such a trial or a seed's cost."""
     same = context.rows(rows)
     repeats = baseline_repeats(same)  # a repeat of the baseline measures noise: it is no idea
     dead = [
         r
         for r in same
-        if r.status == "ok" and r.reference_run and r.verdict != "improved" and r.run_id not in repeats
+        if r.status == "ok"
+        and not r.void
+        and r.reference_run
+        and r.verdict != "improved"
+        and r.run_id not in repeats
     ][-COST_TRIALS:]
     spent = [v for r in dead if (v := r.training_seconds) is not None]
     if not spent or seed_training <= 0:
