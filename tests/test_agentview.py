@@ -155,6 +155,30 @@ def test_a_real_classic_trial_has_its_outcome_and_the_few_steps_flag_only_when_s
     assert sorted(texts) == sorted([*before, few])
 
 
+def test_a_classic_seed_the_budget_stopped_before_its_horizon_is_flagged_cut(classic_runs):
+    """At --budget 2 no seed reaches the score's 50,000 env steps: the summary says the score is of a run
+    cut short (the replay's short-budget trial raised no line); a seed that ran to its horizon, or a track
+    whose budget is the training time, raises none."""
+    root, base, cand = classic_runs
+    assert "cut" in flag_names(base) and "cut" in flag_names(cand)
+    seeds = runview.load_seeds(root / cand["run_dir"])
+    states = [
+        json.loads((root / cand["run_dir"] / f"seed-{s.index}" / "train_state.json").read_text())
+        for s in seeds
+    ]
+    assert [s.env_steps for s in seeds] == [st["env_steps"] for st in states]
+    assert all(st["last_env_steps"] == 50_000 > st["env_steps"] for st in states)
+    least = min(seeds, key=lambda s: s.env_steps or 0)
+    assert cand["health/cut"].startswith(
+        f"2/2 seeds were stopped by the budget before their env-step horizon (seed-{least.index} at "
+        f"{least.env_steps:,} of 50,000 env steps)"
+    )
+    assert runview.cut(seeds, training_budget=2.0) is None  # the LLM track's seeds end at the budget
+    ended = [dataclasses.replace(s, stop_reason="exited") for s in seeds]
+    assert runview.cut(ended, None) is None
+    assert runview.cut([ended[0], seeds[1]], None).text.startswith("1/2 seeds")  # type: ignore[union-attr]
+
+
 def test_status_remembers_the_key_tried_with_its_value_and_outcome(classic_runs, monkeypatch, capsys):
     root, _, cand = classic_runs
     monkeypatch.setenv("AUTORL_ROOT", str(root))

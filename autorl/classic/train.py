@@ -83,6 +83,7 @@ class TrainState:
     env_id: str
     updates: int = 0
     env_steps: int = 0
+    last_env_steps: int | None = None  # where training ends unless stopped: min(total_env_steps, horizon)
     seconds: float = 0.0  # training-clock seconds
     finished: bool = False  # reached its last update (not stopped by SIGTERM)
     solved_threshold: float
@@ -131,10 +132,15 @@ class ClassicRun:
         self.weights = run_dir / "weights" / "policy.pt"
         self.weights.parent.mkdir(parents=True, exist_ok=True)
         self.ppo = PPO(cfg, seed)
-        self.state = TrainState(seed=seed, env_id=cfg.env_id, solved_threshold=SOLVED_AT[cfg.env_id])
-        self.clock = TrainingClock()
         self.horizon = horizon or SCORE_STEPS[cfg.env_id]  # the env steps the score covers
         self.last_step = min(cfg.total_env_steps, self.horizon)  # the score covers no more
+        self.state = TrainState(
+            seed=seed,
+            env_id=cfg.env_id,
+            solved_threshold=SOLVED_AT[cfg.env_id],
+            last_env_steps=self.last_step,
+        )
+        self.clock = TrainingClock()
         self.last_return: float | None = None  # mean return of the last rollout in which episodes ended
         self.due: list[DueEval] = []
         self.rows: list[dict[str, Any]] = []  # metrics rows not written yet (waiting for an evaluation)

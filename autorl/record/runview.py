@@ -129,6 +129,8 @@ class SeedView:
     solving: bool = False  # classic: the seed records when its in-training eval solved the env
     solved_seconds: float | None = None  # classic: time / env steps to solve (None: not solved)
     solved_env_steps: int | None = None
+    env_steps: int | None = None  # classic: env steps trained, and where training ends unless stopped
+    last_env_steps: int | None = None  # (train_state.json: min(total_env_steps, the score's horizon))
     series: dict[str, tuple[list[int], list[float]]] = field(default_factory=dict, repr=False)
 
     @property
@@ -181,6 +183,8 @@ def load_seed(seed_dir: Path, index: int) -> SeedView:
         solving="time_to_solve_seconds" in state,
         solved_seconds=_number(state.get("time_to_solve_seconds")),
         solved_env_steps=state.get("env_steps_to_solve"),
+        env_steps=state.get("env_steps"),
+        last_env_steps=state.get("last_env_steps"),
         series=series,
     )
 
@@ -236,7 +240,7 @@ def health_flags(
     `training_budget`: the seconds every seed trains unless its config stops it (None where seeds end at a
     horizon by design: Track.budget_is_training_time)."""
     t = THRESHOLDS
-    flags = [f for f in (stops_itself(seeds, training_budget),) if f is not None]
+    flags = [f for f in (stops_itself(seeds, training_budget), cut(seeds, training_budget)) if f is not None]
     collapsed = [s for s in seeds if s.reward is not None and s.reward.collapsed]
     if collapsed:
         worst = max(collapsed, key=lambda s: s.reward.peak - s.reward.end)  # type: ignore[union-attr]
@@ -252,9 +256,9 @@ def health_flags(
         flags.append(
             Flag("zero_advantage", f"{zero:.0%} of groups had zero advantage (all rewards equal): no signal")
         )
-    cut = _share([s.truncated for s in seeds])
-    if cut is not None and cut >= t.truncated:
-        flags.append(Flag("truncated", f"{cut:.0%} of completions were cut at max_completion_tokens"))
+    truncated = _share([s.truncated for s in seeds])
+    if truncated is not None and truncated >= t.truncated:
+        flags.append(Flag("truncated", f"{truncated:.0%} of completions were cut at max_completion_tokens"))
     budget_bound = [s for s in seeds if s.stop_reason == "budget"]
     if budget_bound and (few := max(s.steps for s in budget_bound)) < t.min_steps:
         flags.append(
@@ -284,6 +288,25 @@ def stops_itself(seeds: Sequence[SeedView], training_budget: float | None) -> Fl
         f"all {len(seeds)} seeds ended training on their own after {longest:.0f} s at most of the "
         f"{training_budget:g} s budget ({max(s.steps for s in ended)} steps at most: the config's own limit, "
         "such as max_steps): at a longer budget it trains no longer",
+    )
+
+
+def cut(seeds: Sequence[SeedView], training_budget: float | None) -> Flag | None:
+    """Seeds the budget stopped before their env-step horizon, on a track whose seeds end there by design
+    (`training_budget` None: the classic track, whose budget is a cap): the score grid past the cut keeps
+    the last evaluation's value, so the score is of a shorter run than the horizon, one this machine's
+    speed set."""
+    stopped = [s for s in seeds if s.stop_reason == "budget" and s.env_steps is not None]
+    if training_budget is not None or not stopped:
+        return None
+    least = min(stopped, key=lambda s: s.env_steps or 0)
+    of = f" of {least.last_env_steps:,}" if least.last_env_steps else ""
+    return Flag(
+        "cut",
+        f"{len(stopped)}/{len(seeds)} seeds were stopped by the budget before their env-step horizon "
+        f"(seed-{least.index} at {least.env_steps:,}{of} env steps): the rest of the score's curve keeps "
+        "its last value, so the score is of a run cut short, as far as this machine's speed took it: the "
+        "config is too slow for this budget",
     )
 
 
