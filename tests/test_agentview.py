@@ -884,6 +884,11 @@ def test_progress_labels_stay_inside_the_figure_at_any_ledger_length(n):
         assert box.x0 <= ext.x0 and ext.x1 <= box.x1 and box.y0 <= ext.y0 and ext.y1 <= box.y1, (
             label.get_text()
         )
+        # above every other trial's mark, error bar and line, on a pale box: none crosses its text
+        marks = [*fig.axes[0].collections, *fig.axes[0].lines]
+        assert label.get_zorder() > max(m.get_zorder() for m in marks)
+        patch = label.get_bbox_patch()
+        assert patch is not None and patch.get_facecolor()[:3] == (1.0, 1.0, 1.0) and patch.get_alpha() >= 0.5
 
 
 def test_a_seed_outcome_has_one_shape_for_its_writer_and_its_readers(tmp_path):

@@ -416,16 +416,48 @@ def test_ray_local_under_uv_run_no_sync_records_a_row(tmp_path):
     assert not processes_with_env(MARK, env[MARK])  # no Ray process of the trial is left
 
 
-def test_sigint_during_a_ray_local_trial_leaves_an_interrupted_row_and_no_process(tmp_path):
+def test_sigint_during_a_ray_local_trial_leaves_an_interrupted_row_and_its_rerun_keeps_finished_seeds(
+    tmp_path,
+):
+    """Ctrl-C in the second wave: an interrupted row, no process left; the same command again (program.md:
+    run the same commit again) keeps the two seeds of the first wave, which finished as Ray tasks, and
+    trains only the third."""
     root = checkout(tmp_path / "root", LONG)
     env = user_env(tmp_path, root, **{MARK: uuid.uuid4().hex})
-    trial = Trial("uv", env, "--seeds", "2", "--budget", "60", "--ray", "local")
-    trial.wait_for(lambda: seed_started(root), 240, "a seed training")
+    args = ("--seeds", "3", "--budget", "15", "--ray", "local")
+    trial = Trial("uv", env, *args)
+    trial.wait_for(lambda: any((root / "runs").glob("*/seed-2/run.log")), 300, "the second wave's seed")
     time.sleep(2)
     trial.proc.send_signal(signal.SIGINT)
     took = trial.finish(timeout=60)
     trial.check_stopped(took, 130)
-    assert Ledger(root / "results.tsv").rows()[-1].status == "interrupted"
+    stopped = Ledger(root / "results.tsv").rows()[-1]
+    assert stopped.status == "interrupted"
+    assert not processes_with_env(MARK, env[MARK])
+
+    again = run_py("uv --no-sync", env, *args)
+    assert again.returncode == 0, again.out
+    s = parse_summary(again.out)
+    assert s["status"] == "ok" and len(s["seeds"].split(",")) == 3
+    seeds = [x.strip() for x in s["seeds"].split(",")]
+    assert (
+        f"kept: 2 of 3 seeds ({seeds[0]}, {seeds[1]}) finished in {stopped.run_id} before its stop: not "
+        "trained again, 1 to run"
+    ) in again.out, again.out
+    assert s["kept_seeds"] == f"2 of 3, finished in {stopped.run_id} (stopped)"
+    for k in (0, 1):  # the first wave's files, linked from the stopped trial's run directory
+        here, there = root / s["run_dir"] / f"seed-{k}", root / "runs" / stopped.run_id / f"seed-{k}"
+        assert (here / "eval.jsonl").stat().st_ino == (there / "eval.jsonl").stat().st_ino
+    third = root / s["run_dir"] / "seed-2"  # trained again: its own log, now evaluated
+    assert (third / "run.log").stat().st_ino != (
+        root / "runs" / stopped.run_id / "seed-2" / "run.log"
+    ).stat().st_ino
+    assert (
+        json.loads((third / "outcome.json").read_text())["status"] == "ok" and (third / "eval.jsonl").exists()
+    )
+    [row] = [r for r in Ledger(root / "results.tsv").rows() if r.run_id != stopped.run_id]
+    assert row.status == "ok" and row.extras is not None  # the ledger's extras read back as text
+    assert (row.extras["kept_seeds"], row.extras["kept_from"]) == ("2", stopped.run_id)
     assert not processes_with_env(MARK, env[MARK])
 
 

@@ -121,7 +121,8 @@ def figure(rows: Sequence[LedgerRow]) -> Figure:
 
 def _label(ax: Any, x: float, y: float, text: str) -> None:
     """A kept trial's description next to its point, on the side that keeps it inside the axes: left of
-    points in the right half, below points in the upper half."""
+    points in the right half, below points in the upper half; on a pale box above the other trials' marks
+    and error bars, which would cross the text (they show through)."""
     (x0, x1), (y0, y1) = ax.get_xlim(), ax.get_ylim()
     right = x > (x0 + x1) / 2
     upper = y > (y0 + y1) / 2
@@ -134,6 +135,8 @@ def _label(ax: Any, x: float, y: float, text: str) -> None:
         va="top" if upper else "bottom",
         fontsize=7,
         color="tab:green",
+        zorder=5,
+        bbox={"boxstyle": "round,pad=0.15", "facecolor": "white", "edgecolor": "none", "alpha": 0.75},
     )
 
 

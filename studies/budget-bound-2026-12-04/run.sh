@@ -2,9 +2,8 @@
 # What the contended flag's CPU-wait share reads for a budget-bound classic config (the shipped classic.toml
 # with num_envs = 2: its seeds are cut by --budget 20 before the 50k env-step horizon, so `contended` applies
 # to them): alone, then right after a trial in a second clone whose warm starters stay idle beside it (a
-# classic one, then an LLM one, whose starter prewarmed the embedded trainer). A 2-second sampler logs every
-# warm starter's CPU share and the machine's /proc/pressure/cpu while the trials run (ps.log), to tell whether
-# idle starters take CPU. Usage: studies/budget-bound-2026-12-04/run.sh COMMIT OUT_DIR
+# classic one, then an LLM one, whose starter prewarmed the embedded trainer).
+# Usage: studies/budget-bound-2026-12-04/run.sh COMMIT OUT_DIR
 set -euo pipefail
 commit=$1; out=$(realpath -m "$2"); a=/tmp/budget-bound-a; b=/tmp/budget-bound-b
 pkill -f autorl.engine.warm_starter || true
@@ -12,23 +11,14 @@ for c in "$a" "$b"; do rm -rf "$c" && git clone -q /work/main "$c" && git -C "$c
 mkdir -p "$out"
 (cd "$a" && uv sync -q --compile-bytecode && sed 's/^num_envs = 16 /num_envs = 2  /' classic.toml > bound.toml)
 (cd "$b" && uv sync -q --compile-bytecode && uv run --no-sync prepare.py > "$out/prepare-b.log" 2>&1)
-( while sleep 2; do
-    echo "# $(date +%s) $(head -1 /proc/pressure/cpu)"
-    ps -eo pid,stat,pcpu,etimes,args --sort=-pcpu | awk 'NR>1 && NR<=6 || /warm_starter/' | grep -v awk | cut -c1-160
-  done ) > "$out/ps.log" 2>&1 & sampler=$!
-trap 'kill $sampler 2>/dev/null || true' EXIT
 run() {  # $1: label; the rest: run.py flags (clone a, the budget-bound config)
   local label=$1; shift
-  echo "# $(date +%s) start $label" >> "$out/ps.log"
   (cd "$a" && uv run --no-sync run.py --track classic --config bound.toml --budget 20 --seeds 4 --all-seeds \
      --description "$label" "$@" > "$out/$label.log" 2>&1) || true
-  echo "# $(date +%s) end $label" >> "$out/ps.log"
 }
 other() {  # a trial in clone b, ended before the next run in a: its starters stay, idle
-  echo "# $(date +%s) start b-$1" >> "$out/ps.log"
   (cd "$b" && uv run --no-sync run.py --track "$1" --budget 10 --seeds 2 --all-seeds --description "b $1" \
      > "$out/b-$1-$2.log" 2>&1) || true
-  echo "# $(date +%s) end b-$1" >> "$out/ps.log"
 }
 run quiet-1 --new-context
 for k in 2 3; do run "quiet-$k"; done
