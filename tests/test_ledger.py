@@ -228,3 +228,23 @@ def test_what_an_idea_not_kept_costs_leaves_the_baseline_repeat_out() -> None:
     crowded |= {"budget": 360.0, "training_seconds": 1080.0, "health": "contended"}
     rows = [base, repeat, LedgerRow.from_json({**idea, "budget": 360.0, "training_seconds": 360.0})]
     assert dead_idea_cost([*rows, LedgerRow.from_json(crowded)], context, 360.0) == cost
+
+
+def test_a_longer_seed_s_estimate_grows_its_training_and_what_runs_along_it(tmp_path, monkeypatch):
+    """`autorl fidelity`'s expected line: a seed at factor x the budget trains factor x longer (at most the
+    long budget) and its `other` (off the training clock along the run: the classic track's in-training
+    evaluations on the longer grid) grows with it; the start-up and the final eval stay. A classic study
+    (studies/fidelity-estimate-2026-12-04) ran 15% over an estimate that kept `other` as it was."""
+    from autorl.engine.cost import expected_wall
+
+    monkeypatch.setenv("AUTORL_ROOT", str(tmp_path))  # no run directories: no start-up split
+    # two seeds one at a time: each 1 s start-up, 10 s training, 1 s eval, and 3 s other of a 15 s wave
+    kw = {"seeds": [1, 2], "parallel": 1, "startup_seconds": 2.0, "training_seconds": 20.0}
+    base = LedgerRow.from_json(row("base", verdict="baseline", eval_seconds=2.0, total_seconds=30.0, **kw))
+    context = ResearchContext.of(base)
+    wall, trials, seed = expected_wall([base], context, 4, 2)  # type: ignore[misc]
+    assert (wall, trials, seed["other"]) == (30.0, 1, 3.0)
+    wall, _, seed = expected_wall([base], context, 4, 2, (4.0, 1000.0))  # type: ignore[misc]
+    assert (seed["training"], seed["other"], seed["total"], wall) == (40.0, 12.0, 54.0, 108.0)
+    wall, _, seed = expected_wall([base], context, 4, 2, (4.0, 25.0))  # the long budget caps the training
+    assert (seed["training"], seed["other"], seed["total"], wall) == (25.0, 7.5, 34.5, 69.0)

@@ -167,13 +167,17 @@ def expected_wall(
     """(wall seconds, trials measured, the seed's cost) of `seeds` seeds run `parallel` at a time, from the
     context's trials measured here; with `longer` = (factor, budget) (fidelity) each seed trains factor x
     the measured training, at most the budget (a wall-clock budget is spent whole; the classic track's
-    env-step horizon ends sooner); None before a trial of the context finished."""
+    env-step horizon ends sooner), and its `other` grows as its training: what happens along the run off
+    the training clock (the classic track's in-training evaluations on the longer horizon's grid, saves);
+    None before a trial of the context finished."""
     if (measured := seed_cost(rows, context)) is None:
         return None
     trials, seed = measured
-    if longer is not None:
+    if longer is not None and seed["training"] > 0:
         training = min(seed["training"] * longer[0], longer[1])
-        seed = {**seed, "total": seed["total"] - seed["training"] + training, "training": training}
+        other = seed["other"] * training / seed["training"]
+        total = seed["startup"] + training + seed["eval"] + other
+        seed = {**seed, "training": training, "other": other, "total": total}
     return waves_seconds(seed, seeds, parallel), trials, seed
 
 
