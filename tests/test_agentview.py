@@ -337,14 +337,19 @@ def test_status_sizes_the_confirm_of_the_best_keep_as_confirm_would(root, monkey
 def test_a_trial_says_its_expected_wall_time_from_the_comparable_trials_before_it(root, monkeypatch, capsys):
     backend = FakeBackend("ok", 0.6, scripts_dir=root)
     monkeypatch.setattr(LLMTrack, "make_backend", lambda self, name: backend)
-    assert trial.main(["--seeds", "1", "--budget", "0.5"]) == 0
-    assert "expected: " not in capsys.readouterr().out  # nothing measured yet
+    assert trial.main(["--seeds", "3", "--parallel", "2", "--budget", "0.5"]) == 0
+    # nothing measured yet: the least it takes, its waves of training (a replay's first trial said nothing)
+    (line,) = [ln for ln in capsys.readouterr().out.splitlines() if "expected: " in ln]
+    assert line.endswith(
+        "expected: at least 1 s (2 waves of 0.5 s training; the start-up and the evals are not measured here "
+        "yet: the next trial's line has them)"
+    )
     assert trial.main(["--seeds", "2", "--parallel", "1", "--budget", "0.5"]) == 0
     (line,) = [ln for ln in capsys.readouterr().out.splitlines() if "expected: " in ln]
     (first, _) = Ledger(root / "results.tsv").rows()
-    # one seed, one wave: the wall time of a seed is the trial's, less the base eval it ran (once a context)
-    seed_s = first.total_seconds - float((first.extras or {}).get("base_eval_seconds", 0))
-    assert f"expected: ~{2 * seed_s:.0f} s (a seed " in line and "median of the 1 latest comparable" in line
+    # two waves: the wall time of a wave is the trial's, less the base eval it ran (once a context), halved
+    wave_s = (first.total_seconds - float((first.extras or {}).get("base_eval_seconds", 0))) / 2
+    assert f"expected: ~{2 * wave_s:.0f} s (a seed " in line and "median of the 1 latest comparable" in line
     assert line.endswith("a config slower per seed takes longer, the early stop can end it sooner)")
     # all its seeds run whatever they show (--all-seeds): no early stop, so no upper bound
     assert trial.main(["--seeds", "2", "--parallel", "1", "--budget", "0.5", "--all-seeds"]) == 0
@@ -590,13 +595,14 @@ def test_a_config_that_ends_training_on_its_own_is_flagged(root, monkeypatch, ca
 
     ended = fake_trial(monkeypatch, root, capsys, "--budget", "5", mode="finish")  # exits at step 20
     text = ended["health/stops_itself"]
-    assert text.startswith("all 1 seeds ended training on their own after") and "of the 5 s budget" in text
-    assert "(20 steps at most" in text
+    # one seed is "its seed", not "all 1 seeds" (a replay's trial stopped early after 1/6 read so)
+    assert text.startswith("its seed ended training on its own after") and "s of the 5 s budget" in text
+    assert "(20 steps: the config's own limit" in text
     bound = fake_trial(monkeypatch, root, capsys, "--budget", "0.5")
     assert "stops_itself" not in flag_names(bound)
     assert training_budget("llm", 90.0) == 90.0 and training_budget("classic", 600.0) is None
     assert cli.main(["show", ended["run_dir"].split("/")[-1]]) == 0  # autorl show raises it too
-    assert "health: all 1 seeds ended training on their own" in capsys.readouterr().out
+    assert "health: its seed ended training on its own" in capsys.readouterr().out
 
 
 def test_a_score_below_the_untrained_base_is_flagged(root, monkeypatch, capsys):
@@ -999,3 +1005,19 @@ def test_show_of_a_many_seed_trial_counts_the_seeds_it_does_not_list(root, monke
     assert "  ... 1 more seeds (--png draws them all)" in lines
     envs = [ln for ln in lines if ln.startswith("  eval/")]
     assert envs and all(re.search(r"\(seeds( \d\.\d{3}){6} … 3 more\)", ln) for ln in envs), envs
+
+
+def test_the_tried_list_writes_a_key_the_reference_does_not_set_as_report_does():
+    """A replay read `trainer.scheduler.decay_steps: None -> 700` in status and `- -> 700` in the report:
+    the key was not set, not set to None. Both write `-` now; --json keeps null."""
+    tried = [
+        {
+            "key": "trainer.scheduler.decay_steps",
+            "tries": [
+                {"from": None, "value": 700, "verdict": "improved", "delta": 0.0254, "decision": "keep"}
+            ],
+        }
+    ]
+    lines = memory.tried_lines(tried)
+    assert "(-: not set)" in lines[0]
+    assert lines[1] == "  trainer.scheduler.decay_steps: - -> 700: improved +0.0254, keep"

@@ -309,3 +309,17 @@ def test_a_long_seed_that_ended_before_a_point_scores_its_end_there(root, tmp_pa
         else:  # it had ended before this point: its end is its state there
             assert rows == result.eval_rows
     assert TRACK.rows_at(result.dir, result.eval_rows, 0.75) == result.eval_rows
+
+
+def test_status_says_when_a_keep_that_holds_trains_no_longer_at_the_long_budget():
+    """A replay's `keeps that hold at the long budget: 2/2` hid that one of them stops itself (max_steps):
+    it never trained longer there, which fidelity's `no_longer/<run_id>` said and status dropped."""
+    from autorl.commands.status import fidelity_line
+
+    summary = {"spearman_rho": 1.0, "rho_ci": [0.32, 1.0], "long_budget": 60.0, "configs": 4}
+    f = {"fidelity_id": "fid", "summary": summary, "kept": {"lr": "holds", "decay": "holds"}}
+    plain = "fidelity (fid, 4 configs at 60 s): rho 1.00 [0.32, 1.00]"
+    plain += "; keeps that hold at the long budget: 2/2"
+    assert fidelity_line(f) == plain
+    summary["no_longer"] = {"decay": "its long seeds stopped themselves after 700 steps at most"}
+    assert fidelity_line(f) == plain + " (trains no longer at the long budget, its config's own limit: decay)"

@@ -126,18 +126,23 @@ def with_text(keys: Sequence[str]) -> str:
     return f" (with {named}" + (f" +{len(keys) - 2} more" if len(keys) > 2 else "") + ")"
 
 
+def _shown(value: Any) -> Any:
+    """A tried list's value as `autorl report` writes it: `-` where the config does not set the key."""
+    return "-" if value is None else value
+
+
 def tried_lines(tried: Sequence[Mapping[str, Any]]) -> list[str]:
     """The memory of what was tried, bounded: MAX_TRIED_KEYS keys, each with its latest values."""
     if not tried:
         return []
     out = [
-        "tried (key: reference's -> tried value: verdict, decision; the latest changed key first, its values "
-        "oldest first; never retry a discarded "
-        "value alone; `with k`: changed together with k)"
+        "tried (key: reference's -> tried value (-: not set): verdict, decision; the latest changed key "
+        "first, its values oldest first; never retry a discarded value alone; `with k`: changed together "
+        "with k)"
     ]
     for t in tried[:MAX_TRIED_KEYS]:
         tries = [  # each try from its own reference's value: after a keep of the key, that is the kept value
-            f"{x['from']} -> {x['value']}: {x['verdict'] or '-'}"
+            f"{_shown(x['from'])} -> {_shown(x['value'])}: {x['verdict'] or '-'}"
             + (f" {x['delta']:+.4f}" if x["delta"] is not None else "")
             + f", {x['decision']}"
             + with_text(x.get("with") or [])

@@ -174,6 +174,10 @@ def fidelity_line(f: Mapping[str, Any] | None) -> str | None:
     out += f"; keeps that hold at the long budget: {held}/{len(f['kept'])}"
     said = [f"does not hold: {', '.join(failed)}"] if failed else []
     said += [f"{untold} inconclusive: its test could not tell, not a failure"] if untold else []
+    # a keep whose config stops itself (max_steps) never trained longer there: its long run is its short one
+    same = [k for k in f["kept"] if k in (s.get("no_longer") or {})]
+    if same:
+        said.append(f"trains no longer at the long budget, its config's own limit: {', '.join(same)}")
     return out + (f" ({'; '.join(said)})" if said else "")
 
 

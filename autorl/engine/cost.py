@@ -182,12 +182,25 @@ def expected_wall(
 
 
 def trial_estimate(
-    rows: Sequence[LedgerRow], context: ResearchContext, seeds: int, parallel: int, may_stop: bool = True
+    rows: Sequence[LedgerRow],
+    context: ResearchContext,
+    seeds: int,
+    parallel: int,
+    may_stop: bool = True,
+    training_s: float | None = None,
 ) -> str | None:
     """A starting trial's expected wall time from the context's trials measured here (its plan line);
-    `may_stop`: an early stop can end it sooner (a reference to look at after a wave, or the abort)."""
+    `may_stop`: an early stop can end it sooner (a reference to look at after a wave, or the abort). Before
+    any trial of the context was measured, the least it takes where every seed trains `training_s` (a track
+    whose budget is the training time: its waves of training alone), else None."""
     if (expected := expected_wall(rows, context, seeds, parallel)) is None:
-        return None
+        if not training_s or seeds <= 0:
+            return None
+        waves = -(-seeds // max(1, parallel))
+        return (
+            f"expected: at least {minutes(waves * training_s)} ({counted(waves, 'wave')} of {training_s:g} s "
+            "training; the start-up and the evals are not measured here yet: the next trial's line has them)"
+        )
     wall, trials, seed = expected
     median = f"median of the {counted(trials, 'latest comparable trial')} here"
     return (

@@ -203,7 +203,10 @@ def train(
     scored = setup.backend.scores_rungs and not asked.quick
     looks = looks_after_waves(asked, ref) and len(todo) > the_plan.parallel  # more than one wave
     may_stop = looks or (scored and ref.abort is not None)  # ... or the early abort at a rung
-    if estimate := trial_estimate(ref.ledger_rows, ctx.context, len(todo), the_plan.parallel, may_stop):
+    training_s = asked.budget.budget_s if setup.track.budget_is_training_time else None
+    if estimate := trial_estimate(
+        ref.ledger_rows, ctx.context, len(todo), the_plan.parallel, may_stop, training_s
+    ):
         say(estimate)
     if scored:
         say(f"early abort {ref.abort_note}")

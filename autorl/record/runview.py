@@ -283,11 +283,17 @@ def stops_itself(seeds: Sequence[SeedView], training_budget: float | None) -> Fl
     if not training_budget or not ended or len(ended) < len(seeds):
         return None
     longest = max(s.training_seconds or 0.0 for s in ended)
+    steps = max(s.steps for s in ended)
+    told = (
+        f"all {len(seeds)} seeds ended training on their own after {longest:.0f} s at most of the "
+        f"{training_budget:g} s budget ({steps} steps at most"
+        if len(seeds) > 1
+        else f"its seed ended training on its own after {longest:.0f} s of the {training_budget:g} s budget "
+        f"({steps} steps"
+    )
     return Flag(
         "stops_itself",
-        f"all {len(seeds)} seeds ended training on their own after {longest:.0f} s at most of the "
-        f"{training_budget:g} s budget ({max(s.steps for s in ended)} steps at most: the config's own limit, "
-        "such as max_steps): at a longer budget it trains no longer",
+        f"{told}: the config's own limit, such as max_steps): at a longer budget it trains no longer",
     )
 
 
