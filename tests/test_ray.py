@@ -424,7 +424,7 @@ def test_sigint_during_a_ray_local_trial_leaves_an_interrupted_row_and_its_rerun
     trains only the third."""
     root = checkout(tmp_path / "root", LONG)
     env = user_env(tmp_path, root, **{MARK: uuid.uuid4().hex})
-    args = ("--seeds", "3", "--budget", "15", "--ray", "local")
+    args = ("--seeds", "3", "--budget", "8", "--ray", "local")
     trial = Trial("uv", env, *args)
     trial.wait_for(lambda: any((root / "runs").glob("*/seed-2/run.log")), 300, "the second wave's seed")
     time.sleep(2)
