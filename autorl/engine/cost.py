@@ -50,7 +50,7 @@ def seed_cost(rows: Sequence[LedgerRow], context: ResearchContext) -> tuple[int,
                 once = max(0.0, firsts[-1] - statistics.median(starts[parallel:]))
         if n and (total := r.total_seconds) is not None:  # less the base eval it ran (once a context)
             base_eval = float((r.extras or {}).get("base_eval_seconds") or 0.0)
-            waves.append((total - once - base_eval) / -(-n // parallel))
+            waves.append((total - once - base_eval) / wave_count(n, parallel))
     if not per_seed:
         return None
     startup, training, evaluation = (statistics.median(x) for x in zip(*per_seed, strict=True))
@@ -118,9 +118,14 @@ def _seed_startups(run_id: str, n: int) -> list[float]:
     return out
 
 
+def wave_count(seeds: int, parallel: int) -> int:
+    """How many waves `seeds` seeds take, `parallel` at a time."""
+    return -(-seeds // max(1, parallel))
+
+
 def waves_seconds(seed: Mapping[str, float], seeds: int, parallel: int) -> float:
     """Wall seconds of `seeds` seeds run `parallel` at a time: the start-up paid once, then each wave."""
-    return seed["once"] + -(-seeds // max(1, parallel)) * seed["total"]
+    return seed["once"] + wave_count(seeds, parallel) * seed["total"]
 
 
 def expected_cost(
@@ -196,7 +201,7 @@ def trial_estimate(
     if (expected := expected_wall(rows, context, seeds, parallel)) is None:
         if not training_s or seeds <= 0:
             return None
-        waves = -(-seeds // max(1, parallel))
+        waves = wave_count(seeds, parallel)
         return (
             f"expected: at least {minutes(waves * training_s)} ({counted(waves, 'wave')} of {training_s:g} s "
             "training; the start-up and the evals are not measured here yet: the next trial's line has them)"

@@ -302,8 +302,10 @@ def cut(seeds: Sequence[SeedView], training_budget: float | None) -> Flag | None
     (`training_budget` None: the classic track, whose budget is a cap): the score grid past the cut keeps
     the last evaluation's value, so the score is of a shorter run than the horizon, one this machine's
     speed set."""
+    if training_budget is not None:
+        return None
     stopped = [s for s in seeds if s.stop_reason == "budget" and s.env_steps is not None]
-    if training_budget is not None or not stopped:
+    if not stopped:
         return None
     least = min(stopped, key=lambda s: s.env_steps or 0)
     of = f" of {least.last_env_steps:,}" if least.last_env_steps else ""
