@@ -20,6 +20,12 @@ REPO = Path(__file__).resolve().parent.parent
 # A warm starter ends with its trial here (tests/test_warm.py tests the ones kept between trials): every
 # test's environment differs, so none would be reused, and hundreds would wait idle with torch imported.
 os.environ["AUTORL_WARM_KEEP"] = "0"
+# No runner reads CPU pressure, here or in the children and Ray workers a test starts (they inherit this), so
+# no seed is `contended` whatever else runs: the suite's own workers keep the CPUs 17-73% busy
+# (docs/agentview.md), and a flag they raised would move the reference pools, the noise floor, status's
+# counts, a confirm's status, the kept seeds of a stopped trial and a stand-in's decisions (CI saw both).
+# A test of the flag asks for `cpu_pressure` or writes the seeds' shares.
+os.environ[process.PRESSURE_VAR] = ""
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -55,24 +61,10 @@ def float_scalars(example_inputs: list) -> list:
     return [x for x in example_inputs if scalar(x)]
 
 
-REAL_CPU_STALL_US = process.cpu_stall_us
-
-
-@pytest.fixture(autouse=True, scope="session")
-def quiet_machine() -> Iterator[None]:
-    """A runner in the tests' processes reads no CPU pressure, so no seed is `contended`, whatever else runs
-    (module fixtures' trials included): the suite's own workers keep the CPUs 17-73% busy
-    (docs/agentview.md), and a flag they raised would move the reference pools, the noise floor, status's
-    counts and a confirm's status. A test of the flag asks for `cpu_pressure` or writes the seeds' shares."""
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(process, "cpu_stall_us", lambda: None)
-        yield
-
-
 @pytest.fixture
 def cpu_pressure(monkeypatch: pytest.MonkeyPatch) -> None:
     """The machine's real CPU pressure (/proc/pressure/cpu), for a test of the `contended` flag."""
-    monkeypatch.setattr(process, "cpu_stall_us", REAL_CPU_STALL_US)
+    monkeypatch.delenv(process.PRESSURE_VAR)
 
 
 @pytest.fixture

@@ -690,6 +690,18 @@ def test_a_trial_beside_busy_work_is_flagged_contended(root, monkeypatch, capsys
     assert "contended" in {f.name for f in runview.health_flags(edge, None, None)}
 
 
+def test_the_cpu_pressure_is_read_from_the_file_autorl_cpu_pressure_names(tmp_path, monkeypatch):
+    """A container's own pressure file in place of the machine's; empty (the suite's children): none read."""
+    psi = tmp_path / "cpu.pressure"
+    psi.write_text("some avg10=1.00 avg60=0.50 avg300=0.10 total=4242\nfull avg10=0 avg60=0 total=7\n")
+    monkeypatch.setenv(process.PRESSURE_VAR, str(psi))
+    assert process.cpu_stall_us() == 4242
+    monkeypatch.setenv(process.PRESSURE_VAR, str(tmp_path / "absent"))
+    assert process.cpu_stall_us() is None
+    monkeypatch.setenv(process.PRESSURE_VAR, "")
+    assert process.cpu_stall_us() is None
+
+
 def test_seeds_needed_gives_the_power_it_promises_in_the_simulation():
     """Pilot comparisons at 3 seeds a side, with the true gain as the delta: the median of seeds_needed (both
     sides) is the number of seeds at which scripts/simulate_decisions.py's worlds detect that gain about
