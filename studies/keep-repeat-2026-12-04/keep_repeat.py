@@ -15,9 +15,14 @@ each world draws, from one permutation of the pool (every seed used once a world
 Printed per gain, delta and reference: `improved` (a false keep at delta 0, power above), the share stopped
 by the futility stop after one seed, the seeds an idea ran, and the reference's bias (its mean minus K's
 true mean, the pool's mean + gain). The last block: ideas against the baseline's 12 seeds (no keep yet), the
-one-seed futility stop's power curve for small gains.
+one-seed futility stop's power curve for small gains, beside the same ideas' with no early stop (all six
+seeds, one look: --all-seeds).
 
     uv run python studies/keep-repeat-2026-12-04/keep_repeat.py --worlds 4000 > keep-repeat.log
+    # the 360 s pool (42 seeds of train.toml, studies/abort-2026-11-27/llm/analyze-3.sh's files)
+    uv run python studies/keep-repeat-2026-12-04/keep_repeat.py --worlds 4000 \
+        --pool-file studies/abort-2026-11-27/llm/llm-pools-3.jsonl.gz \
+        --pool-file studies/abort-2026-11-27/llm/llm-night-baselines.jsonl.gz > keep-repeat-360.log
 """
 
 from __future__ import annotations
@@ -36,9 +41,9 @@ sys.path[:0] = [str(REPO), str(REPO / "scripts")]
 import aa_pool  # noqa: E402
 from simulate_decisions import decide_rule, first_seeds  # noqa: E402
 
+from autorl.engine.track import get_track  # noqa: E402
 from autorl.record import stats  # noqa: E402
 from autorl.record.row import LedgerRow  # noqa: E402
-from autorl.engine.track import get_track  # noqa: E402
 
 POOL = REPO / "studies/validity-2026-11-25/llm-pool/llm-pool.jsonl.gz"
 SEEDS = 6  # the LLM track's default; one at a time on the 2-core VM: 6 looks
@@ -55,7 +60,9 @@ class Pool:
 
     def trial(self, idx: np.ndarray, gain: float) -> stats.Table:
         t = self.table
-        return stats.Table(list(range(len(idx))), t.envs, t.examples, {e: t.matrix[e][idx] + gain for e in t.envs})
+        return stats.Table(
+            list(range(len(idx))), t.envs, t.examples, {e: t.matrix[e][idx] + gain for e in t.envs}
+        )
 
 
 def joined(*tables: stats.Table) -> stats.Table:
@@ -84,7 +91,15 @@ def trial(cand: stats.Table, ref: stats.Table, nf: stats.NoiseFloor) -> tuple[st
     return decide_rule(compare_at, len(cand.seeds))
 
 
-def world(pool: Pool, rng: np.random.Generator, gain: float, deltas: list[float], prior: float) -> dict | None:
+def all_seeds(cand: stats.Table, ref: stats.Table, nf: stats.NoiseFloor) -> tuple[str, int]:
+    """The same candidate with no early stop (--all-seeds): one look, on every seed."""
+    c = stats.compare_tables(cand, ref, noise=nf)
+    return stats.sequential_verdict(c, 1, 1), len(cand.seeds)
+
+
+def world(
+    pool: Pool, rng: np.random.Generator, gain: float, deltas: list[float], prior: float
+) -> dict | None:
     perm = rng.permutation(len(pool.scores))
     base_idx = [perm[0:6], perm[6:12]]
     base = [list(pool.scores[i]) for i in base_idx]
@@ -118,12 +133,27 @@ def main() -> None:
     ap.add_argument("--gains", default="0.015,0.025,0.04", help="the keep's true gain over the baseline")
     ap.add_argument("--deltas", default="0,0.01,0.02,0.03,0.05", help="an idea's true gain over the keep")
     ap.add_argument("--rng", type=int, default=0)
+    ap.add_argument(
+        "--pool-file",
+        type=Path,
+        action="append",
+        default=[],
+        help="scripts/abort_replay.py exports (repeatable) instead of the 90 s pool: --pool-name's seeds",
+    )
+    ap.add_argument("--pool-name", default="A")
     args = ap.parse_args()
-    pool = Pool(aa_pool.read_pool_file(POOL)["pool A"].seeds)
+    if args.pool_file:
+        import abort_replay
+
+        pool = Pool([s.rows for s in abort_replay.read_pool_files(args.pool_file)[args.pool_name].seeds])
+    else:
+        pool = Pool(aa_pool.read_pool_file(POOL)["pool A"].seeds)
     prior = get_track("llm").seed_sd_prior
     deltas = [float(x) for x in args.deltas.split(",")]
-    print(f"pool A: {len(pool.scores)} seeds, mean {pool.mean:.4f} (sd {pool.scores.std(ddof=1):.4f}); "
-          f"prior sd {prior}; {args.worlds} worlds a gain")
+    print(
+        f"pool A: {len(pool.scores)} seeds, mean {pool.mean:.4f} (sd {pool.scores.std(ddof=1):.4f}); "
+        f"prior sd {prior}; {args.worlds} worlds a gain"
+    )
     for gain in [float(x) for x in args.gains.split(",")]:
         rng = np.random.default_rng(args.rng)
         kept = [w for w in (world(pool, rng, gain, deltas, prior) for _ in range(args.worlds)) if w]
@@ -137,12 +167,15 @@ def main() -> None:
     rng = np.random.default_rng(args.rng)
     print("\nno keep yet: ideas against the baseline's 12 seeds")
     for d in deltas:
-        ends = []
+        ends, fixed = [], []
         for _ in range(args.worlds):
             perm = rng.permutation(len(pool.scores))
             nf = noise({"base": [list(pool.scores[perm[0:6]]), list(pool.scores[perm[6:12]])]}, prior)
-            ends.append(trial(pool.trial(perm[12 : 12 + SEEDS], d), pool.trial(perm[0:12], 0.0), nf))
+            cand, ref = pool.trial(perm[12 : 12 + SEEDS], d), pool.trial(perm[0:12], 0.0)
+            ends.append(trial(cand, ref, nf))
+            fixed.append(all_seeds(cand, ref, nf))
         print(f"    idea +{d:<5}: " + ends_line(ends))
+        print(f"      no early stop: improved {rate([v == 'improved' for v, _ in fixed])}, seeds {SEEDS}")
 
 
 def ends_line(ends: list[tuple[str, int]]) -> str:
