@@ -9,6 +9,7 @@ import importlib.util
 import json
 import os
 import re
+import shlex
 import statistics
 import subprocess
 import sys
@@ -16,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from fakes.fake_backend import FakeBackend
+from fakes.fake_backend import TRAIN_TOML, FakeBackend
 
 from autorl.commands import cli, memory, show, status, trial
 from autorl.commands.tune import parse_summary
@@ -844,6 +845,47 @@ def test_status_does_not_count_the_baseline_repeat_as_a_trial_not_kept(root, mon
         f"  its config's 2 trials pooled (2 seeds): {statistics.fmean(scores):.4f}, the bar of a delta"
         in status.render(st).splitlines()
     )
+
+
+def test_a_keep_is_repeated_before_the_next_idea(root, monkeypatch, capsys):
+    """program.md: the reference's config runs twice before an idea is compared with it (the baseline in the
+    setup, each keep after it). An `improved` idea's note names its repeat's command, `status` names it
+    while the reference ran once, and the repeat run by that command joins the bar: its seeds pooled, no
+    idea decided, no dead idea's cost."""
+    fake_trial(monkeypatch, root, capsys, "--budget", "0.3", "--description", "baseline", quality=0.3)
+    ledger = Ledger(root / "results.tsv")
+    ledger.mark("keep", lesson="baseline")
+    base = ledger.rows()[0].run_id
+    assert cli.main(["status"]) == 0
+    due = "  its config ran once (1 seed): run its repeat before the next idea (program.md): uv run run.py "
+    assert due + f'--track llm --all-seeds --rerun {base} --description "repeat of {base}"' in (
+        capsys.readouterr().out.splitlines()
+    )
+    fake_trial(monkeypatch, root, capsys, "--budget", "0.3", "--all-seeds", "--rerun", base, quality=0.3)
+    ledger.mark("discard", lesson="baseline repeat: noise floor")
+    (root / "train.toml").write_text(TRAIN_TOML.replace("max_steps = 100", "max_steps = 101"))
+    idea = fake_trial(monkeypatch, root, capsys, "--budget", "0.3", "--description", "idea", quality=0.9)
+    assert idea["verdict"] == "improved"
+    kept = ledger.rows()[-1].run_id
+    command = f'uv run run.py --track llm --all-seeds --rerun {kept} --description "repeat of {kept}"'
+    assert f"if you keep it, run its repeat next ({command}, then mark it discard)" in idea["note"]
+    ledger.mark("keep", lesson="idea")
+    assert cli.main(["status", "--json"]) == 0
+    st = json.loads(capsys.readouterr().out)
+    assert st["best"]["run_id"] == kept and st["best_repeat_due"]
+    assert due + command.removeprefix("uv run run.py ") in status.render(st).splitlines()
+
+    args = shlex.split(command)[3:]  # the command as a shell splits it, after `uv run run.py`
+    again = fake_trial(monkeypatch, root, capsys, "--budget", "0.3", *args, quality=0.9)
+    assert again["note"].startswith(f"this trial ran the reference's own config ({kept}): a repeat")
+    assert "if you keep it" not in again["note"]
+    ledger.mark("discard", lesson="keep repeat")
+    assert cli.main(["status", "--json"]) == 0
+    st = json.loads(capsys.readouterr().out)
+    assert not st["best_repeat_due"] and st["best_pooled"][:2] == [2, 2]
+    assert "its config ran once" not in status.render(st)
+    assert st["keep_rate"] == {"kept": 1, "decided": 1}  # neither repeat is an idea
+    assert st["cost"]["dead_idea"] is None  # nor a dead one: no idea was discarded
 
 
 def test_each_interim_look_prints_one_line(root, monkeypatch, capsys):

@@ -173,6 +173,11 @@ def test_a_fidelity_run_is_recorded_and_resumes_after_a_signal(context, capsys, 
         "/1"
     )
     assert f"kept/{kept['run_id']}: delta " in out and (context / "f.png").stat().st_size > 5000
+    for r in rows:  # each config's two scores in the summary, as fidelity.tsv has them
+        assert summary[f"long/{r['run_id']}"] == f"{r['role']}, short {short[rows.index(r)]:.4f}, long " + (
+            f"{long[rows.index(r)]:.4f}"
+        )
+    assert not [k for k in summary if k.startswith("over_reference/")]  # its keep's reference: the baseline
     assert "no_longer/" not in out  # the long seeds ran to their budget (or their longer horizon)
     monkeypatch.setenv("AUTORL_ROOT", str(context))
     assert cli.main(["fidelity", "--resume", fid]) == 2  # recorded: nothing to resume
@@ -323,3 +328,33 @@ def test_status_says_when_a_keep_that_holds_trains_no_longer_at_the_long_budget(
     assert fidelity_line(f) == plain
     summary["no_longer"] = {"decay": "its long seeds stopped themselves after 700 steps at most"}
     assert fidelity_line(f) == plain + " (trains no longer at the long budget, its config's own limit: decay)"
+
+
+def test_a_keep_over_another_keep_is_judged_against_it_at_the_long_budget():
+    """`over_reference/<run_id>`: a keep whose reference was an earlier keep, both re-trained, compared on
+    their long seeds: whether the decision holds, beside `kept/`'s gain over the baseline. A keep over the
+    baseline gets none (kept/ is that line)."""
+    from autorl.record import stats
+
+    def seeds(*means: float) -> list[list[dict]]:  # one seed a mean: 40 examples, a share of them right
+        return [
+            [{"seed": k, "env": "e", "example_id": f"x{i}", "score": float(i < 40 * m)} for i in range(40)]
+            for k, m in enumerate(means)
+        ]
+
+    base = LedgerRow(run_id="r-base", config_hash="a", eval_score=0.40, status="ok")
+    first = LedgerRow(run_id="r-first", config_hash="b", eval_score=0.47, reference_run="r-base", delta=0.06)
+    second = LedgerRow(run_id="r-second", config_hash="c", eval_score=0.49, reference_run="r-first")
+    second.delta = 0.025
+    scored = [
+        fidelity.Config("baseline", base, None, seeds(0.4, 0.425, 0.45), []),  # type: ignore[arg-type]
+        fidelity.Config("kept", first, None, seeds(0.475, 0.5, 0.475), []),  # type: ignore[arg-type]
+        fidelity.Config("kept", second, None, seeds(0.5, 0.475, 0.5), []),  # type: ignore[arg-type]
+    ]
+    lines = fidelity._config_lines(scored, stats.NoiseFloor(), [base, first, second])
+    assert lines["long/r-base"] == "baseline, short 0.4000, long 0.4250"
+    assert lines["long/r-second"] == "kept, short 0.4900, long 0.4917"
+    assert "over_reference/r-first" not in lines  # its reference is the baseline
+    said = lines["over_reference/r-second"]
+    assert said.startswith("delta +0.0083 over r-first, +0.0250 in its trial (90% CI -")
+    assert said.endswith(": inconclusive")

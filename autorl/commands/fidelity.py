@@ -447,6 +447,7 @@ def _conclude(ledger: Ledger, plan: Plan, chosen: list[Config], the_track: Any, 
             f"delta {comparison.delta:+.4f} (90% CI {ci[0]:+.4f}..{ci[1]:+.4f}), "
             f"p {comparison.p_value:.3g}: {verdict}"
         )
+    lines |= _config_lines(scored, noise, ledger.rows())
     for run_id, why in no_longer.items():
         lines[f"no_longer/{run_id}"] = why
     if len(scored) < FEW_CONFIGS:  # Spearman's rho over n configs takes few values: 2 give +1 or -1
@@ -508,6 +509,32 @@ def _record(plan: Plan, c: Config) -> dict[str, Any]:
         "long_ci_high": hi,
         "seeds": plan.seeds[: len(c.long_rows)] if c.long_rows else [],
     }
+
+
+def _config_lines(scored: list[Config], noise: stats.NoiseFloor, rows: list[LedgerRow]) -> dict[str, str]:
+    """Each re-trained config's score in its trial and at the long budget (`long/<run_id>`); each keep whose
+    reference was another keep re-trained here, the keep against that reference's long seeds
+    (`over_reference/<run_id>`): whether the decision holds, where `kept/` says whether its gain over the
+    baseline does (a replay's second keep led its reference by +0.025 in its trial, +0.005 at 2x)."""
+    lines = {}
+    for c in scored:
+        lines[f"long/{c.row.run_id}"] = f"{c.role}, short {c.row.eval_score or 0:.4f}, long " + (
+            f"{stats.eval_score(c.rows):.4f}"
+        )
+    by_config = {c.row.config_hash: c for c in scored}
+    config_of = {r.run_id: r.config_hash for r in rows}
+    for c in scored:
+        ref = by_config.get(config_of.get(c.row.reference_run, ""))
+        if c.role != "kept" or ref is None or ref is c or ref.role != "kept":
+            continue
+        comparison = stats.compare(c.rows, ref.rows, noise=noise)
+        low, high = stats.matching_interval(comparison)
+        short = f", {c.row.delta:+.4f} in its trial" if c.row.delta is not None else ""
+        lines[f"over_reference/{c.row.run_id}"] = (
+            f"delta {comparison.delta:+.4f} over {ref.row.run_id}{short} (90% CI {low:+.4f}..{high:+.4f}), "
+            f"p {comparison.p_value:.3g}: {HOLDS[comparison.verdict]}"
+        )
+    return lines
 
 
 def _holds(c: stats.Comparison) -> dict[str, Any]:

@@ -31,9 +31,11 @@ from autorl.record.context import (
     config_repeats,
     is_quick,
     kept_config_to_adopt,
+    repeat_command,
+    repeat_due,
 )
 from autorl.record.ledger import Ledger, Mark
-from autorl.record.row import AGENT_VAR, LedgerRow, as_float
+from autorl.record.row import AGENT_VAR, LedgerRow, as_float, counted
 from autorl.record.sidetables import CONFIRMED, FIDELITY, strongest
 from autorl.record.stats import POWER, NoiseFloor, noise_floor
 
@@ -55,6 +57,7 @@ def _brief(row: LedgerRow) -> dict[str, Any]:
         "commit": row.commit,
         "eval_score": row.eval_score,
         "eval_ci": [row.eval_ci_low, row.eval_ci_high],
+        "seeds": len(row.seed_list),
         "delta": row.delta,
         "p_value": row.p_value,
         "verdict": row.verdict,
@@ -245,6 +248,8 @@ def collect(
         "best": _brief(best) if best else None,
         "best_pooled": config_pool(same, ctx, best) if best else None,  # [trials, seeds, mean]
         "best_is_kept": bool(best and best.decision == "keep"),
+        # its config ran once: its seeds alone are the bar, a lucky draw's (program.md: run its repeat)
+        "best_repeat_due": bool(best and best.scored and repeat_due(same, ctx, best)),
         "best_confirms": [
             {k: c[k] for k in ("confirm_id", "budget", "delta", "p_value", "verdict", "power", "seeds")}
             for c in confirmed
@@ -400,6 +405,11 @@ def best_lines(st: Mapping[str, Any]) -> list[str]:
     if pool := st.get("best_pooled"):  # its config's repeats: the bar the next delta is measured against
         out.append(
             f"  its config's {pool[0]} trials pooled ({pool[1]} seeds): {pool[2]:.4f}, the bar of a delta"
+        )
+    if st.get("best_repeat_due"):
+        out.append(
+            f"  its config ran once ({counted(b['seeds'], 'seed')}): run its repeat before the next idea "
+            "(program.md): " + repeat_command(st["context"]["track"], b["run_id"])
         )
     if line := onto_best(st):
         out.append(line)

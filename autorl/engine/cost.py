@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from autorl.io import paths
-from autorl.record.context import ResearchContext, baseline, baseline_repeats
+from autorl.record.context import ResearchContext, baseline, baseline_repeats, config_repeats
 from autorl.record.outcome import SeedOutcome
 from autorl.record.row import LedgerRow, counted
 
@@ -85,7 +85,9 @@ def dead_idea_cost(
     ended. A void trial (interrupted, contended: `LedgerRow.void`) decided no idea and is left out. None
     before such a trial or a seed's cost."""
     same = context.rows(rows)
-    repeats = baseline_repeats(same)  # a repeat of the baseline measures noise: it is no idea
+    # a repeat (the baseline's, a keep's) measures noise: it is no idea; nor is an idea's first trial that
+    # its labelled re-run stands for
+    repeats = baseline_repeats(same) | config_repeats(same)
     dead = [
         r
         for r in same
@@ -224,7 +226,11 @@ def _seed_text(seed: Mapping[str, float]) -> str:
 
 
 def minutes(seconds: float) -> str:
-    return f"{seconds / 60:.0f} min" if seconds >= 90 else f"{seconds:.0f} s"
+    """`45 s`, `3.4 min` (a replay read `~3 min` for 3.4 and took 3.7: whole minutes rounded it down), `12
+    min` from 10 minutes on."""
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    return f"{seconds / 60:.1f} min" if seconds < 600 else f"{seconds / 60:.0f} min"
 
 
 def cost_line(cost: Mapping[str, Any] | None) -> str | None:

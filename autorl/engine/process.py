@@ -196,20 +196,15 @@ def _signal_group(pgid: int, sig: int) -> None:
 
 
 PSI_CPU = Path("/proc/pressure/cpu")  # Linux pressure stall information (4.20+): time tasks waited for a CPU
-# Where the CPU pressure is read instead (a container's cgroup file: /sys/fs/cgroup/cpu.pressure); empty:
-# none is read and no seed is `contended` (the test suite's own children: its workers keep the CPUs busy).
-PRESSURE_VAR = "AUTORL_CPU_PRESSURE"
+PRESSURE_VAR = "AUTORL_CPU_PRESSURE"  # a file read instead (a container's cpu.pressure); "": none (the tests)
 
 
 def cpu_stall_us() -> int | None:
     """Microseconds (since boot) during which at least one task on this machine was runnable but waiting
-    for a CPU (the `some` line's total, from PSI_CPU or AUTORL_CPU_PRESSURE's file); None where the kernel
-    does not report it or AUTORL_CPU_PRESSURE is empty."""
-    path = os.environ.get(PRESSURE_VAR, str(PSI_CPU))
-    if not path:
-        return None
+    for a CPU (the `some` line's total, of PSI_CPU or PRESSURE_VAR's file); None where the kernel does not
+    report it or PRESSURE_VAR is empty (no seed is then `contended`)."""
     try:
-        some = Path(path).read_text().splitlines()[0]
+        some = Path(os.environ.get(PRESSURE_VAR, PSI_CPU) or "/").read_text().splitlines()[0]
         return int(some.rsplit("total=", 1)[1])
     except (OSError, IndexError, ValueError):
         return None

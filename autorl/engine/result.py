@@ -21,7 +21,7 @@ from autorl.engine.track import training_budget
 from autorl.engine.trial_types import Reference, Trained
 from autorl.io import paths
 from autorl.record import stats
-from autorl.record.context import QUICK, ResearchContext
+from autorl.record.context import QUICK, ResearchContext, repeat_command
 from autorl.record.ledger import eval_rows_hash
 from autorl.record.row import LedgerRow, format_number
 from autorl.record.runview import trial_health
@@ -297,6 +297,20 @@ def repeat_note(reference: LedgerRow | None, config_hash: str, verdict: str) -> 
     )
 
 
+def keep_repeat_note(ref: Reference, ctx: TrialIdentity, verdict: str) -> str:
+    """An `improved` trial of a config that ran once (not a repeat, not a labelled re-run, whose first trial
+    pools in): the ideas after a keep are compared with its seeds, which drew high to be kept, so a keep's
+    repeat (program.md) pools fresh ones into that bar (docs/statistics.md, a keep's repeat)."""
+    if verdict != "improved" or ref.row is None or ref.row.config_hash == ctx.config_hash:
+        return ""
+    if any(r.config_hash == ctx.config_hash and r.measured for r in ctx.context.rows(ref.ledger_rows)):
+        return ""
+    return (
+        f"if you keep it, run its repeat next ({repeat_command(ctx.context.track, ctx.run_id)}, then mark it "
+        "discard): the ideas after a keep are compared with its seeds, and a trial kept drew high to be kept"
+    )
+
+
 def parallel_note(reference: LedgerRow | None, parallel: int) -> str:
     """Seeds that share a machine may buy less per budget than seeds alone: say when the reference ran with
     another parallelism (scripts/bench_parallel.py measures the difference)."""
@@ -371,6 +385,7 @@ def conclude(
             for n in (
                 ceiling_note(reference, ci, ctx.score_range[1]),
                 repeat_note(reference if comparison is not None else None, ctx.config_hash, verdict),
+                keep_repeat_note(ref, ctx, verdict),
                 parallel_note(reference, judging.parallel),
                 ctx.uncommitted_note(),
             )

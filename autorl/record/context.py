@@ -123,6 +123,19 @@ def same_config(rows: Sequence[LedgerRow], context: ResearchContext, reference: 
     ]
 
 
+def repeat_command(track: str, run_id: str) -> str:
+    """program.md's repeat of trial `run_id` (after the baseline, after each keep): its config again on fresh
+    seeds, all of them (--all-seeds: no early stop), said to be a repeat of it (--rerun: refused unless the
+    config run is that trial's)."""
+    return f'uv run run.py --track {track} --all-seeds --rerun {run_id} --description "repeat of {run_id}"'
+
+
+def repeat_due(rows: Sequence[LedgerRow], context: ResearchContext, reference: LedgerRow) -> bool:
+    """Whether the reference's config ran once in `context` (no measured repeat: `same_config`): its seeds
+    alone are the next delta's bar, and a trial that became the reference drew high to get there."""
+    return not same_config(rows, context, reference)
+
+
 def config_pool(
     rows: Sequence[LedgerRow], context: ResearchContext, reference: LedgerRow
 ) -> tuple[int, int, float] | None:
