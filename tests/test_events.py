@@ -84,12 +84,12 @@ def test_an_llm_test_double_trial_writes_the_same_names_and_thins_long_curves(ro
 def test_a_broken_tracker_is_one_warning_and_the_row_is_recorded(root, monkeypatch, capsys):
     """The event writer fails (a full disk): the trial's row is in results.tsv, its summary printed, exit 0,
     one warning line said."""
-    import tensorboardX
+    from tensorboardX import event_file_writer
 
     def full_disk(*args, **kwargs):
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(tensorboardX, "SummaryWriter", full_disk)
+    monkeypatch.setattr(event_file_writer, "EventsWriter", full_disk)
     backend = FakeBackend("ok", 0.6, scripts_dir=root)
     monkeypatch.setattr(LLMTrack, "make_backend", lambda self, name: backend)
     assert trial.main(["--seeds", "1", "--budget", "0.5"]) == 0

@@ -13,10 +13,12 @@ about 46 bytes a point, MAX_POINTS x metrics x 2 families at most (an LLM seed: 
 
 from __future__ import annotations
 
+import contextlib
 import math
 import re
 import shutil
 import sys
+import time
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -58,38 +60,58 @@ def write_seed(seed_dir: Path, out: Path) -> bool:
     rows = [r for r in read_jsonl(seed_dir / "metrics.jsonl") if isinstance(r.get("step"), int | float)]
     if not rows:
         return False
-    SummaryWriter = summary_writer()
     last_step, last_ms = int(rows[-1]["step"]), _ms(rows[-1])
-    with SummaryWriter(logdir=str(out), flush_secs=3600) as writer:
+    with event_file(out) as add:
         for row in thinned(rows, MAX_POINTS):
             for key, value in _numbers(row, _clock_key(row)):
-                writer.add_scalar(f"step/{key}", value, int(row["step"]))
-                writer.add_scalar(f"time/{key}", value, _ms(row))
+                add(f"step/{key}", value, int(row["step"]))
+                add(f"time/{key}", value, _ms(row))
         for tag, value in final_scores(seed_dir).items():
-            writer.add_scalar(f"step/{tag}", value, last_step)
-            writer.add_scalar(f"time/{tag}", value, last_ms)
+            add(f"step/{tag}", value, last_step)
+            add(f"time/{tag}", value, last_ms)
         for rung in rungs.read(seed_dir):
             if rung.eval_score is not None:
-                writer.add_scalar("step/rung/score", rung.eval_score, rung.step)
-                writer.add_scalar("time/rung/score", rung.eval_score, int(round(rung.at_s * 1000)))
+                add("step/rung/score", rung.eval_score, rung.step)
+                add("time/rung/score", rung.eval_score, int(round(rung.at_s * 1000)))
     return True
 
 
-def summary_writer() -> Any:
-    """tensorboardX's SummaryWriter, imported without torch where torch is not loaded yet. tensorboardX
-    imports torch when it can, only to accept tensors as values; these are floats, and torch's import is a
-    trial's slowest line after its seeds (3.2 of tensorboardX's 3.4 s on a 2-core VM, 2026-11-28), paid
-    before the summary prints and again on the way out of a trial stopped by a signal."""
-    if "torch" in sys.modules or "tensorboardX" in sys.modules:
-        from tensorboardX import SummaryWriter
+@contextlib.contextmanager
+def event_file(out: Path) -> Iterator[Callable[[str, float, int], None]]:
+    """`add(tag, value, step)`: a scalar into a new event file in `out`, written as it comes. tensorboardX's
+    record writer without SummaryWriter's queue and thread, which sent each scalar through a multiprocessing
+    queue: an LLM seed's 10.7k scalars took 1.2 s there, 0.18 s here (2-core VM, 2026-12-04), paid by every
+    trial before its summary prints."""
+    writer_class, event, summary = tensorboardx()
+    out.mkdir(parents=True, exist_ok=True)
+    writer = writer_class(str(out / "events"), "")
 
-        return SummaryWriter
-    sys.modules["torch"] = None  # type: ignore[assignment]  # `import torch` raises ImportError meanwhile
+    def add(tag: str, value: float, step: int) -> None:
+        scalar = summary(value=[summary.Value(tag=tag, simple_value=value)])
+        writer.write_event(event(wall_time=time.time(), step=step, summary=scalar))
+
     try:
-        from tensorboardX import SummaryWriter
+        yield add
     finally:
-        del sys.modules["torch"]
-    return SummaryWriter
+        writer.close()  # flushes
+
+
+def tensorboardx() -> tuple[Any, Any, Any]:
+    """tensorboardX's EventsWriter and its Event and Summary protos, imported without torch where torch is not
+    loaded yet. tensorboardX imports torch when it can, only to accept tensors as values; these are floats,
+    and torch's import is a trial's slowest line after its seeds (3.2 of tensorboardX's 3.4 s on a 2-core VM,
+    2026-11-28), paid before the summary prints and again on the way out of a trial stopped by a signal."""
+    blocked = "torch" not in sys.modules and "tensorboardX" not in sys.modules
+    if blocked:
+        sys.modules["torch"] = None  # type: ignore[assignment]  # `import torch` raises ImportError meanwhile
+    try:
+        from tensorboardX import event_file_writer
+        from tensorboardX.proto.event_pb2 import Event
+        from tensorboardX.proto.summary_pb2 import Summary
+    finally:
+        if blocked:
+            del sys.modules["torch"]
+    return event_file_writer.EventsWriter, Event, Summary
 
 
 def final_scores(seed_dir: Path) -> dict[str, float]:
