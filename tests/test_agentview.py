@@ -888,6 +888,28 @@ def test_a_keep_is_repeated_before_the_next_idea(root, monkeypatch, capsys):
     assert st["cost"]["dead_idea"] is None  # nor a dead one: no idea was discarded
 
 
+def test_a_repeat_whose_seeds_train_at_another_pace_says_the_machine_moved(root, monkeypatch, capsys):
+    """A repeat of the reference's config whose seeds step three times slower (the test double's FAKE_STEP_S:
+    a slower machine, the config the same): its note says the pace moved and by how much; a repeat at the
+    same pace, and an idea (another config, whose pace is its own), say nothing of it."""
+    monkeypatch.setenv("FAKE_STEP_S", "0.05")  # long steps: the runner's own jitter is small beside them
+    fake_trial(monkeypatch, root, capsys, "--budget", "1", "--description", "baseline")
+    Ledger(root / "results.tsv").mark("keep", lesson="baseline")
+    same = fake_trial(monkeypatch, root, capsys, "--budget", "1", "--all-seeds")
+    assert "steps a second" not in same["note"]
+    monkeypatch.setenv("FAKE_STEP_S", "0.15")
+    slow = fake_trial(monkeypatch, root, capsys, "--budget", "1", "--all-seeds")
+    said = re.search(
+        r"its seeds trained ([\d.]+) steps a second, its config's earlier trials ([\d.]+) \(-", slow["note"]
+    )
+    assert said and float(said[1]) < 0.5 * float(said[2]), slow["note"]
+    assert "this machine's speed moved (no other work flagged)" in slow["note"]
+    assert "a trial now trains less than the trials before it did" in slow["note"]
+    (root / "train.toml").write_text(TRAIN_TOML.replace("max_steps = 100", "max_steps = 101"))
+    idea = fake_trial(monkeypatch, root, capsys, "--budget", "1")
+    assert "steps a second" not in idea.get("note", "")
+
+
 def test_each_interim_look_prints_one_line(root, monkeypatch, capsys):
     """A candidate of 3 seeds, one at a time, against a reference: a line per interim look (seeds done, delta,
     p, the efficacy boundary, continue or stop), in the output an agent redirects to run.log."""

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -18,6 +19,7 @@ from autorl.commands import cli, fidelity
 from autorl.commands.trial import main as run_py
 from autorl.commands.tune import parse_summary
 from autorl.engine import warm
+from autorl.record import ranking
 from autorl.record.ledger import Ledger
 from autorl.record.row import LedgerRow
 from autorl.record.sidetables import FIDELITY
@@ -28,20 +30,20 @@ SHIPPED = REPO / "classic.toml"
 
 def test_rank_statistics_are_scipy_s_on_known_inputs():
     short, long = [0.1, 0.2, 0.3, 0.4], [0.15, 0.35, 0.25, 0.30]
-    got = fidelity.rank_stats(short, long)
+    got = ranking.rank_stats(short, long)
     assert got["rho"] == pytest.approx(sps.spearmanr(short, long).statistic) == pytest.approx(0.4)
     assert got["tau"] == pytest.approx(sps.kendalltau(short, long).statistic)
     assert got["winner_rank"] == 2 and got["regret"] == pytest.approx(0.05)  # 0.4's long 0.30 < 0.35
-    assert fidelity.rank_stats([1, 2], [1, 2]) == pytest.approx(
+    assert ranking.rank_stats([1, 2], [1, 2]) == pytest.approx(
         {"rho": 1, "tau": 1, "winner_rank": 1, "regret": 0}
     )
 
 
 def test_rho_interval_resamples_configs_and_seeds():
     exact = [[0.1, 0.1], [0.2, 0.2], [0.3, 0.3], [0.4, 0.4], [0.5, 0.5]]
-    assert fidelity.rho_interval(exact, exact) == pytest.approx((1, 1))  # no seed noise, a perfect ranking
+    assert ranking.rho_interval(exact, exact) == pytest.approx((1, 1))  # no seed noise, a perfect ranking
     noisy_long = [[0.1, 0.35], [0.3, 0.15], [0.2, 0.4], [0.45, 0.3], [0.5, 0.6]]
-    low, high = fidelity.rho_interval(exact, noisy_long)
+    low, high = ranking.rho_interval(exact, noisy_long)
     point = sps.spearmanr([0.1, 0.2, 0.3, 0.4, 0.5], [sum(x) / 2 for x in noisy_long]).statistic
     assert -1 <= low < point < high <= 1 and high - low > 0.3
 
@@ -189,6 +191,25 @@ def test_a_fidelity_run_is_recorded_and_resumes_after_a_signal(context, capsys, 
     said = {"holds": "", "inconclusive": " (1 inconclusive: its test could not tell, not a failure)"}
     assert line.endswith(said.get(kept["holds"], f" (does not hold: {kept['run_id']})")), line
     assert "note: rho over 3 configs takes only a few values (3 give -1, -0.5, 0.5 or 1)" in out
+
+
+@pytest.mark.xdist_group("fidelity-context")  # one worker: `context` is set up once
+def test_a_dry_run_prints_the_plan_and_its_time_and_trains_nothing(context, monkeypatch, capsys):
+    """`--dry-run`: the configs, the slot plan and the expected wall time from the context's trials, exit 0;
+    no run directory, no plan.json, no fidelity.tsv row."""
+    monkeypatch.setenv("AUTORL_ROOT", str(context))
+    before = sorted(p.name for p in (context / "runs").iterdir())
+    table = context / "fidelity.tsv"
+    recorded = table.read_text() if table.exists() else None  # the other tests of the group may run first
+    assert cli.main(["fidelity", "--track", "classic", "--factor", "2", "--seeds", "1", "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert "3 configs of the classic context at 1.5 s re-trained at 3 s on seeds [" in out
+    assert "plan: 3 seed(s)" in out
+    expected = r"expected: ~\d+ s \(3 seeds, \d at a time, ~\d+ s each; from \d trials here\)"
+    assert re.search(expected, out), out
+    assert out.rstrip().endswith("dry run: nothing trained or recorded")
+    assert sorted(p.name for p in (context / "runs").iterdir()) == before  # no plan.json, no seed
+    assert (table.read_text() if table.exists() else None) == recorded
 
 
 @pytest.mark.xdist_group("fidelity-context")  # one worker: `context` is set up once

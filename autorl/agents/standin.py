@@ -14,7 +14,8 @@ that no trial on the ledger has tried or is training (the trials' and the claims
 memory), edits the file,
 commits, runs the trial (`run.py --description "<change>"`), and decides: `improved` keeps the commit and
 marks it keep; anything else resets it and marks discard (crash: crash), as does a `health/contended`
-trial whatever its verdict (program.md: it measured nothing). A trial refused because the same
+trial whatever its verdict (program.md: it measured nothing). It runs no repeat (the baseline's, a keep's):
+it stands in for the loop's mechanics, not for its statistics. A trial refused because the same
 config is training elsewhere (another agent's claim) is reset and skipped. With no change left it exits at
 once without a trial (the loop then stops re-invoking it). An invocation killed before it decided (its
 trial may go on and record its row) is finished by the next one first, as program.md's loop prompt asks

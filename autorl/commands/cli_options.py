@@ -218,5 +218,8 @@ class FidelityOptions:
         8, "configs re-trained: the baseline, every keep, then discarded ones", type=int_in(2, 64)
     )
     resume: str | None = flag(None, "go on with this fidelity run: only its missing seeds run", metavar="ID")
+    dry_run: bool = flag(
+        False, "print the plan and how long it takes; train and record nothing", name="--dry-run"
+    )
     png: Path | None = flag(None, "also draw short vs long scores to this PNG", type=Path)
     ray: str | None = ray_flag()

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import sys
 import warnings
 from dataclasses import dataclass
@@ -43,11 +42,11 @@ from autorl.record import events, stats
 from autorl.record.context import ResearchContext, baseline, is_quick
 from autorl.record.ledger import Ledger
 from autorl.record.outcome import SeedOutcome
+from autorl.record.ranking import rank_stats, rho_interval
 from autorl.record.row import LedgerRow
 from autorl.record.sidetables import FIDELITY
 
 FIDELITY_SEED_BASE = 3_000_000  # trials draw seeds below 1,000,064, confirm from 2,000,000: these no one else
-BOOT = 2000  # bootstrap replicates of rho's interval
 
 
 def say(msg: str) -> None:
@@ -146,43 +145,6 @@ def fidelity_seeds(fidelity_id: str, n: int) -> list[int]:
     return [FIDELITY_SEED_BASE + base + k for k in range(n)]
 
 
-# ---- the statistics ---------------------------------------------------------------------------------------
-
-
-def rank_stats(short: list[float], long: list[float]) -> dict[str, float]:
-    """Spearman's rho and Kendall's tau of the two scorings (scipy), the short winner's rank at the long
-    budget (1 = the best) and the regret of choosing it: the best long score minus its long score."""
-    rho = float(sps.spearmanr(short, long).statistic)
-    tau = float(sps.kendalltau(short, long).statistic)
-    winner = int(np.argmax(short))
-    rank = 1 + sum(x > long[winner] for x in long)
-    return {"rho": rho, "tau": tau, "winner_rank": rank, "regret": max(long) - long[winner]}
-
-
-def rho_interval(
-    short_seeds: list[list[float]], long_seeds: list[list[float]], level: float = 0.90, seed: int = 0
-) -> tuple[float, float]:
-    """Percentile bootstrap of Spearman's rho: configs resampled, and within each config its seeds at
-    both budgets (a config's score is the mean of its seed scores). Replicates whose scores tie
-    everywhere (rho undefined) are left out."""
-    rng = np.random.default_rng(seed)
-    k = len(short_seeds)
-    values = []
-    for _ in range(BOOT):
-        pick = rng.integers(0, k, k)
-        s = [float(np.mean(rng.choice(short_seeds[i], len(short_seeds[i])))) for i in pick]
-        lo = [float(np.mean(rng.choice(long_seeds[i], len(long_seeds[i])))) for i in pick]
-        with warnings.catch_warnings():  # a replicate that drew one config only: rho undefined, left out
-            warnings.simplefilter("ignore", sps.ConstantInputWarning)
-            r = sps.spearmanr(s, lo).statistic
-        if np.isfinite(r):
-            values.append(float(r))
-    if not values:
-        return math.nan, math.nan
-    low, high = np.quantile(values, [(1 - level) / 2, 1 - (1 - level) / 2])
-    return float(low), float(high)
-
-
 HOLDS = {"improved": "holds", "worse": "does not hold", "inconclusive": "inconclusive"}
 FEW_CONFIGS = 4  # below this many configs ranked, the summary says rho takes only a few values
 
@@ -244,6 +206,7 @@ def run_fidelity(
     png: Path | None = None,
     ledger: Ledger | None = None,
     ray: str | None = None,
+    dry_run: bool = False,
 ) -> int:
     if problem := warm.keep_problem():
         raise RetrainError(problem)
@@ -255,6 +218,11 @@ def run_fidelity(
     if any(r["fidelity_id"] == plan.fidelity_id for r in FIDELITY.read(FIDELITY.beside(ledger))):
         raise RetrainError(f"{plan.fidelity_id} is already recorded in fidelity.tsv: nothing to resume")
     chosen, backend, the_track = _configs(plan, rows)  # every config checked before anything is written
+    if dry_run:
+        _announce(plan, chosen, len(jobs := _pending(plan, chosen)))
+        _slots(rows, plan, chosen, jobs, backend, ray)
+        say("dry run: nothing trained or recorded")
+        return 0
     plan.save()
     jobs = _pending(plan, chosen)
     _announce(plan, chosen, len(jobs))
@@ -316,10 +284,7 @@ def _train(
     ray: str | None,
 ) -> bool:
     """Run the jobs on the machine's slots (or Ray's); False when a signal stopped them."""
-    the_plan = retrain_plan(backend, chosen[0].cfg, plan.long_budget, len(jobs), ray)
-    say(the_plan.describe())
-    if estimate := _estimate(rows, plan, len(jobs), the_plan.parallel):
-        say(estimate)
+    the_plan = _slots(rows, plan, chosen, jobs, backend, ray)
     results = run_jobs(backend, jobs, plan.long_budget, the_plan, _report, ray)
     if results is None:
         return False
@@ -329,6 +294,19 @@ def _train(
             owner[r.dir.parent.name].long_rows.append(r.eval_rows)
             owner[r.dir.parent.name].long_dirs.append(r.dir)
     return True
+
+
+def _slots(
+    rows: list[LedgerRow], plan: Plan, chosen: list[Config], jobs: list[Any], backend: Any, ray: str | None
+) -> Any:
+    """The jobs' slot plan, said with the wall time it is expected to take."""
+    the_plan = retrain_plan(backend, chosen[0].cfg, plan.long_budget, len(jobs), ray)
+    say(the_plan.describe())
+    say(
+        _estimate(rows, plan, len(jobs), the_plan.parallel)
+        or "expected: not known yet (no trial measured here)"
+    )
+    return the_plan
 
 
 def _announce(plan: Plan, chosen: list[Config], n_jobs: int) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+import statistics
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -24,7 +25,7 @@ from autorl.record import stats
 from autorl.record.context import QUICK, ResearchContext, repeat_command
 from autorl.record.ledger import eval_rows_hash
 from autorl.record.row import LedgerRow, format_number
-from autorl.record.runview import trial_health
+from autorl.record.runview import THRESHOLDS, trial_health
 
 
 def fmt(value: float | None, digits: int = 4) -> str:
@@ -311,6 +312,34 @@ def keep_repeat_note(ref: Reference, ctx: TrialIdentity, verdict: str) -> str:
     )
 
 
+def speed_note(ref: Reference, ctx: TrialIdentity, seeds: list[SeedResult]) -> str:
+    """A repeat (the reference's own config) at a wall-clock budget whose seeds trained at another pace than
+    its config's earlier trials (steps per training second, THRESHOLDS.speed_drift apart or more): with the
+    config the same, the machine's speed moved, which `contended` (other work) does not see."""
+    budget = training_budget(ctx.context.track, ctx.context.budget)
+    if ref.row is None or ref.row.config_hash != ctx.config_hash or budget is None:
+        return ""
+    done = [s for s in seeds if s.child is not None]
+    training = sum(s.child.training_seconds for s in done if s.child is not None)
+    steps = sum(s.steps for s in done)
+    earlier = [
+        r.steps / r.training_seconds
+        for r in ctx.context.rows(ref.ledger_rows)
+        if r.config_hash == ctx.config_hash and r.measured and r.steps and r.training_seconds
+    ]
+    if training <= 0 or not earlier:
+        return ""
+    now, was = steps / training, statistics.median(earlier)
+    if abs(now / was - 1) < THRESHOLDS.speed_drift:
+        return ""
+    return (
+        f"its seeds trained {now:.1f} steps a second, its config's earlier trials {was:.1f} "
+        f"({now / was - 1:+.0%}): this machine's speed moved (no other work flagged), so at this wall-clock "
+        f"budget a trial now trains {'more' if now > was else 'less'} than the trials before it did; say so "
+        "in the lesson"
+    )
+
+
 def parallel_note(reference: LedgerRow | None, parallel: int) -> str:
     """Seeds that share a machine may buy less per budget than seeds alone: say when the reference ran with
     another parallelism (scripts/bench_parallel.py measures the difference)."""
@@ -386,6 +415,7 @@ def conclude(
                 ceiling_note(reference, ci, ctx.score_range[1]),
                 repeat_note(reference if comparison is not None else None, ctx.config_hash, verdict),
                 keep_repeat_note(ref, ctx, verdict),
+                speed_note(ref, ctx, seeds),
                 parallel_note(reference, judging.parallel),
                 ctx.uncommitted_note(),
             )

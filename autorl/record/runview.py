@@ -41,6 +41,9 @@ class Thresholds:
     # studies/fidelity-llm-2026-11-27/seeds; the 360 s night's 0.016-0.018); beside other work 0.059-0.22
     # (one at 0.082 trained 9% fewer steps than its quiet twin), beside the test suite 0.17-0.73. It was 0.25
     # until the 360 s night's first trials ran at 0.12-0.14 unflagged (docs/agentview.md)
+    speed_drift: float = 0.15  # a repeat's steps per training second this share off its config's earlier
+    # trials': the machine's pace moved (a replay of 2026-12-04: 748-815 steps in 30 s, 888-1019 forty minutes
+    # later, nothing else running; one trial's seeds spread by about +-4%)
 
 
 THRESHOLDS = Thresholds()

@@ -31,9 +31,10 @@ id = "autorl-arithmetic"
 """
 
 CHILD = """
-import json, signal, sys, time
+import json, os, signal, sys, time
 from pathlib import Path
 mode, run_dir, quality = sys.argv[1], Path(sys.argv[2]), float(sys.argv[3])
+step_s = float(os.environ.get("FAKE_STEP_S", "0.02"))  # a step's seconds: a machine slower or faster
 snapshots = [float(s) for s in sys.argv[4].split(",") if s]  # RunSpec.snapshot_s: seconds, earliest first
 rungs = [tuple(map(float, r.split(":"))) for r in sys.argv[5].split(",") if r]  # RunSpec.rungs: (f, s)
 rung_quality = quality - 0.03 if mode == "slow_start" else quality  # behind at its rungs, not at its end
@@ -68,7 +69,7 @@ if mode == "hang":
     emit("step", step=1, reward=0.1)
     time.sleep(600)
 for step in range(1, 10**6):
-    time.sleep(0.02)
+    time.sleep(step_s)
     reward = (min(step, 25) / 25 if step <= 25 else 0.05) if mode == "collapse" else 0.5  # rise, then fall
     emit("step", step=step, reward=reward)
     with open(run_dir / "metrics.jsonl", "a") as f:
